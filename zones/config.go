@@ -1,0 +1,149 @@
+package zones
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Config is the dnsd configuration file, decoded strictly (unknown keys are
+// errors), defaulted and validated by Load. It is immutable once loaded.
+type Config struct {
+	// Listen are the DNS listen addresses; each serves UDP and TCP.
+	Listen []string `yaml:"listen"`
+	// Admin is the admin HTTP listen address (API, dashboard, /metrics).
+	// Empty disables the admin server.
+	Admin string `yaml:"admin"`
+	// Server holds protocol settings of the DNS edge.
+	Server ServerConfig `yaml:"server"`
+	// Zones are the authoritative zones served.
+	Zones []ZoneConfig `yaml:"zones"`
+	// Groups are the mirror groups answered from members, not zone files.
+	Groups []GroupConfig `yaml:"groups"`
+
+	// File is the path the config was read from ("" for flag-built configs).
+	File string `yaml:"-"`
+}
+
+// ServerConfig holds protocol settings of the DNS edge.
+type ServerConfig struct {
+	// Identity answers CH TXT id.server. and hostname.bind.; "" disables.
+	Identity string `yaml:"identity"`
+	// Version answers CH TXT version.bind. and version.server.; "" disables.
+	Version string `yaml:"version"`
+	// NSID is returned in the EDNS NSID option (RFC 5001) when asked; "" disables.
+	NSID string `yaml:"nsid"`
+	// MaxUDPSize caps UDP answers whatever the client advertises (default 1232).
+	MaxUDPSize int `yaml:"max_udp_size"`
+	// TCPIdleTimeout closes TCP connections idle this long (default 10s).
+	TCPIdleTimeout Duration `yaml:"tcp_idle_timeout"`
+	// MaxTCPConnections caps concurrent TCP connections (default 1000).
+	MaxTCPConnections int `yaml:"max_tcp_connections"`
+	// TSIG keys known to the server (name → base64 secret), for signed
+	// requests such as AXFR; requests signed with any other key get NOTAUTH.
+	TSIG []TSIGKey `yaml:"tsig"`
+}
+
+// TSIGKey is a shared secret for TSIG (RFC 8945).
+type TSIGKey struct {
+	// Name is the key name (a domain name).
+	Name string `yaml:"name"`
+	// Algorithm is hmac-sha256 (default), hmac-sha512 or hmac-sha1.
+	Algorithm string `yaml:"algorithm"`
+	// Secret is the base64 key material.
+	Secret string `yaml:"secret"`
+}
+
+// ZoneConfig names one authoritative zone and its RFC 1035 file.
+type ZoneConfig struct {
+	// Origin is the zone apex, e.g. "example.org.".
+	Origin string `yaml:"origin"`
+	// File is the zone file, relative to the config file's directory.
+	File string `yaml:"file"`
+	// AllowTransfer lists the client prefixes allowed to AXFR this zone.
+	AllowTransfer []netip.Prefix `yaml:"allow_transfer"`
+	// AllowInclude permits $INCLUDE in the zone file (off by default).
+	AllowInclude bool `yaml:"allow_include"`
+}
+
+// GroupConfig is one mirror group: a name inside a served zone answered
+// with the addresses of its members.
+type GroupConfig struct {
+	// Name is the group's fully qualified name, e.g. "www.example.org.".
+	Name string `yaml:"name"`
+	// TTL bounds the adaptive TTL of group answers.
+	TTL TTLBounds `yaml:"ttl"`
+	// Policy chooses members for each answer.
+	Policy PolicyConfig `yaml:"policy"`
+	// Answers is how many addresses of each family an answer carries (default 2).
+	Answers int `yaml:"answers"`
+	// Secret authenticates writes (pushes, membership changes) for the group.
+	Secret string `yaml:"secret"`
+	// SecretFile reads Secret from a file instead (relative to the config).
+	SecretFile string `yaml:"secret_file"`
+	// Members are the static members of the group.
+	Members []MemberConfig `yaml:"members"`
+}
+
+// TTLBounds are the inclusive bounds, in seconds, of a group answer's TTL.
+type TTLBounds struct {
+	Min uint32 `yaml:"min"`
+	Max uint32 `yaml:"max"`
+}
+
+// PolicyConfig names a global answer policy and its parameters.
+type PolicyConfig struct {
+	// Name is weighted, least-load, nearest, hash or geo-load (default).
+	Name string `yaml:"name"`
+	// LowWatermark is the utilization (load/capacity) where a member's
+	// share starts to shrink (default 0.7).
+	LowWatermark float64 `yaml:"low_watermark"`
+	// HighWatermark is the utilization above which a member is skipped
+	// while others have room (default 0.9).
+	HighWatermark float64 `yaml:"high_watermark"`
+}
+
+// MemberConfig is one mirror of a group.
+type MemberConfig struct {
+	// Name is the member's short name, unique in the group, e.g. "fra1".
+	Name string `yaml:"name"`
+	// Host is the member's own host name, used for redirects.
+	Host string `yaml:"host"`
+	// Addresses are the member's IPv4 and IPv6 addresses.
+	Addresses []netip.Addr `yaml:"addresses"`
+	// Location is where the member is.
+	Location Location `yaml:"location"`
+	// Capacity is what the member can carry, in load units (> 0).
+	Capacity float64 `yaml:"capacity"`
+	// Weight is the member's static weight (default 1).
+	Weight float64 `yaml:"weight"`
+	// Probe is the URL of the member's load report (GET /v1/load).
+	Probe string `yaml:"probe"`
+}
+
+// Location is a place: coordinates and/or country and continent codes.
+type Location struct {
+	Lat       *float64 `yaml:"lat"`
+	Lon       *float64 `yaml:"lon"`
+	Country   string   `yaml:"country"`
+	Continent string   `yaml:"continent"`
+}
+
+// Duration is a time.Duration written as "10s", "1m30s" in YAML.
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: want e.g. 10s or 1m30s", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
