@@ -23,6 +23,8 @@ type Config struct {
 
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
+
+	pos positions // where each object was written (Parse), for errors
 }
 
 // ServerConfig holds protocol settings of the DNS edge.
@@ -30,6 +32,7 @@ type ServerConfig struct {
 	// Identity answers CH TXT id.server. and hostname.bind.; "" disables.
 	Identity string `yaml:"identity"`
 	// Version answers CH TXT version.bind. and version.server.; "" disables.
+	// When the key is absent it defaults to "transmirror".
 	Version string `yaml:"version"`
 	// NSID is returned in the EDNS NSID option (RFC 5001) when asked; "" disables.
 	NSID string `yaml:"nsid"`
@@ -48,7 +51,8 @@ type ServerConfig struct {
 type TSIGKey struct {
 	// Name is the key name (a domain name).
 	Name string `yaml:"name"`
-	// Algorithm is hmac-sha256 (default), hmac-sha512 or hmac-sha1.
+	// Algorithm is hmac-sha256 (default), hmac-sha512 or hmac-sha1; Build
+	// turns it into miekg/dns's name (dns.HmacSHA256, ...).
 	Algorithm string `yaml:"algorithm"`
 	// Secret is the base64 key material.
 	Secret string `yaml:"secret"`
@@ -78,16 +82,21 @@ type GroupConfig struct {
 	// Answers is how many addresses of each family an answer carries (default 2).
 	Answers int `yaml:"answers"`
 	// Secret authenticates writes (pushes, membership changes) for the group.
+	// After Build it holds the secret whichever way it was given.
 	Secret string `yaml:"secret"`
 	// SecretFile reads Secret from a file instead (relative to the config).
 	SecretFile string `yaml:"secret_file"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
+
+	secretFromFile bool // Secret was read from SecretFile by Build
 }
 
 // TTLBounds are the inclusive bounds, in seconds, of a group answer's TTL.
 type TTLBounds struct {
+	// Min is the shortest TTL a group answer gets (default 20).
 	Min uint32 `yaml:"min"`
+	// Max is the longest TTL a group answer gets (default 300, at most 86400).
 	Max uint32 `yaml:"max"`
 }
 
@@ -123,10 +132,14 @@ type MemberConfig struct {
 
 // Location is a place: coordinates and/or country and continent codes.
 type Location struct {
-	Lat       *float64 `yaml:"lat"`
-	Lon       *float64 `yaml:"lon"`
-	Country   string   `yaml:"country"`
-	Continent string   `yaml:"continent"`
+	// Lat is the latitude in degrees, -90..90; given together with Lon.
+	Lat *float64 `yaml:"lat"`
+	// Lon is the longitude in degrees, -180..180; given together with Lat.
+	Lon *float64 `yaml:"lon"`
+	// Country is the ISO 3166-1 alpha-2 code, upper case after Build.
+	Country string `yaml:"country"`
+	// Continent is one of AF AN AS EU NA OC SA.
+	Continent string `yaml:"continent"`
 }
 
 // Duration is a time.Duration written as "10s", "1m30s" in YAML.

@@ -1,7 +1,10 @@
 package zones
 
 import (
+	"bytes"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -23,6 +26,7 @@ type Zone struct {
 	ents  map[string]struct{} // names with no records but with descendants
 	cuts  map[string]struct{} // names below the apex that own NS records
 	rrs   []dns.RR            // every record, SOA first, for AXFR
+	lines map[dns.RR]int      // zone file line of each record (ParseZone)
 }
 
 // Node is the set of RRsets that one owner name holds.
@@ -44,6 +48,7 @@ func NewZone(origin string, rrs []dns.RR) *Zone {
 		ents:   make(map[string]struct{}),
 		cuts:   make(map[string]struct{}),
 	}
+	seen := make(map[string][]dns.RR)
 	for _, rr := range rrs {
 		name := dns.CanonicalName(rr.Header().Name)
 		if !dns.IsSubDomain(origin, name) {
@@ -56,6 +61,14 @@ func NewZone(origin string, rrs []dns.RR) *Zone {
 			z.nodes[name] = n
 		}
 		t := rr.Header().Rrtype
+		// An RRset is a set (RFC 2181 §5): drop duplicates, found through
+		// their lower-cased text so that large RRsets cost no n².
+		key := strings.ToLower(strings.TrimPrefix(rr.String(), rr.Header().String()))
+		key = name + " " + strconv.Itoa(int(t)) + " " + key
+		if slices.ContainsFunc(seen[key], func(o dns.RR) bool { return dns.IsDuplicate(o, rr) }) {
+			continue
+		}
+		seen[key] = append(seen[key], rr)
 		n.RRsets[t] = append(n.RRsets[t], rr)
 		if soa, ok := rr.(*dns.SOA); ok && name == origin && z.SOA == nil {
 			z.SOA = soa
@@ -156,6 +169,9 @@ func (z *Zone) Records() []dns.RR { return z.rrs }
 // Names returns the number of owner names in the zone.
 func (z *Zone) Names() int { return len(z.nodes) }
 
+// line returns the zone file line rr was read from, or 0.
+func (z *Zone) line(rr dns.RR) int { return z.lines[rr] }
+
 func parent(name string) string {
 	if name == "." || name == "" {
 		return ""
@@ -167,13 +183,38 @@ func parent(name string) string {
 	return name[i:]
 }
 
-// canonicalLess orders names per RFC 4034 §6.1 (by labels, right to left).
+// canonicalLess orders names per RFC 4034 §6.1 (by labels, right to left,
+// each label compared as lower-cased octets with escapes decoded).
 func canonicalLess(a, b string) bool {
 	la, lb := dns.SplitDomainName(a), dns.SplitDomainName(b)
 	for i, j := len(la)-1, len(lb)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
-		if la[i] != lb[j] {
-			return la[i] < lb[j]
+		if c := bytes.Compare(labelOctets(la[i]), labelOctets(lb[j])); c != 0 {
+			return c < 0
 		}
 	}
 	return len(la) < len(lb)
 }
+
+// labelOctets returns the lower-cased octets of a presentation-format
+// label: \DDD and \X escapes decoded.
+func labelOctets(l string) []byte {
+	b := make([]byte, 0, len(l))
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if c == '\\' && i+1 < len(l) {
+			if i+3 < len(l) && isDigit(l[i+1]) && isDigit(l[i+2]) && isDigit(l[i+3]) {
+				n := int(l[i+1]-'0')*100 + int(l[i+2]-'0')*10 + int(l[i+3]-'0')
+				c, i = byte(n), i+3
+			} else {
+				c, i = l[i+1], i+1
+			}
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

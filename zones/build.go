@@ -1,0 +1,558 @@
+package zones
+
+import (
+	"cmp"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Defaults that Build applies to settings left empty (zero).
+const (
+	// DefaultListen is the DNS listen address when none is configured.
+	DefaultListen = ":53"
+	// DefaultMaxUDPSize is the cap on UDP answers (the DNS flag day 2020 size).
+	DefaultMaxUDPSize = 1232
+	// DefaultTCPIdleTimeout closes idle TCP connections.
+	DefaultTCPIdleTimeout = 10 * time.Second
+	// DefaultMaxTCPConnections caps concurrent TCP connections.
+	DefaultMaxTCPConnections = 1000
+	// DefaultVersion answers version.bind when the config has no version key.
+	DefaultVersion = "transmirror"
+	// DefaultAnswers is how many addresses per family a group answer carries.
+	DefaultAnswers = 2
+	// DefaultTTLMin is the shortest TTL of a group answer.
+	DefaultTTLMin = 20
+	// DefaultTTLMax is the longest TTL of a group answer.
+	DefaultTTLMax = 300
+	// DefaultPolicy is the global answer policy of a group.
+	DefaultPolicy = "geo-load"
+	// DefaultLowWatermark is the utilization where a member's share starts to shrink.
+	DefaultLowWatermark = 0.7
+	// DefaultHighWatermark is the utilization above which a member is skipped.
+	DefaultHighWatermark = 0.9
+	// DefaultWeight is a member's static weight.
+	DefaultWeight = 1
+)
+
+// policies are the names a group's policy may have.
+var policies = []string{"weighted", "least-load", "nearest", "hash", "geo-load"}
+
+// continents are the continent codes a member's location may have.
+var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
+
+var tsigAlgorithms = map[string]string{
+	"hmac-sha1":   dns.HmacSHA1,
+	"hmac-sha256": dns.HmacSHA256,
+	"hmac-sha512": dns.HmacSHA512,
+}
+
+// Build is the one place that applies defaults to cfg and validates it;
+// it then reads every zone file and returns the Set to serve. cfg itself
+// is not modified: the Set holds a defaulted copy. All problems are
+// returned joined, each naming file:line:col of the object in the config
+// file (when cfg came from one) and the object itself. Build accepts its
+// own output (Set.Config) again.
+func Build(cfg *Config) (*Set, error) {
+	if cfg == nil {
+		return nil, errors.New("zones: nil config")
+	}
+	b := &builder{c: cloneConfig(cfg), zones: make(map[string]*Zone)}
+	if cfg.File != "" {
+		b.dir = filepath.Dir(cfg.File)
+	}
+	b.server()
+	b.listen()
+	b.tsig()
+	b.zoneFiles()
+	b.groups()
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
+	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups))}
+	for _, zc := range b.c.Zones {
+		s.Zones = append(s.Zones, b.zones[zc.Origin])
+	}
+	slices.SortFunc(s.Zones, func(a, b *Zone) int {
+		if c := cmp.Compare(dns.CountLabel(b.Origin), dns.CountLabel(a.Origin)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Origin, b.Origin)
+	})
+	for i := range b.c.Groups {
+		g := &b.c.Groups[i]
+		s.Groups[g.Name] = g
+	}
+	return s, nil
+}
+
+// FromFlags builds the Config of "dnsd -listen ADDR -zone ORIGIN=FILE"
+// (both repeatable): the zones are served as given, with AXFR allowed from
+// loopback. Pass the result to Build, which applies the defaults.
+func FromFlags(listen []string, zoneSpecs []string) (*Config, error) {
+	cfg := &Config{Listen: slices.Clone(listen)}
+	var errs []error
+	for _, spec := range zoneSpecs {
+		origin, file, ok := strings.Cut(spec, "=")
+		origin, file = strings.TrimSpace(origin), strings.TrimSpace(file)
+		if !ok || origin == "" || file == "" {
+			errs = append(errs, fmt.Errorf("zones: -zone %q: want ORIGIN=FILE", spec))
+			continue
+		}
+		cfg.Zones = append(cfg.Zones, ZoneConfig{
+			Origin: origin,
+			File:   file,
+			AllowTransfer: []netip.Prefix{
+				netip.MustParsePrefix("127.0.0.0/8"),
+				netip.MustParsePrefix("::1/128"),
+			},
+		})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// builder defaults and validates one Config copy and collects its errors.
+type builder struct {
+	c     *Config
+	dir   string           // directory of the config file, for relative paths
+	zones map[string]*Zone // parsed zones by canonical origin
+	errs  []error
+}
+
+// errorf records an error about the object at path (a YAML path such as
+// "groups[0].members[1].capacity"), prefixed with where it was written.
+func (b *builder) errorf(path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	switch {
+	case b.c.File == "":
+		b.errs = append(b.errs, errors.New("zones: "+msg))
+	default:
+		if p, ok := b.c.pos.at(path); ok {
+			b.errs = append(b.errs, fmt.Errorf("%s:%d:%d: %s", b.c.File, p.Line, p.Column, msg))
+		} else {
+			b.errs = append(b.errs, fmt.Errorf("%s: %s", b.c.File, msg))
+		}
+	}
+}
+
+// written reports whether the config file has the key at path.
+func (b *builder) written(path string) bool {
+	_, ok := b.c.pos[path]
+	return ok
+}
+
+// where returns "LINE:COL" of path in the config file, or "".
+func (b *builder) where(path string) string {
+	if p, ok := b.c.pos[path]; ok && b.c.File != "" {
+		return fmt.Sprintf("%d:%d", p.Line, p.Column)
+	}
+	return ""
+}
+
+// resolve returns name relative to the config file's directory.
+func (b *builder) resolve(name string) string {
+	if filepath.IsAbs(name) || b.dir == "" {
+		return name
+	}
+	return filepath.Join(b.dir, name)
+}
+
+func cloneConfig(cfg *Config) *Config {
+	c := *cfg
+	c.Listen = slices.Clone(cfg.Listen)
+	c.Server.TSIG = slices.Clone(cfg.Server.TSIG)
+	c.Zones = slices.Clone(cfg.Zones)
+	for i := range c.Zones {
+		c.Zones[i].AllowTransfer = slices.Clone(c.Zones[i].AllowTransfer)
+	}
+	c.Groups = slices.Clone(cfg.Groups)
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		g.Members = slices.Clone(g.Members)
+		for j := range g.Members {
+			m := &g.Members[j]
+			m.Addresses = slices.Clone(m.Addresses)
+			if m.Location.Lat != nil {
+				lat := *m.Location.Lat
+				m.Location.Lat = &lat
+			}
+			if m.Location.Lon != nil {
+				lon := *m.Location.Lon
+				m.Location.Lon = &lon
+			}
+		}
+	}
+	return &c
+}
+
+func (b *builder) server() {
+	s := &b.c.Server
+	if s.MaxUDPSize == 0 {
+		s.MaxUDPSize = DefaultMaxUDPSize
+	}
+	if s.MaxUDPSize < 512 || s.MaxUDPSize > 4096 {
+		b.errorf("server.max_udp_size", "server: max_udp_size %d must be in 512..4096", s.MaxUDPSize)
+	}
+	if s.TCPIdleTimeout == 0 {
+		s.TCPIdleTimeout = Duration(DefaultTCPIdleTimeout)
+	}
+	if s.TCPIdleTimeout < 0 {
+		b.errorf("server.tcp_idle_timeout", "server: tcp_idle_timeout %s must be > 0", s.TCPIdleTimeout.D())
+	}
+	if s.MaxTCPConnections == 0 {
+		s.MaxTCPConnections = DefaultMaxTCPConnections
+	}
+	if s.MaxTCPConnections < 0 {
+		b.errorf("server.max_tcp_connections", "server: max_tcp_connections %d must be > 0", s.MaxTCPConnections)
+	}
+	if s.Version == "" && !b.written("server.version") {
+		s.Version = DefaultVersion
+	}
+	if len(s.NSID) > 512 {
+		b.errorf("server.nsid", "server: nsid is longer than 512 bytes")
+	}
+}
+
+func (b *builder) listen() {
+	if len(b.c.Listen) == 0 {
+		b.c.Listen = []string{DefaultListen}
+	}
+	seen := make(map[string]bool)
+	for i, addr := range b.c.Listen {
+		path := fmt.Sprintf("listen[%d]", i)
+		if err := checkHostPort(addr); err != nil {
+			b.errorf(path, "listen %q: %v", addr, err)
+			continue
+		}
+		if seen[addr] {
+			b.errorf(path, "listen %q: listed twice", addr)
+		}
+		seen[addr] = true
+	}
+	if b.c.Admin != "" {
+		if err := checkHostPort(b.c.Admin); err != nil {
+			b.errorf("admin", "admin %q: %v", b.c.Admin, err)
+		}
+	}
+}
+
+// checkHostPort accepts "HOST:PORT" where HOST is empty, an IP address or
+// localhost and PORT is a number.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port %q", port)
+	}
+	if host == "" || host == "localhost" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		return fmt.Errorf("host %q is not an IP address", host)
+	}
+	return nil
+}
+
+func (b *builder) tsig() {
+	seen := make(map[string]bool)
+	for i := range b.c.Server.TSIG {
+		k := &b.c.Server.TSIG[i]
+		path := fmt.Sprintf("server.tsig[%d]", i)
+		if _, ok := dns.IsDomainName(k.Name); !ok || k.Name == "" {
+			b.errorf(path+".name", "tsig key %q: name must be a domain name", k.Name)
+			continue
+		}
+		k.Name = dns.CanonicalName(k.Name)
+		obj := fmt.Sprintf("tsig key %q", k.Name)
+		if seen[k.Name] {
+			b.errorf(path+".name", "%s: defined twice", obj)
+		}
+		seen[k.Name] = true
+		alg := strings.TrimSuffix(strings.ToLower(k.Algorithm), ".")
+		if alg == "" {
+			alg = "hmac-sha256"
+		}
+		if a, ok := tsigAlgorithms[alg]; ok {
+			k.Algorithm = a
+		} else {
+			b.errorf(path+".algorithm", "%s: algorithm %q: want hmac-sha256, hmac-sha512 or hmac-sha1", obj, k.Algorithm)
+		}
+		if k.Secret == "" {
+			b.errorf(path+".secret", "%s: secret is required", obj)
+		} else if _, err := base64.StdEncoding.DecodeString(k.Secret); err != nil {
+			b.errorf(path+".secret", "%s: secret is not valid base64", obj)
+		}
+	}
+}
+
+func (b *builder) zoneFiles() {
+	first := make(map[string]int)
+	for i := range b.c.Zones {
+		zc := &b.c.Zones[i]
+		path := fmt.Sprintf("zones[%d]", i)
+		if _, ok := dns.IsDomainName(zc.Origin); !ok || zc.Origin == "" {
+			b.errorf(path+".origin", "zone %q: origin must be a domain name", zc.Origin)
+			continue
+		}
+		zc.Origin = dns.CanonicalName(zc.Origin)
+		obj := fmt.Sprintf("zone %q", zc.Origin)
+		if j, dup := first[zc.Origin]; dup {
+			b.errorf(path+".origin", "%s: served twice (see zones[%d])", obj, j)
+			continue
+		}
+		first[zc.Origin] = i
+		b.zones[zc.Origin] = nil // configured; set below once it loads
+		for j, p := range zc.AllowTransfer {
+			if !p.IsValid() {
+				b.errorf(fmt.Sprintf("%s.allow_transfer[%d]", path, j), "%s: allow_transfer: invalid prefix", obj)
+				continue
+			}
+			zc.AllowTransfer[j] = p.Masked()
+		}
+		if zc.File == "" {
+			b.errorf(path+".file", "%s: file is required", obj)
+			continue
+		}
+		file := b.resolve(zc.File)
+		f, err := os.Open(file)
+		if err != nil {
+			b.errorf(path+".file", "%s: %v", obj, err)
+			continue
+		}
+		z, err := ParseZone(zc.Origin, file, f, zc.AllowInclude)
+		f.Close()
+		if err != nil {
+			b.errs = append(b.errs, err) // each line names the zone file and line
+			continue
+		}
+		b.zones[zc.Origin] = z
+	}
+}
+
+// zoneFor returns the origin of the configured zone that contains name
+// (longest origin), and the parsed zone (nil when it failed to load).
+func (b *builder) zoneFor(name string) (string, *Zone) {
+	best := ""
+	for origin := range b.zones {
+		if dns.IsSubDomain(origin, name) && (best == "" || dns.CountLabel(origin) > dns.CountLabel(best)) {
+			best = origin
+		}
+	}
+	if best == "" {
+		return "", nil
+	}
+	return best, b.zones[best]
+}
+
+func (b *builder) groups() {
+	first := make(map[string]string)
+	for i := range b.c.Groups {
+		g := &b.c.Groups[i]
+		path := fmt.Sprintf("groups[%d]", i)
+		if _, ok := dns.IsDomainName(g.Name); !ok || g.Name == "" {
+			b.errorf(path+".name", "group %q: name must be a domain name", g.Name)
+			continue
+		}
+		g.Name = dns.CanonicalName(g.Name)
+		obj := fmt.Sprintf("group %q", g.Name)
+		if at, dup := first[g.Name]; dup {
+			if at != "" {
+				b.errorf(path+".name", "%s: defined twice (first at %s)", obj, at)
+			} else {
+				b.errorf(path+".name", "%s: defined twice", obj)
+			}
+		} else {
+			first[g.Name] = b.where(path + ".name")
+		}
+		b.groupZone(path, obj, g.Name)
+		b.group(path, obj, g)
+		names := make(map[string]bool)
+		for j := range g.Members {
+			m := &g.Members[j]
+			mpath := fmt.Sprintf("%s.members[%d]", path, j)
+			b.member(mpath, obj, m)
+			if m.Name != "" && names[m.Name] {
+				b.errorf(mpath+".name", "%s: member %q: defined twice", obj, m.Name)
+			}
+			names[m.Name] = true
+		}
+	}
+}
+
+// groupZone checks that a group name lies in a served zone, above any
+// delegation, and owns no static address or alias records there.
+func (b *builder) groupZone(path, obj, name string) {
+	origin, z := b.zoneFor(name)
+	if origin == "" {
+		b.errorf(path+".name", "%s: not inside any served zone", obj)
+		return
+	}
+	if z == nil {
+		return // the zone file's own errors say why
+	}
+	if cut := z.Cut(name); cut != "" {
+		b.errorf(path+".name", "%s: at or below the delegation %q of zone %q", obj, cut, origin)
+		return
+	}
+	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME} {
+		for _, rr := range z.RRset(name, t) {
+			b.errorf(path+".name", "%s: %s:%d has a static %s record for the group's name",
+				obj, z.File, z.line(rr), dns.TypeToString[t])
+		}
+	}
+}
+
+func (b *builder) group(path, obj string, g *GroupConfig) {
+	if g.Answers == 0 {
+		g.Answers = DefaultAnswers
+	}
+	if g.Answers < 1 {
+		b.errorf(path+".answers", "%s: answers %d must be >= 1", obj, g.Answers)
+	}
+	if g.TTL.Min == 0 {
+		g.TTL.Min = DefaultTTLMin
+	}
+	if g.TTL.Max == 0 {
+		g.TTL.Max = DefaultTTLMax
+	}
+	if g.TTL.Max > 86400 {
+		b.errorf(path+".ttl.max", "%s: ttl max %d must be <= 86400", obj, g.TTL.Max)
+	}
+	if g.TTL.Min > g.TTL.Max {
+		b.errorf(path+".ttl", "%s: ttl min %d must be <= max %d", obj, g.TTL.Min, g.TTL.Max)
+	}
+	p := &g.Policy
+	if p.Name == "" {
+		p.Name = DefaultPolicy
+	}
+	if !slices.Contains(policies, p.Name) {
+		b.errorf(path+".policy.name", "%s: policy %q: want one of %s", obj, p.Name, strings.Join(policies, ", "))
+	}
+	if p.LowWatermark == 0 {
+		p.LowWatermark = DefaultLowWatermark
+	}
+	if p.HighWatermark == 0 {
+		p.HighWatermark = DefaultHighWatermark
+	}
+	if !(p.LowWatermark > 0 && p.LowWatermark <= p.HighWatermark && p.HighWatermark <= 1.5) {
+		b.errorf(path+".policy", "%s: watermarks: want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5",
+			obj, p.LowWatermark, p.HighWatermark)
+	}
+	switch {
+	case g.SecretFile != "" && g.Secret != "" && !g.secretFromFile:
+		b.errorf(path+".secret_file", "%s: secret and secret_file are mutually exclusive", obj)
+	case g.SecretFile != "":
+		data, err := os.ReadFile(b.resolve(g.SecretFile))
+		if err != nil {
+			b.errorf(path+".secret_file", "%s: secret_file: %v", obj, err)
+			return
+		}
+		g.Secret = strings.TrimSpace(string(data))
+		g.secretFromFile = true
+		if g.Secret == "" {
+			b.errorf(path+".secret_file", "%s: secret_file %s is empty", obj, g.SecretFile)
+		}
+	}
+}
+
+func (b *builder) member(path, gobj string, m *MemberConfig) {
+	obj := fmt.Sprintf("%s: member %q", gobj, m.Name)
+	if !validMemberName(m.Name) {
+		b.errorf(path+".name", "%s: name must match [a-z0-9-]+", obj)
+	}
+	if m.Host == "" {
+		b.errorf(path+".host", "%s: host is required", obj)
+	} else if _, ok := dns.IsDomainName(m.Host); !ok || strings.ContainsAny(m.Host, " \\") {
+		b.errorf(path+".host", "%s: host %q is not a domain name", obj, m.Host)
+	}
+	if len(m.Addresses) == 0 {
+		b.errorf(path+".addresses", "%s: at least one address is required", obj)
+	}
+	for i, a := range m.Addresses {
+		apath := fmt.Sprintf("%s.addresses[%d]", path, i)
+		switch {
+		case !a.IsValid():
+			b.errorf(apath, "%s: invalid address", obj)
+			continue
+		case a.IsUnspecified() || a.IsMulticast():
+			b.errorf(apath, "%s: address %s is not a unicast address", obj, a)
+			continue
+		}
+		m.Addresses[i] = a.Unmap()
+		if slices.Contains(m.Addresses[:i], m.Addresses[i]) {
+			b.errorf(apath, "%s: address %s listed twice", obj, m.Addresses[i])
+		}
+	}
+	l := &m.Location
+	switch {
+	case (l.Lat == nil) != (l.Lon == nil):
+		b.errorf(path+".location", "%s: location: lat and lon go together", obj)
+	case l.Lat != nil:
+		if !(*l.Lat >= -90 && *l.Lat <= 90) {
+			b.errorf(path+".location.lat", "%s: location: lat %g must be in -90..90", obj, *l.Lat)
+		}
+		if !(*l.Lon >= -180 && *l.Lon <= 180) {
+			b.errorf(path+".location.lon", "%s: location: lon %g must be in -180..180", obj, *l.Lon)
+		}
+	}
+	if l.Country != "" {
+		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
+			b.errorf(path+".location.country", "%s: location: country %q: want a two-letter code", obj, l.Country)
+		}
+		l.Country = strings.ToUpper(l.Country)
+	}
+	if l.Continent != "" {
+		if c := strings.ToUpper(l.Continent); slices.Contains(continents, c) {
+			l.Continent = c
+		} else {
+			b.errorf(path+".location.continent", "%s: location: continent %q: want one of %s", obj, l.Continent, strings.Join(continents, " "))
+		}
+	}
+	if !(m.Capacity > 0) || math.IsInf(m.Capacity, 1) {
+		b.errorf(path+".capacity", "%s: capacity must be > 0", obj)
+	}
+	if m.Weight == 0 {
+		m.Weight = DefaultWeight
+	}
+	if !(m.Weight >= 0) || math.IsInf(m.Weight, 1) {
+		b.errorf(path+".weight", "%s: weight %g must be >= 0", obj, m.Weight)
+	}
+	if m.Probe != "" {
+		u, err := url.Parse(m.Probe)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			b.errorf(path+".probe", "%s: probe %q: want an http or https URL", obj, m.Probe)
+		}
+	}
+}
+
+func validMemberName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

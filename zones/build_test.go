@@ -1,0 +1,299 @@
+package zones
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func TestLoadGood(t *testing.T) {
+	file := filepath.Join("testdata", "good", "dnsd.yaml")
+	s, err := Load(file)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	c := s.Config
+	if c.File != file {
+		t.Errorf("File = %q", c.File)
+	}
+	if got := strings.Join(c.Listen, " "); got != "127.0.0.1:5300 [::1]:5300" {
+		t.Errorf("Listen = %q", got)
+	}
+	sv := c.Server
+	if sv.MaxUDPSize != 1400 || sv.TCPIdleTimeout.D() != 30*time.Second || sv.MaxTCPConnections != DefaultMaxTCPConnections ||
+		sv.Version != DefaultVersion || sv.Identity != "ns1.example.org" {
+		t.Errorf("Server = %+v", sv)
+	}
+	if len(sv.TSIG) != 1 || sv.TSIG[0].Name != "axfr-key." || sv.TSIG[0].Algorithm != dns.HmacSHA256 {
+		t.Errorf("TSIG = %+v", sv.TSIG)
+	}
+	if len(s.Zones) != 1 || s.Zones[0].Origin != "example.org." || s.Zones[0].File != filepath.Join("testdata", "good", "example.org.zone") {
+		t.Fatalf("Zones = %+v", s.Zones)
+	}
+	if got := c.Zones[0].AllowTransfer; len(got) != 2 || got[1] != netip.MustParsePrefix("::1/128") {
+		t.Errorf("AllowTransfer = %v", got)
+	}
+	if s.Find("www.example.org.") != s.Zones[0] || s.Zone("EXAMPLE.org") != s.Zones[0] || s.Find("example.com.") != nil {
+		t.Error("Find/Zone do not find the zone")
+	}
+	g := s.Group("WWW.Example.Org")
+	if g == nil {
+		t.Fatalf("Group(www) = nil; Groups = %v", s.Groups)
+	}
+	if g != &c.Groups[0] {
+		t.Error("Groups does not point into Config.Groups")
+	}
+	if g.Name != "www.example.org." || g.TTL != (TTLBounds{30, 120}) || g.Answers != DefaultAnswers ||
+		g.Policy != (PolicyConfig{"geo-load", DefaultLowWatermark, 1.1}) || g.Secret != "s3cret-for-www-pushes" {
+		t.Errorf("group = %+v", g)
+	}
+	if len(g.Members) != 2 {
+		t.Fatalf("members = %+v", g.Members)
+	}
+	fra := g.Members[0]
+	if fra.Weight != 1 || fra.Capacity != 1000 || fra.Location.Country != "DE" || *fra.Location.Lat != 50.1 ||
+		len(fra.Addresses) != 2 || fra.Addresses[1] != netip.MustParseAddr("2001:db8::10") {
+		t.Errorf("fra1 = %+v", fra)
+	}
+	if g.Members[1].Weight != 2 {
+		t.Errorf("nyc1 weight = %v", g.Members[1].Weight)
+	}
+
+	// Build accepts its own output again and gives the same result.
+	s2, err := Build(s.Config)
+	if err != nil {
+		t.Fatalf("Build(Set.Config): %v", err)
+	}
+	if g2 := s2.Group("www.example.org."); g2.Secret != g.Secret || g2.Policy != g.Policy {
+		t.Errorf("rebuilt group = %+v", g2)
+	}
+}
+
+func TestBuildDefaults(t *testing.T) {
+	cfg := &Config{}
+	s, err := Build(cfg)
+	if err != nil {
+		t.Fatalf("Build(empty): %v", err)
+	}
+	c := s.Config
+	if len(c.Listen) != 1 || c.Listen[0] != DefaultListen {
+		t.Errorf("Listen = %v", c.Listen)
+	}
+	want := ServerConfig{
+		Version:           DefaultVersion,
+		MaxUDPSize:        DefaultMaxUDPSize,
+		TCPIdleTimeout:    Duration(DefaultTCPIdleTimeout),
+		MaxTCPConnections: DefaultMaxTCPConnections,
+	}
+	if c.Server.Version != want.Version || c.Server.MaxUDPSize != want.MaxUDPSize ||
+		c.Server.TCPIdleTimeout != want.TCPIdleTimeout || c.Server.MaxTCPConnections != want.MaxTCPConnections {
+		t.Errorf("Server = %+v, want %+v", c.Server, want)
+	}
+	if cfg.Listen != nil || cfg.Server.MaxUDPSize != 0 {
+		t.Error("Build modified its argument")
+	}
+}
+
+func TestParseVersionDisabled(t *testing.T) {
+	cfg, err := Parse("v.yaml", []byte("server:\n  version: \"\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.Server.Version != "" {
+		t.Errorf("version = %q, want it disabled", s.Config.Server.Version)
+	}
+}
+
+func TestLoadBad(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want []string
+	}{
+		{"unknown key", "unknown_key.yaml", []string{"unknown_key.yaml:14:9: groups[0].members[1].capcity: unknown field"}},
+		{"wrong type", "wrong_type.yaml", []string{"wrong_type.yaml:2:17: server.max_udp_size: wrong type: want integer, got string"}},
+		{"bad IP address", "bad_ip.yaml", []string{`bad_ip.yaml:9:33: groups[0].members[0].addresses[1]: invalid IP address "192.0.2.300"`}},
+		{"syntax error", "syntax.yaml", []string{"syntax.yaml:2:1: "}},
+		{"capacity 0", "capacity_zero.yaml", []string{`capacity_zero.yaml:10:9: group "www.example.org.": member "fra1": capacity must be > 0`}},
+		{"duplicate member", "dup_member.yaml", []string{`dup_member.yaml:11:9: group "www.example.org.": member "fra1": defined twice`}},
+		{"group outside every zone", "group_outside.yaml", []string{`group_outside.yaml:5:5: group "www.example.com.": not inside any served zone`}},
+		{"group below a delegation", "group_below_cut.yaml", []string{`group_below_cut.yaml:5:5: group "www.sub.example.org.": at or below the delegation "sub.example.org."`}},
+		{"group with a static A record", "group_static_a.yaml", []string{`group_static_a.yaml:5:5: group "static.example.org.": ` + filepath.Join("testdata", "bad", "ok.zone") + `:6 has a static A record`}},
+		{"missing zone file", "missing_zone.yaml", []string{`missing_zone.yaml:3:5: zone "example.org.": open ` + filepath.Join("testdata", "bad", "does-not-exist.zone")}},
+		{"bad zone file", "bad_zone_file.yaml", []string{`two_cnames.zone:5: second CNAME`}},
+		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
+		{"bad TSIG secret", "tsig_secret.yaml", []string{`tsig_secret.yaml:4:7: tsig key "axfr-key.": secret is not valid base64`}},
+		{"lat without lon", "lat_without_lon.yaml", []string{`lat_without_lon.yaml:11:9: group "www.example.org.": member "fra1": location: lat and lon go together`}},
+		{"duplicate zone", "dup_zone.yaml", []string{`dup_zone.yaml:4:5: zone "example.org.": served twice`}},
+		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
+		{"secret and secret_file", "secret_both.yaml", []string{`secret_both.yaml:12:5: group "www.example.org.": secret and secret_file are mutually exclusive`}},
+		{"listen without port", "bad_listen.yaml", []string{`bad_listen.yaml:1:10: listen "127.0.0.1": want HOST:PORT`}},
+		{"every error at once", "many.yaml", []string{
+			"many.yaml:2:3: server: max_udp_size 100 must be in 512..4096",
+			`many.yaml:9:9: group "www.example.org.": member "FRA_1": name must match [a-z0-9-]+`,
+			`many.yaml:10:9: group "www.example.org.": member "FRA_1": host "bad host" is not a domain name`,
+			`many.yaml:11:9: group "www.example.org.": member "FRA_1": at least one address is required`,
+			`many.yaml:14:20: group "www.example.org.": member "FRA_1": location: lat 91 must be in -90..90`,
+			`many.yaml:14:37: group "www.example.org.": member "FRA_1": location: country "Deutschland"`,
+			`many.yaml:14:59: group "www.example.org.": member "FRA_1": location: continent "XX"`,
+			`many.yaml:12:9: group "www.example.org.": member "FRA_1": capacity must be > 0`,
+			`many.yaml:13:9: group "www.example.org.": member "FRA_1": weight -2 must be >= 0`,
+			`many.yaml:15:9: group "www.example.org.": member "FRA_1": probe "ftp://example.org/"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join("testdata", "bad", tt.file)
+			_, err := Load(file)
+			if err == nil {
+				t.Fatalf("Load(%s) succeeded", tt.file)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Load(%s) error:\n%v\nwant it to contain:\n%s", tt.file, err, want)
+				}
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, filepath.Join("testdata", "bad")+string(filepath.Separator)) {
+					t.Errorf("error line %q does not start with a file name", line)
+				}
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n != len(tt.want) {
+				t.Errorf("%d error lines, want %d:\n%v", n, len(tt.want), err)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"not a mapping", "- a\n", "c.yaml:1:1: wrong type: want mapping, got sequence"},
+		{"sequence wanted", "listen: 5\n", "c.yaml:1:9: listen: wrong type: want sequence, got int"},
+		{"overflow", "server:\n  max_udp_size: 99999999999999999999999\n", "c.yaml:2:17: server.max_udp_size: 99999999999999999999999 is out of range for integer"},
+		{"bad duration", "server:\n  tcp_idle_timeout: 10\n", `c.yaml:2:21: server.tcp_idle_timeout: invalid duration "10"`},
+		{"bad prefix", "zones:\n  - origin: a.\n    allow_transfer: [10.0.0.0/33]\n", `c.yaml:3:22: zones[0].allow_transfer[0]: invalid prefix "10.0.0.0/33"`},
+		{"duplicate key", "admin: a\nadmin: b\n", `c.yaml:2:1: mapping key "admin" already defined`},
+		{"two documents", "admin: a\n---\nadmin: b\n", "c.yaml:2:1: more than one YAML document"},
+		{"unknown top-level key", "listne: []\n", "c.yaml:1:1: listne: unknown field"},
+		{"tag", "listen: !foo [a]\n", "c.yaml:1:9: listen: YAML tag !foo is not supported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse succeeded, want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %q, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q has more than one line", err)
+			}
+		})
+	}
+}
+
+func TestFromFlags(t *testing.T) {
+	zone := filepath.Join("testdata", "good", "example.org.zone")
+	cfg, err := FromFlags([]string{"127.0.0.1:5300"}, []string{"example.org=" + zone})
+	if err != nil {
+		t.Fatalf("FromFlags: %v", err)
+	}
+	s, err := Build(cfg)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if z := s.Zone("example.org."); z == nil || z.File != zone {
+		t.Fatalf("zone = %+v", s.Zones)
+	}
+	at := s.Config.Zones[0].AllowTransfer
+	if len(at) != 2 || !at[0].Contains(netip.MustParseAddr("127.0.0.1")) || !at[1].Contains(netip.IPv6Loopback()) {
+		t.Errorf("AllowTransfer = %v", at)
+	}
+
+	tests := []struct {
+		name   string
+		listen []string
+		zones  []string
+		want   string
+	}{
+		{"no equals", nil, []string{"foo"}, `zones: -zone "foo": want ORIGIN=FILE`},
+		{"empty file", nil, []string{"foo="}, `-zone "foo=": want ORIGIN=FILE`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FromFlags(tt.listen, tt.zones)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("FromFlags error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+
+	// Build errors of flag configs have no position but name the object.
+	cfg, err = FromFlags([]string{"nonsense"}, []string{"example.org=does-not-exist.zone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(cfg)
+	for _, want := range []string{`zones: listen "nonsense": want HOST:PORT`, `zones: zone "example.org.": open does-not-exist.zone`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Build error = %v, want %q", err, want)
+		}
+	}
+}
+
+func TestSetZonesLongestFirst(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, origin string) string {
+		t.Helper()
+		text := "$TTL 60\n@ SOA ns.example.net. h 1 2 3 4 5\n@ NS ns.example.net.\n"
+		return writeFile(t, dir, name, text)
+	}
+	cfg := &Config{Zones: []ZoneConfig{
+		{Origin: "org.", File: write("org.zone", "org.")},
+		{Origin: "b.example.org.", File: write("b.zone", "b.example.org.")},
+		{Origin: "example.org.", File: write("e.zone", "example.org.")},
+	}, Groups: []GroupConfig{{
+		Name:    "www.b.example.org",
+		Members: []MemberConfig{{Name: "m1", Host: "m1.example.org", Addresses: []netip.Addr{netip.MustParseAddr("::ffff:192.0.2.1")}, Capacity: 1}},
+	}}}
+	s, err := Build(cfg)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	var got []string
+	for _, z := range s.Zones {
+		got = append(got, z.Origin)
+	}
+	if strings.Join(got, " ") != "b.example.org. example.org. org." {
+		t.Errorf("Zones = %v", got)
+	}
+	if z := s.Find("x.b.example.org."); z == nil || z.Origin != "b.example.org." {
+		t.Errorf("Find = %v", z)
+	}
+	if a := s.Group("www.b.example.org.").Members[0].Addresses[0]; a != netip.MustParseAddr("192.0.2.1") {
+		t.Errorf("address = %v, want it unmapped", a)
+	}
+}
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
