@@ -1,0 +1,76 @@
+package dnsd
+
+import (
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's collectors, registered once in New.
+type metrics struct {
+	queries     *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	panics      prometheus.Counter
+	tcpRejected prometheus.Counter
+	truncated   prometheus.Counter
+	dropped     prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns, sub = "transmirror", "dnsd"
+	m := &metrics{
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "queries_total",
+			Help: "DNS requests answered, by transport, query type and response code.",
+		}, []string{"proto", "qtype", "rcode"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds",
+			Help:    "Time from a parsed request to its last reply byte written, by transport.",
+			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1},
+		}, []string{"proto"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "panics_total",
+			Help: "Handler panics recovered and answered with SERVFAIL.",
+		}),
+		tcpRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "tcp_connections_rejected_total",
+			Help: "TCP connections closed on accept because max_tcp_connections were open.",
+		}),
+		truncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "truncated_total",
+			Help: "UDP replies truncated with TC set.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "dropped_total",
+			Help: "Requests dropped without a reply because they could not be parsed.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.queries, m.duration, m.panics, m.tcpRejected, m.truncated, m.dropped} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// qtypeLabel maps a query type onto the bounded label set.
+func qtypeLabel(t uint16) string {
+	switch t {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeNS, dns.TypeSOA, dns.TypeCNAME, dns.TypeMX,
+		dns.TypeTXT, dns.TypeSRV, dns.TypePTR, dns.TypeANY, dns.TypeAXFR, dns.TypeIXFR,
+		dns.TypeDS, dns.TypeDNSKEY, dns.TypeCAA, dns.TypeHTTPS, dns.TypeSVCB:
+		return dns.TypeToString[t]
+	}
+	return "other"
+}
+
+// rcodeLabel names an rcode; 16 is BADVERS here (it is only ever an EDNS
+// rcode in our replies, TSIG errors are NOTAUTH with the error in the TSIG).
+func rcodeLabel(rc int) string {
+	if rc == dns.RcodeBadVers {
+		return "BADVERS"
+	}
+	if s, ok := dns.RcodeToString[rc]; ok && rc <= dns.RcodeBadCookie {
+		return s
+	}
+	return "other"
+}

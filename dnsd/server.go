@@ -1,0 +1,314 @@
+package dnsd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// Defaults for zero values in zones.ServerConfig.
+const (
+	defaultMaxUDPSize      = 1232
+	defaultTCPIdleTimeout  = 10 * time.Second
+	defaultMaxTCPConns     = 1000
+	defaultShutdownTimeout = 5 * time.Second
+	tsigFudge              = 300
+)
+
+// Options configure a Server.
+type Options struct {
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Registry is where the server's metrics are registered; nil keeps
+	// them in a private registry.
+	Registry prometheus.Registerer
+	// Groups answers group names; nil uses StaticGroups of each snapshot.
+	Groups GroupAnswerer
+	// ShutdownTimeout bounds how long Serve* wait for in-flight queries
+	// after their context is done (default 5s).
+	ShutdownTimeout time.Duration
+
+	// wrap, when set (tests only), wraps the handler chain of every snapshot.
+	wrap func(Handler) Handler
+}
+
+// Server is the authoritative DNS server. It serves any number of UDP and
+// TCP sockets from the snapshot last given to Load.
+type Server struct {
+	log      *slog.Logger
+	groups   GroupAnswerer
+	m        *metrics
+	wrap     func(Handler) Handler
+	shutdown time.Duration
+	cookie   []byte // server cookie secret
+
+	snap     atomic.Pointer[snapshot]
+	tcpConns atomic.Int64
+}
+
+// snapshot is everything one *zones.Set needs at query time, built once.
+type snapshot struct {
+	set      *zones.Set
+	chain    Handler
+	maxUDP   int
+	idle     time.Duration
+	maxTCP   int
+	nsidHex  string
+	keys     map[string]tsigKey
+	negSOA   map[*zones.Zone]*dns.SOA
+	transfer map[string][]netip.Prefix // canonical origin → allowed clients
+}
+
+// New returns a Server with its metrics registered. It serves REFUSED until
+// the first Load.
+func New(opts Options) (*Server, error) {
+	s := &Server{
+		log:      opts.Logger,
+		groups:   opts.Groups,
+		wrap:     opts.wrap,
+		shutdown: opts.ShutdownTimeout,
+		cookie:   make([]byte, 16),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.shutdown <= 0 {
+		s.shutdown = defaultShutdownTimeout
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+	}
+	s.m = m
+	if _, err := rand.Read(s.cookie); err != nil {
+		return nil, fmt.Errorf("dnsd: cookie secret: %w", err)
+	}
+	return s, nil
+}
+
+// Load builds the handler chain and query-time indexes for set and swaps
+// them in atomically; queries in flight finish on the old snapshot. On
+// error the previous snapshot keeps serving.
+func (s *Server) Load(set *zones.Set) error {
+	snap, err := s.build(set)
+	if err != nil {
+		return err
+	}
+	s.snap.Store(snap)
+	s.log.Debug("dnsd: snapshot loaded", "zones", len(set.Zones), "groups", len(set.Groups))
+	return nil
+}
+
+// Snapshot returns the set being served, or nil before the first Load.
+func (s *Server) Snapshot() *zones.Set {
+	if snap := s.snap.Load(); snap != nil {
+		return snap.set
+	}
+	return nil
+}
+
+func (s *Server) build(set *zones.Set) (*snapshot, error) {
+	if set == nil || set.Config == nil {
+		return nil, ErrNoConfig
+	}
+	sc := set.Config.Server
+	snap := &snapshot{
+		set:      set,
+		maxUDP:   sc.MaxUDPSize,
+		idle:     sc.TCPIdleTimeout.D(),
+		maxTCP:   sc.MaxTCPConnections,
+		nsidHex:  hex.EncodeToString([]byte(sc.NSID)),
+		keys:     make(map[string]tsigKey, len(sc.TSIG)),
+		negSOA:   make(map[*zones.Zone]*dns.SOA, len(set.Zones)),
+		transfer: make(map[string][]netip.Prefix, len(set.Config.Zones)),
+	}
+	if snap.maxUDP <= 0 {
+		snap.maxUDP = defaultMaxUDPSize
+	}
+	snap.maxUDP = min(max(snap.maxUDP, dns.MinMsgSize), dns.MaxMsgSize)
+	if snap.idle <= 0 {
+		snap.idle = defaultTCPIdleTimeout
+	}
+	if snap.maxTCP <= 0 {
+		snap.maxTCP = defaultMaxTCPConns
+	}
+	var errs []error
+	for _, k := range sc.TSIG {
+		key, err := newTSIGKey(k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		snap.keys[dns.CanonicalName(k.Name)] = key
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for _, z := range set.Zones {
+		if z.SOA == nil {
+			continue
+		}
+		soa := dns.Copy(z.SOA).(*dns.SOA)
+		soa.Hdr.Ttl = min(soa.Hdr.Ttl, soa.Minttl)
+		snap.negSOA[z] = soa
+	}
+	for _, zc := range set.Config.Zones {
+		o := dns.CanonicalName(zc.Origin)
+		snap.transfer[o] = append(snap.transfer[o], zc.AllowTransfer...)
+	}
+	groups := s.groups
+	if groups == nil {
+		groups = StaticGroups{Set: set}
+	}
+	var chain Handler = &auth{set: set, groups: groups, negSOA: snap.negSOA}
+	chain = &transfer{set: set, allow: snap.transfer, next: chain}
+	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
+	if s.wrap != nil {
+		chain = s.wrap(chain)
+	}
+	snap.chain = chain
+	return snap, nil
+}
+
+// tsigKey is a usable TSIG key.
+type tsigKey struct {
+	alg    string // canonical algorithm name
+	secret []byte
+}
+
+func newTSIGKey(k zones.TSIGKey) (tsigKey, error) {
+	alg := dns.CanonicalName(k.Algorithm)
+	if k.Algorithm == "" {
+		alg = dns.HmacSHA256
+	}
+	if hashFor(alg) == nil {
+		return tsigKey{}, fmt.Errorf("%w %q: unsupported algorithm %q", ErrBadTSIGKey, k.Name, k.Algorithm)
+	}
+	secret, err := base64.StdEncoding.DecodeString(k.Secret)
+	if err != nil || len(secret) == 0 {
+		return tsigKey{}, fmt.Errorf("%w %q: secret is not base64", ErrBadTSIGKey, k.Name)
+	}
+	return tsigKey{alg: alg, secret: secret}, nil
+}
+
+// ServeUDP serves DNS over UDP on pc, which it closes on return. It blocks
+// until ctx is done, then stops reading, waits (bounded by the shutdown
+// timeout) for in-flight queries and returns nil.
+func (s *Server) ServeUDP(ctx context.Context, pc net.PacketConn) error {
+	srv := s.dnsServer(ctx, "udp")
+	srv.PacketConn = pc
+	srv.UDPSize = dns.MaxMsgSize
+	return s.run(ctx, srv, "udp")
+}
+
+// ServeTCP serves DNS over TCP on ln, which it closes on return, with at
+// most max_tcp_connections connections open at once (the server's TCP
+// connections on all listeners count together). It blocks like ServeUDP.
+func (s *Server) ServeTCP(ctx context.Context, ln net.Listener) error {
+	srv := s.dnsServer(ctx, "tcp")
+	srv.Listener = &capListener{Listener: ln, s: s}
+	srv.IdleTimeout = func() time.Duration {
+		if snap := s.snap.Load(); snap != nil {
+			return snap.idle
+		}
+		return defaultTCPIdleTimeout
+	}
+	return s.run(ctx, srv, "tcp")
+}
+
+// dnsServer configures miekg's server; handlers get ctx's values but not
+// its cancellation, so that queries in flight finish during shutdown.
+func (s *Server) dnsServer(ctx context.Context, proto string) *dns.Server {
+	return &dns.Server{
+		Net:            proto,
+		Handler:        edgeHandler{s: s, proto: proto, ctx: context.WithoutCancel(ctx)},
+		MsgAcceptFunc:  acceptMsg,
+		DecorateReader: func(r dns.Reader) dns.Reader { return &screenReader{next: r, s: s} },
+		TsigProvider:   tsigProvider{s: s},
+	}
+}
+
+func (s *Server) run(ctx context.Context, srv *dns.Server, proto string) error {
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ActivateAndServe() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("dnsd: serve %s: %w", proto, err)
+	case <-started:
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("dnsd: serve %s: %w", proto, err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
+	defer cancel()
+	if err := srv.ShutdownContext(sctx); err != nil {
+		return fmt.Errorf("dnsd: shutdown %s: %w", proto, err)
+	}
+	if err := <-errc; err != nil {
+		return fmt.Errorf("dnsd: serve %s: %w", proto, err)
+	}
+	return nil
+}
+
+// capListener closes connections beyond the snapshot's max_tcp_connections
+// right after accepting them.
+type capListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		limit := int64(defaultMaxTCPConns)
+		if snap := l.s.snap.Load(); snap != nil {
+			limit = int64(snap.maxTCP)
+		}
+		if l.s.tcpConns.Add(1) > limit {
+			l.s.tcpConns.Add(-1)
+			_ = c.Close()
+			l.s.m.tcpRejected.Inc()
+			continue
+		}
+		return &capConn{Conn: c, n: &l.s.tcpConns}, nil
+	}
+}
+
+// capConn gives its slot back once, on the first Close.
+type capConn struct {
+	net.Conn
+	n    *atomic.Int64
+	once sync.Once
+}
+
+func (c *capConn) Close() error {
+	c.once.Do(func() { c.n.Add(-1) })
+	return c.Conn.Close()
+}
