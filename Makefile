@@ -1,0 +1,71 @@
+# transmirror — make demo runs it, make test proves it.
+GO          ?= go
+BIN         ?= bin
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 10s
+# Debian packages the tests start for real: dig, unbound.
+APT_PKGS    ?= dnsutils unbound
+APT_BINS    ?= dig unbound
+
+export CGO_ENABLED ?= 1
+
+.PHONY: all build test unit e2e race lint fuzz bench deps demo clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## test: everything CI runs — install what tests need, lint, unit tests with
+## the race detector, short fuzz runs, end-to-end tests with the real binaries.
+test: deps lint unit fuzz e2e
+
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e: build
+	$(GO) test -count=1 -timeout 10m ./e2e/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	@cp go.mod go.mod.lintbak; cp go.sum go.sum.lintbak; \
+	  $(GO) mod tidy; \
+	  if ! cmp -s go.mod go.mod.lintbak || ! cmp -s go.sum go.sum.lintbak; then \
+	    mv go.mod.lintbak go.mod; mv go.sum.lintbak go.sum; \
+	    echo "go mod tidy changes go.mod/go.sum: run it and commit"; exit 1; fi; \
+	  rm -f go.mod.lintbak go.sum.lintbak
+
+## fuzz: every native fuzz target for a short while (seed corpora are
+## committed under testdata/fuzz and also run by the unit tests).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## deps: install the Debian packages the tests start, only when missing.
+deps:
+	@missing=""; for b in $(APT_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing (packages: $(APT_PKGS))"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \
+	fi
+
+## demo: the whole thing on an embedded default, on loopback.
+demo: build
+	$(BIN)/dnsd -demo
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,262 @@
+// Command dnsd is transmirror's authoritative DNS server: it serves RFC 1035
+// zone files and answers mirror group names with the members that suit each
+// client.
+//
+// Usage:
+//
+//	dnsd -config dnsd.yaml            serve a configuration
+//	dnsd -check -config dnsd.yaml     validate it and exit 0 or 1
+//	dnsd -listen 127.0.0.1:5300 -zone example.test=example.test.zone
+//	                                  serve plain zone files, no config file
+//	dnsd -demo                        serve the embedded demo zone
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/zones"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type options struct {
+	config    string
+	check     bool
+	demo      bool
+	listen    listFlag
+	zones     listFlag
+	admin     string
+	logFormat string
+	logLevel  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("dnsd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "", "path of the YAML configuration file")
+	fs.BoolVar(&o.check, "check", false, "validate the configuration and zone files, then exit")
+	fs.BoolVar(&o.demo, "demo", false, "serve the embedded demo configuration")
+	fs.Var(&o.listen, "listen", "DNS listen address host:port, UDP and TCP (repeatable; overrides the config)")
+	fs.Var(&o.zones, "zone", "serve ORIGIN=FILE without a config file (repeatable; AXFR allowed from loopback)")
+	fs.StringVar(&o.admin, "admin", "", "admin HTTP listen address (overrides the config)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	modes := 0
+	for _, on := range []bool{o.config != "", len(o.zones) > 0, o.demo} {
+		if on {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return o, errors.New("give exactly one of -config FILE, -zone ORIGIN=FILE (repeatable) or -demo")
+	}
+	return o, nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: want text or json", format)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "dnsd:", err)
+		return 2
+	}
+	logger, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "dnsd:", err)
+		return 2
+	}
+	if o.demo {
+		dir, err := os.MkdirTemp("", "dnsd-demo-")
+		if err != nil {
+			fmt.Fprintln(stderr, "dnsd:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if o.config, err = writeDemo(dir); err != nil {
+			fmt.Fprintln(stderr, "dnsd:", err)
+			return 1
+		}
+	}
+	ld := &loader{opts: o}
+	set, err := ld.load()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if o.check {
+		fmt.Fprintf(stdout, "%s: ok: %d zones, %d groups\n", ld.name(), len(set.Zones), len(set.Groups))
+		return 0
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, ld, set, logger, stdout, o.demo); err != nil {
+		logger.Error("dnsd stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// loader turns the command line into a validated zones.Set, the same way at
+// start and on every reload.
+type loader struct{ opts options }
+
+func (l *loader) name() string {
+	if l.opts.config != "" {
+		return l.opts.config
+	}
+	return "flags"
+}
+
+func (l *loader) load() (*zones.Set, error) {
+	var (
+		cfg *zones.Config
+		err error
+	)
+	if l.opts.config != "" {
+		data, rerr := os.ReadFile(l.opts.config)
+		if rerr != nil {
+			return nil, fmt.Errorf("dnsd: %w", rerr)
+		}
+		cfg, err = zones.Parse(l.opts.config, data)
+	} else {
+		cfg, err = zones.FromFlags(l.opts.listen, l.opts.zones)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(l.opts.listen) > 0 {
+		cfg.Listen = append([]string(nil), l.opts.listen...)
+	}
+	if l.opts.admin != "" {
+		cfg.Admin = l.opts.admin
+	}
+	return zones.Build(cfg)
+}
+
+func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := dnsd.New(dnsd.Options{Logger: logger, Registry: reg})
+	if err != nil {
+		return err
+	}
+	if err := srv.Load(set); err != nil {
+		return err
+	}
+	rl := newReloader(ld, srv, logger, reg)
+
+	var socks []socketPair
+	defer func() {
+		for _, s := range socks {
+			s.close()
+		}
+	}()
+	for _, addr := range set.Config.Listen {
+		sp, err := listenPair(addr)
+		if err != nil {
+			return err
+		}
+		socks = append(socks, sp)
+		logger.Info("dns listening", "addr", sp.pc.LocalAddr().String(), "proto", "udp+tcp")
+	}
+	var adminLn net.Listener
+	if set.Config.Admin != "" {
+		if adminLn, err = net.Listen("tcp", set.Config.Admin); err != nil {
+			return fmt.Errorf("dnsd: admin: %w", err)
+		}
+		logger.Info("admin listening", "addr", adminLn.Addr().String())
+	}
+	if demo {
+		printDemo(stdout, socks[0].pc.LocalAddr().String(), adminLn)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, sp := range socks {
+		g.Go(func() error { return srv.ServeUDP(gctx, sp.pc) })
+		g.Go(func() error { return srv.ServeTCP(gctx, sp.ln) })
+	}
+	if adminLn != nil {
+		hs := &http.Server{
+			Handler:           dnsd.NewAdmin(dnsd.AdminOptions{Logger: logger, Gatherer: reg, Reloader: rl}),
+			ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout:       60 * time.Second,
+		}
+		g.Go(func() error {
+			if err := hs.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("dnsd: admin: %w", err)
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return hs.Shutdown(sctx)
+		})
+	}
+	g.Go(func() error {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-hup:
+				_ = rl.Reload(gctx) // logged and counted by the reloader
+			}
+		}
+	})
+	logger.Info("dnsd started", "zones", len(set.Zones), "groups", len(set.Groups))
+	err = g.Wait()
+	logger.Info("dnsd stopped")
+	return err
+}
