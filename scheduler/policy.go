@@ -1,0 +1,207 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Errors returned by New.
+var (
+	// ErrUnknownPolicy is returned for a policy name New does not know.
+	ErrUnknownPolicy = errors.New("scheduler: unknown policy")
+	// ErrParams is returned for watermarks or a tier slack that make no sense.
+	ErrParams = errors.New("scheduler: invalid params")
+)
+
+// DefaultPolicy is the policy New builds for an empty name.
+const DefaultPolicy = "geo-load"
+
+// Defaults of Params.
+const (
+	// DefaultLowWatermark is the utilization where a member's share starts
+	// to shrink.
+	DefaultLowWatermark = 0.7
+	// DefaultHighWatermark is the utilization from which a member takes no
+	// new clients while another member has room.
+	DefaultHighWatermark = 0.9
+	// DefaultTierSlackKm is how much farther than the nearest member with
+	// room a member may be and still share the geo-load tier.
+	DefaultTierSlackKm = 1000
+)
+
+// Params tunes the load-aware policies. The zero value means the defaults.
+type Params struct {
+	// LowWatermark and HighWatermark are utilizations (load/capacity);
+	// when both are 0 they default to DefaultLowWatermark and
+	// DefaultHighWatermark, otherwise 0 ≤ LowWatermark < HighWatermark.
+	LowWatermark, HighWatermark float64
+	// TierSlackKm is the width of a geo-load tier; 0 means
+	// DefaultTierSlackKm, negative is invalid.
+	TierSlackKm float64
+}
+
+// withDefaults fills in defaults and validates p.
+func (p Params) withDefaults() (Params, error) {
+	if p.LowWatermark == 0 && p.HighWatermark == 0 {
+		p.LowWatermark, p.HighWatermark = DefaultLowWatermark, DefaultHighWatermark
+	}
+	if p.TierSlackKm == 0 {
+		p.TierSlackKm = DefaultTierSlackKm
+	}
+	switch {
+	case !finite(p.LowWatermark) || !finite(p.HighWatermark) || p.LowWatermark < 0 || p.LowWatermark >= p.HighWatermark:
+		return p, fmt.Errorf("%w: watermarks must satisfy 0 <= low < high, got low %g, high %g", ErrParams, p.LowWatermark, p.HighWatermark)
+	case !finite(p.TierSlackKm) || p.TierSlackKm < 0:
+		return p, fmt.Errorf("%w: tier slack must be a non-negative number of km, got %g", ErrParams, p.TierSlackKm)
+	}
+	return p, nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// keep is the taper of a utilization u: 1 up to the low watermark, falling
+// linearly to 0 at the high watermark, 0 above it.
+func (p Params) keep(u float64) float64 {
+	switch {
+	case u <= p.LowWatermark:
+		return 1
+	case u >= p.HighWatermark:
+		return 0
+	}
+	return (p.HighWatermark - u) / (p.HighWatermark - p.LowWatermark)
+}
+
+// Query is one question to a Policy.
+type Query struct {
+	// Client is who asks.
+	Client Client
+	// N is how many distinct members the answer should hold.
+	N int
+	// Rand is the randomness of this pick. Every policy but hash needs it;
+	// a *rand.Rand is not safe for concurrent use, so give each goroutine
+	// its own.
+	Rand *rand.Rand
+	// Now is the time of the query, for decaying pending load.
+	Now time.Time
+	// Load holds live loads and pending load; nil means the loads of the
+	// Group snapshot and no pending load.
+	Load *Estimator
+}
+
+// Policy picks the members of one answer.
+type Policy interface {
+	// Pick appends to dst the indexes of up to q.N distinct members of g,
+	// best first, and returns the extended slice. failOpen is true when no
+	// member of g is up and the answer was drawn from all members, ignoring
+	// their state. Pick allocates nothing when dst has room, except to
+	// memoise a location bucket seen for the first time.
+	Pick(g *Group, q Query, dst []int) (picked []int, failOpen bool)
+}
+
+var (
+	_ Policy = weighted{}
+	_ Policy = leastLoad{}
+	_ Policy = nearest{}
+	_ Policy = hashPolicy{}
+	_ Policy = geoLoad{}
+)
+
+// Names returns the names New accepts.
+func Names() []string {
+	return []string{"geo-load", "hash", "least-load", "nearest", "weighted"}
+}
+
+// New returns the policy called name (DefaultPolicy when name is empty)
+// tuned by p.
+func New(name string, p Params) (Policy, error) {
+	p, err := p.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case "weighted":
+		return weighted{}, nil
+	case "least-load":
+		return leastLoad{}, nil
+	case "nearest":
+		return nearest{p}, nil
+	case "hash":
+		return hashPolicy{}, nil
+	case "geo-load", "":
+		return geoLoad{p}, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownPolicy, name)
+}
+
+// view is the load picture of one Pick: the snapshot, the estimator (read
+// locked for the duration of the pick) and the time.
+type view struct {
+	g    *Group
+	e    *Estimator
+	now  time.Time
+	open bool // no member is up: treat all as up, ignore reported loads
+}
+
+// begin starts a pick; call end when done.
+func begin(g *Group, q *Query) view {
+	v := view{g: g, e: q.Load, now: q.Now, open: g.FailOpen()}
+	if v.e != nil {
+		v.e.mu.RLock()
+	}
+	return v
+}
+
+func (v *view) end() {
+	if v.e != nil {
+		v.e.mu.RUnlock()
+	}
+}
+
+// eligible returns the members a pick may draw from.
+func (v *view) eligible() []int {
+	if v.open {
+		return v.g.all
+	}
+	return v.g.up
+}
+
+func (v *view) up(i int) bool { return v.open || v.g.members[i].Up }
+
+// util returns member i's utilization: (reported load + pending load) /
+// capacity; +Inf for a member without capacity. Failing open, reported
+// loads are ignored (the members are down, their reports stale).
+func (v *view) util(i int) float64 {
+	m := &v.g.members[i]
+	load := m.Load
+	if v.open {
+		load = 0
+	}
+	if v.e != nil && i < len(v.e.m) {
+		en := &v.e.m[i]
+		if en.reported && !v.open {
+			load = en.load
+		}
+		load += en.decayed(v.now, v.e.halfLife)
+	}
+	if m.Capacity == 0 {
+		return math.Inf(1)
+	}
+	return load / m.Capacity
+}
+
+// has reports whether i is in picked.
+func has(picked []int, i int) bool {
+	for _, j := range picked {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// tieKey orders members that are otherwise equal in a random order fixed by
+// seed; distinct members get distinct keys.
+func tieKey(seed uint64, i int) uint64 { return mix64(seed ^ uint64(i)*0x9e3779b97f4a7c15) }

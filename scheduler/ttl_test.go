@@ -1,0 +1,88 @@
+package scheduler
+
+import (
+	"math"
+	"testing"
+)
+
+func TestTTLBoundsAndMonotone(t *testing.T) {
+	cases := []struct {
+		name           string
+		minTTL, maxTTL uint32
+	}{
+		{"typical", 20, 300},
+		{"equal", 60, 60},
+		{"zero-min", 0, 3600},
+		{"swapped", 300, 20},
+		{"one-second", 1, 1},
+		{"huge", 5, math.MaxUint32},
+	}
+	shares := []float64{math.NaN(), math.Inf(-1), -1, 0}
+	for s := 0.0; s <= 1; s += 0.0005 {
+		shares = append(shares, s)
+	}
+	shares = append(shares, 1, 2, math.Inf(1))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi := min(tc.minTTL, tc.maxTTL), max(tc.minTTL, tc.maxTTL)
+			prev := uint32(math.MaxUint32)
+			for _, s := range shares {
+				got := TTL(s, tc.minTTL, tc.maxTTL)
+				if got < lo || got > hi {
+					t.Fatalf("TTL(%g) = %d, outside [%d, %d]", s, got, lo, hi)
+				}
+				if got > prev {
+					t.Fatalf("TTL(%g) = %d > %d for a smaller share", s, got, prev)
+				}
+				prev = got
+			}
+			if got := TTL(0, tc.minTTL, tc.maxTTL); got != hi {
+				t.Errorf("TTL(0) = %d, want max %d", got, hi)
+			}
+		})
+	}
+}
+
+func TestTTLValues(t *testing.T) {
+	cases := []struct {
+		name  string
+		share float64
+		want  uint32
+	}{
+		{"quiet", 0, 300},
+		{"nan-is-quiet", math.NaN(), 300},
+		{"half-at-scale", TTLShareScale, 150},
+		{"third-at-twice-scale", 2 * TTLShareScale, 100},
+		{"ten-percent", 0.1, 27},
+		{"clamped-to-min", 0.5, 20},
+		{"everything", 1, 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TTL(tc.share, 20, 300); got != tc.want {
+				t.Errorf("TTL(%g, 20, 300) = %d, want %d", tc.share, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHiddenLoad(t *testing.T) {
+	cases := []struct {
+		name string
+		rate float64
+		want float64
+	}{
+		{"zero", 0, 0},
+		{"one-request-per-second", 1, 10},
+		{"fractional", 0.25, 2.5},
+		{"negative", -1, 0},
+		{"nan", math.NaN(), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HiddenLoad(tc.rate); got != tc.want {
+				t.Errorf("HiddenLoad(%g) = %g, want %g", tc.rate, got, tc.want)
+			}
+		})
+	}
+}
