@@ -1,0 +1,210 @@
+package site
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// lardTarget is a lard target table entry: the assigned back end's name
+// and where it was in bs last time.
+type lardTarget struct {
+	name string
+	hint int
+}
+
+// lard is the locality-aware request distribution policy; see [LARD].
+type lard struct {
+	p       Params
+	mu      sync.Mutex
+	rng     *rand.Rand
+	targets lru[lardTarget] // at most p.MaxTargets entries
+}
+
+var _ Policy = (*lard)(nil)
+
+func newLARD(p Params, rng *rand.Rand) *lard {
+	l := &lard{p: p, rng: rng}
+	l.targets.init()
+	return l
+}
+
+func (l *lard) Name() string { return LARD }
+
+func (l *lard) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	least, minLoad := leastLoaded(bs, l.rng)
+	if least < 0 {
+		return -1, ErrNoBackend
+	}
+	slot := l.targets.lookup(req.Key)
+	if slot >= 0 {
+		l.targets.touch(slot)
+		t := &l.targets.nodes[slot].val
+		i := indexOf(bs, t.name, t.hint)
+		if i >= 0 && bs[i].Up && !overloaded(load(&bs[i]), minLoad, &l.p) {
+			t.hint = i
+			return i, nil
+		}
+	} else {
+		if l.targets.len() >= l.p.MaxTargets {
+			l.targets.remove(l.targets.tail, true)
+		}
+		slot = l.targets.insert(req.Key)
+	}
+	l.targets.nodes[slot].val = lardTarget{name: bs[least].Name, hint: least}
+	return least, nil
+}
+
+// Done does nothing: loads are the back ends' Active counts.
+func (l *lard) Done(Request, string, time.Time) {}
+
+// replicaSet is a lard-r target table entry.
+type replicaSet struct {
+	members []string
+	changed time.Time // when members last changed
+}
+
+// lardR is LARD with replication; see [LARDR].
+type lardR struct {
+	p       Params
+	mu      sync.Mutex
+	rng     *rand.Rand
+	targets lru[replicaSet] // at most p.MaxTargets entries
+}
+
+var _ Policy = (*lardR)(nil)
+
+func newLARDR(p Params, rng *rand.Rand) *lardR {
+	l := &lardR{p: p, rng: rng}
+	l.targets.init()
+	return l
+}
+
+func (l *lardR) Name() string { return LARDR }
+
+// Pick follows the paper's LARD/R pseudo-code:
+//
+//	if serverSet[target] = ∅ then n, serverSet[target] ← {least loaded node}
+//	else
+//	    n ← least loaded node in serverSet[target]
+//	    m ← most loaded node in serverSet[target]
+//	    if (n.load > T_high && ∃ node with load < T_low) || n.load ≥ 2·T_high then
+//	        p ← least loaded node; add p to serverSet[target]; n ← p
+//	    if |serverSet[target]| > 1 && time() − serverSet[target].lastMod > K then
+//	        remove m from serverSet[target]
+//	send target to n; if serverSet[target] changed, lastMod ← time()
+//
+// Members that are down or gone leave the set first.
+func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	least, minLoad := leastLoaded(bs, l.rng)
+	if least < 0 {
+		return -1, ErrNoBackend
+	}
+	slot := l.targets.lookup(req.Key)
+	if slot < 0 {
+		if l.targets.len() >= l.p.MaxTargets {
+			// Keep the evicted set's slice for the new target.
+			l.targets.remove(l.targets.tail, false)
+		}
+		slot = l.targets.insert(req.Key)
+		s := &l.targets.nodes[slot].val
+		s.members = append(s.members[:0], bs[least].Name)
+		s.changed = now
+		return least, nil
+	}
+	l.targets.touch(slot)
+	s := &l.targets.nodes[slot].val
+
+	// Drop members that are down or gone.
+	var buf [8]int
+	idx := buf[:0]
+	kept := s.members[:0]
+	for _, name := range s.members {
+		if i := indexOf(bs, name, -1); i >= 0 && bs[i].Up {
+			kept = append(kept, name)
+			idx = append(idx, i)
+		}
+	}
+	changed := len(kept) != len(s.members)
+	clear(s.members[len(kept):])
+	s.members = kept
+	if len(idx) == 0 {
+		s.members = append(s.members, bs[least].Name)
+		s.changed = now
+		return least, nil
+	}
+	// n: the least loaded member; m: the most loaded other member. Ties
+	// are broken at random.
+	n, nLoad, ties := -1, 0.0, 0
+	for _, i := range idx {
+		switch ld := load(&bs[i]); {
+		case n < 0 || ld < nLoad:
+			n, nLoad, ties = i, ld, 1
+		case ld == nLoad:
+			ties++
+			if l.rng.IntN(ties) == 0 {
+				n = i
+			}
+		}
+	}
+	m, mLoad := -1, 0.0
+	ties = 0
+	for _, i := range idx {
+		if i == n {
+			continue
+		}
+		switch ld := load(&bs[i]); {
+		case m < 0 || ld > mLoad:
+			m, mLoad, ties = i, ld, 1
+		case ld == mLoad:
+			ties++
+			if l.rng.IntN(ties) == 0 {
+				m = i
+			}
+		}
+	}
+	if m < 0 {
+		m = n // a single member
+	}
+	if overloaded(nLoad, minLoad, &l.p) && least != n && !contains(s.members, bs[least].Name) {
+		s.members = append(s.members, bs[least].Name)
+		n = least
+		changed = true
+	}
+	if len(s.members) > 1 && now.Sub(s.changed) > l.p.ReplicaHold {
+		s.members = removeName(s.members, bs[m].Name)
+		changed = true
+	}
+	if changed {
+		s.changed = now
+	}
+	return n, nil
+}
+
+// Done does nothing: loads are the back ends' Active counts.
+func (l *lardR) Done(Request, string, time.Time) {}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// removeName deletes name from names in place, keeping the order.
+func removeName(names []string, name string) []string {
+	for i, n := range names {
+		if n == name {
+			copy(names[i:], names[i+1:])
+			names[len(names)-1] = ""
+			return names[:len(names)-1]
+		}
+	}
+	return names
+}
