@@ -3,11 +3,15 @@ package dnsd
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -18,11 +22,17 @@ type Reloader interface {
 	Reload(ctx context.Context) error
 }
 
+// Explainer explains a group answer (implemented by Dispatcher).
+type Explainer interface {
+	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (Explanation, error)
+}
+
 // AdminOptions configures the admin HTTP handler.
 type AdminOptions struct {
-	Logger   *slog.Logger
-	Gatherer prometheus.Gatherer
-	Reloader Reloader
+	Logger    *slog.Logger
+	Gatherer  prometheus.Gatherer
+	Reloader  Reloader
+	Explainer Explainer
 }
 
 // NewAdmin returns dnsd's admin HTTP handler: /metrics, /-/healthy,
@@ -47,7 +57,49 @@ func NewAdmin(o AdminOptions) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
 	})
+	if o.Explainer != nil {
+		mux.HandleFunc("GET /v1/groups/{group}/explain", func(w http.ResponseWriter, r *http.Request) {
+			explain(w, r, o.Explainer)
+		})
+	}
 	return mux
+}
+
+// explain serves GET /v1/groups/{group}/explain?client=IP[&ecs=PREFIX][&qtype=AAAA].
+func explain(w http.ResponseWriter, r *http.Request, ex Explainer) {
+	q := r.URL.Query()
+	client, err := netip.ParseAddr(q.Get("client"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("client %q: want an IP address", q.Get("client"))})
+		return
+	}
+	var ecs netip.Prefix
+	if s := q.Get("ecs"); s != "" {
+		if ecs, err = netip.ParsePrefix(s); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("ecs %q: want a prefix such as 198.51.100.0/24", s)})
+			return
+		}
+		ecs = ecs.Masked()
+	}
+	qtype := dns.TypeA
+	switch strings.ToUpper(q.Get("qtype")) {
+	case "", "A":
+	case "AAAA":
+		qtype = dns.TypeAAAA
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("qtype %q: want A or AAAA", q.Get("qtype"))})
+		return
+	}
+	e, err := ex.Explain(r.PathValue("group"), qtype, client, ecs)
+	if errors.Is(err, ErrUnknownGroup) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
 }
 
 func fromLoopback(r *http.Request) bool {

@@ -32,7 +32,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var sent, failed atomic.Int64
-	var firstErr atomic.Value
+	var firstErr atomic.Pointer[string]
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
@@ -48,7 +48,8 @@ func TestReloadUnderLoad(t *testing.T) {
 				}
 				if err != nil {
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					msg := err.Error()
+					firstErr.CompareAndSwap(nil, &msg)
 				}
 			}
 		}()
@@ -109,7 +110,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Errorf("only %d queries sent during the reloads", sent.Load())
 	}
 	if failed.Load() > 0 {
-		t.Errorf("%d of %d queries failed during reloads; first: %v", failed.Load(), sent.Load(), firstErr.Load())
+		t.Errorf("%d of %d queries failed during reloads; first: %s", failed.Load(), sent.Load(), *firstErr.Load())
 	}
 }
 

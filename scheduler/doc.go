@@ -16,7 +16,7 @@
 //		N: n, Rand: rng, Now: now, Load: est,
 //	}, buf[:0])
 //	rate := rates.Observe(scope, ttl, now)
-//	est.Add(idx, scheduler.HiddenLoad(rate), now)
+//	est.Add(idx, scheduler.HiddenLoad(scheduler.AnswerRate(rate, k)), now)
 //
 // Members are named by their index in the Group. Pick appends up to N
 // distinct indexes, best first, and allocates nothing when buf has room
@@ -120,10 +120,16 @@
 // clients behind them. k can be calibrated from the load reports: k =
 // Σ reported r / Σₛ oₛ. Evicted scopes stay in the total.
 //
-// The hidden load of an answer is rₛ · T requests, that is
-// LoadPerRequestRate · rₛ = 10 · rₛ load units on the member while cached
-// (HiddenLoad): that is what the Estimator's pending load grows by,
-// split evenly among the members of the answer.
+// The hidden load of an answer is the request rate that one cached copy
+// carries, for T seconds (rₐ · T requests):
+//
+//	rₐ = rₛ / max(1, oₛ)   (= k for a scope that holds a copy all the time)
+//
+// A scope that holds several copies at once (many resolvers behind one ECS
+// subnet, or a resolver that does not cache) splits its rate over them,
+// instead of booking its whole rate once per answer. In load units that is
+// LoadPerRequestRate · rₐ = 10 · rₐ (HiddenLoad): what the Estimator's
+// pending load grows by, split evenly among the members of the answer.
 //
 // The adaptive TTL of an answer to a scope with share σ = rₛ / Σ r is
 //

@@ -39,7 +39,7 @@ func Example() {
 		N: 1, Rand: rng, Now: now, Load: est,
 	}, make([]int, 0, 2))
 	rate := rates.Observe(scope, ttl, now)
-	est.Add(idx, scheduler.HiddenLoad(rate), now)
+	est.Add(idx, scheduler.HiddenLoad(scheduler.AnswerRate(rate, 0)), now)
 
 	fmt.Println(group.Member(idx[0]).Name, ttl, failOpen)
 	fmt.Printf("pending %.2f load units\n", est.Pending(idx[0], now))

@@ -38,3 +38,18 @@ func TTL(share float64, minTTL, maxTTL uint32) uint32 {
 // for as long as the TTL (rate × TTL requests in all). It is what
 // Estimator.Add should be given.
 func HiddenLoad(rate float64) float64 { return LoadPerRequestRate * sane(rate) }
+
+// AnswerRate is rₐ = rₛ / max(1, rₛ/k), the request rate that one answer
+// to a scope of estimated rate rₛ carries while cached, with k requests per
+// second per cached copy (see the package doc, "TTL skew"). k ≤ 0 means
+// DefaultRatePerCachedAnswer.
+func AnswerRate(scopeRate, k float64) float64 {
+	if !(k > 0) {
+		k = DefaultRatePerCachedAnswer
+	}
+	scopeRate = sane(scopeRate)
+	if copies := scopeRate / k; copies > 1 {
+		return scopeRate / copies
+	}
+	return scopeRate
+}

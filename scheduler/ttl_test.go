@@ -86,3 +86,24 @@ func TestHiddenLoad(t *testing.T) {
 		})
 	}
 }
+
+func TestAnswerRate(t *testing.T) {
+	cases := []struct {
+		name            string
+		scopeRate, k, w float64
+	}{
+		{"quiet scope: its own rate", 0.25, 1, 0.25},
+		{"one copy all the time: k", 1, 1, 1},
+		{"many copies: k each", 40, 1, 1},
+		{"k=2", 10, 2, 2},
+		{"k unset: default", 40, 0, DefaultRatePerCachedAnswer},
+		{"NaN: 0", math.NaN(), 1, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := AnswerRate(tc.scopeRate, tc.k); math.Abs(got-tc.w) > 1e-9 {
+				t.Errorf("AnswerRate(%v, %v) = %v, want %v", tc.scopeRate, tc.k, got, tc.w)
+			}
+		})
+	}
+}

@@ -78,10 +78,11 @@ func Build(cfg *Config) (*Set, error) {
 	b.tsig()
 	b.zoneFiles()
 	b.groups()
+	b.geo()
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}
-	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups))}
+	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups)), MMDB: b.mmdb}
 	for _, zc := range b.c.Zones {
 		s.Zones = append(s.Zones, b.zones[zc.Origin])
 	}
@@ -131,6 +132,7 @@ type builder struct {
 	c     *Config
 	dir   string           // directory of the config file, for relative paths
 	zones map[string]*Zone // parsed zones by canonical origin
+	mmdb  string           // geo.mmdb resolved against dir
 	errs  []error
 }
 
@@ -180,6 +182,11 @@ func cloneConfig(cfg *Config) *Config {
 	for i := range c.Zones {
 		c.Zones[i].AllowTransfer = slices.Clone(c.Zones[i].AllowTransfer)
 	}
+	c.Geo.Networks = slices.Clone(cfg.Geo.Networks)
+	for i := range c.Geo.Networks {
+		c.Geo.Networks[i].Location = cloneLocation(c.Geo.Networks[i].Location)
+	}
+	c.Geo.Default = cloneLocation(c.Geo.Default)
 	c.Groups = slices.Clone(cfg.Groups)
 	for i := range c.Groups {
 		g := &c.Groups[i]
@@ -187,14 +194,7 @@ func cloneConfig(cfg *Config) *Config {
 		for j := range g.Members {
 			m := &g.Members[j]
 			m.Addresses = slices.Clone(m.Addresses)
-			if m.Location.Lat != nil {
-				lat := *m.Location.Lat
-				m.Location.Lat = &lat
-			}
-			if m.Location.Lon != nil {
-				lon := *m.Location.Lon
-				m.Location.Lon = &lon
-			}
+			m.Location = cloneLocation(m.Location)
 		}
 	}
 	return &c
@@ -500,31 +500,7 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 			b.errorf(apath, "%s: address %s listed twice", obj, m.Addresses[i])
 		}
 	}
-	l := &m.Location
-	switch {
-	case (l.Lat == nil) != (l.Lon == nil):
-		b.errorf(path+".location", "%s: location: lat and lon go together", obj)
-	case l.Lat != nil:
-		if !(*l.Lat >= -90 && *l.Lat <= 90) {
-			b.errorf(path+".location.lat", "%s: location: lat %g must be in -90..90", obj, *l.Lat)
-		}
-		if !(*l.Lon >= -180 && *l.Lon <= 180) {
-			b.errorf(path+".location.lon", "%s: location: lon %g must be in -180..180", obj, *l.Lon)
-		}
-	}
-	if l.Country != "" {
-		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
-			b.errorf(path+".location.country", "%s: location: country %q: want a two-letter code", obj, l.Country)
-		}
-		l.Country = strings.ToUpper(l.Country)
-	}
-	if l.Continent != "" {
-		if c := strings.ToUpper(l.Continent); slices.Contains(continents, c) {
-			l.Continent = c
-		} else {
-			b.errorf(path+".location.continent", "%s: location: continent %q: want one of %s", obj, l.Continent, strings.Join(continents, " "))
-		}
-	}
+	b.location(path+".location", obj, &m.Location)
 	if !(m.Capacity > 0) || math.IsInf(m.Capacity, 1) {
 		b.errorf(path+".capacity", "%s: capacity must be > 0", obj)
 	}
@@ -556,3 +532,83 @@ func validMemberName(s string) bool {
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// location validates and normalises a location at path.
+func (b *builder) location(path, obj string, l *Location) {
+	switch {
+	case (l.Lat == nil) != (l.Lon == nil):
+		b.errorf(path, "%s: location: lat and lon go together", obj)
+	case l.Lat != nil:
+		if !(*l.Lat >= -90 && *l.Lat <= 90) {
+			b.errorf(path+".lat", "%s: location: lat %g must be in -90..90", obj, *l.Lat)
+		}
+		if !(*l.Lon >= -180 && *l.Lon <= 180) {
+			b.errorf(path+".lon", "%s: location: lon %g must be in -180..180", obj, *l.Lon)
+		}
+	}
+	if l.Country != "" {
+		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
+			b.errorf(path+".country", "%s: location: country %q: want a two-letter code", obj, l.Country)
+		}
+		l.Country = strings.ToUpper(l.Country)
+	}
+	if l.Continent != "" {
+		if c := strings.ToUpper(l.Continent); slices.Contains(continents, c) {
+			l.Continent = c
+		} else {
+			b.errorf(path+".continent", "%s: location: continent %q: want one of %s", obj, l.Continent, strings.Join(continents, " "))
+		}
+	}
+}
+
+// geo validates the client location settings.
+func (b *builder) geo() {
+	g := &b.c.Geo
+	if g.MMDB != "" {
+		b.mmdb = b.resolve(g.MMDB)
+		if f, err := os.Open(b.mmdb); err != nil {
+			b.errorf("geo.mmdb", "geo: mmdb: %v", err)
+		} else {
+			f.Close()
+		}
+	}
+	seen := make(map[netip.Prefix]bool)
+	for i := range g.Networks {
+		n := &g.Networks[i]
+		path := fmt.Sprintf("geo.networks[%d]", i)
+		obj := fmt.Sprintf("geo: network %s", n.Prefix)
+		if !n.Prefix.IsValid() {
+			b.errorf(path+".prefix", "geo: network %d: prefix is required", i)
+			continue
+		}
+		n.Prefix = netip.PrefixFrom(n.Prefix.Addr().Unmap(), n.Prefix.Bits()-unmapBits(n.Prefix.Addr())).Masked()
+		if seen[n.Prefix] {
+			b.errorf(path+".prefix", "%s: listed twice", obj)
+		}
+		seen[n.Prefix] = true
+		b.location(path+".location", obj, &n.Location)
+	}
+	b.location("geo.default", "geo: default", &g.Default)
+}
+
+// unmapBits is how many prefix bits an IPv4-mapped IPv6 address loses
+// when it is unmapped.
+func unmapBits(a netip.Addr) int {
+	if a.Is4In6() {
+		return 96
+	}
+	return 0
+}
+
+// cloneLocation copies l so that the copy shares no pointers with it.
+func cloneLocation(l Location) Location {
+	if l.Lat != nil {
+		lat := *l.Lat
+		l.Lat = &lat
+	}
+	if l.Lon != nil {
+		lon := *l.Lon
+		l.Lon = &lon
+	}
+	return l
+}

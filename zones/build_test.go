@@ -133,6 +133,13 @@ func TestLoadBad(t *testing.T) {
 		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
 		{"bad TSIG secret", "tsig_secret.yaml", []string{`tsig_secret.yaml:4:7: tsig key "axfr-key.": secret is not valid base64`}},
 		{"lat without lon", "lat_without_lon.yaml", []string{`lat_without_lon.yaml:11:9: group "www.example.org.": member "fra1": location: lat and lon go together`}},
+		{"geo", "geo.yaml", []string{
+			`geo.yaml:5:3: geo: mmdb: open `,
+			`geo.yaml:8:18: geo: network 198.51.100.0/24: location: country "DEU": want a two-letter code`,
+			`geo.yaml:9:7: geo: network 198.51.100.0/24: listed twice`,
+			`geo.yaml:10:18: geo: network 198.51.100.0/24: location: continent "XX"`,
+			`geo.yaml:11:13: geo: default: location: lat 95 must be in -90..90`,
+		}},
 		{"duplicate zone", "dup_zone.yaml", []string{`dup_zone.yaml:4:5: zone "example.org.": served twice`}},
 		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
 		{"secret and secret_file", "secret_both.yaml", []string{`secret_both.yaml:12:5: group "www.example.org.": secret and secret_file are mutually exclusive`}},

@@ -20,6 +20,8 @@ type Config struct {
 	Zones []ZoneConfig `yaml:"zones"`
 	// Groups are the mirror groups answered from members, not zone files.
 	Groups []GroupConfig `yaml:"groups"`
+	// Geo says where clients are, for the proximity-aware policies.
+	Geo GeoConfig `yaml:"geo"`
 
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
@@ -128,6 +130,27 @@ type MemberConfig struct {
 	Weight float64 `yaml:"weight"`
 	// Probe is the URL of the member's load report (GET /v1/load).
 	Probe string `yaml:"probe"`
+}
+
+// GeoConfig says where DNS clients are: a static networks table that wins,
+// then a GeoIP2/GeoLite2 City or Country database, then a default.
+type GeoConfig struct {
+	// MMDB is a GeoIP2 or GeoLite2 (or DB-IP) City or Country database,
+	// relative to the config file's directory; "" for none.
+	MMDB string `yaml:"mmdb"`
+	// Networks map client prefixes to locations; the longest prefix wins
+	// and the table wins over the MMDB.
+	Networks []NetworkConfig `yaml:"networks"`
+	// Default is where clients that nothing locates are.
+	Default Location `yaml:"default"`
+}
+
+// NetworkConfig is one row of the static networks table.
+type NetworkConfig struct {
+	// Prefix is the client prefix, e.g. 198.51.100.0/24.
+	Prefix netip.Prefix `yaml:"prefix"`
+	// Location is where its clients are.
+	Location Location `yaml:"location"`
 }
 
 // Location is a place: coordinates and/or country and continent codes.

@@ -14,6 +14,9 @@ type Set struct {
 	Zones []*Zone
 	// Groups are the configured groups by canonical name.
 	Groups map[string]*GroupConfig
+	// MMDB is the path of the GeoIP2 database (geo.mmdb resolved against
+	// the config file's directory), "" for none.
+	MMDB string
 }
 
 // Find returns the zone that is authoritative for qname (the one with the

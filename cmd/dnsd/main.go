@@ -184,14 +184,19 @@ func (l *loader) load() (*zones.Set, error) {
 func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := dnsd.New(dnsd.Options{Logger: logger, Registry: reg})
+	disp, err := dnsd.NewDispatcher(dnsd.DispatcherOptions{Logger: logger, Registry: reg})
 	if err != nil {
 		return err
 	}
-	if err := srv.Load(set); err != nil {
+	srv, err := dnsd.New(dnsd.Options{Logger: logger, Registry: reg, Groups: disp})
+	if err != nil {
 		return err
 	}
-	rl := newReloader(ld, srv, logger, reg)
+	both := loaders{disp, srv}
+	if err := both.Load(set); err != nil {
+		return err
+	}
+	rl := newReloader(ld, both, logger, reg)
 
 	var socks []socketPair
 	defer func() {
@@ -218,6 +223,12 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pc.LocalAddr().String(), adminLn)
 	}
 
+	// SIGHUP is caught from here on, before "dnsd started" tells anyone
+	// that they may send it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	g, gctx := errgroup.WithContext(ctx)
 	for _, sp := range socks {
 		g.Go(func() error { return srv.ServeUDP(gctx, sp.pc) })
@@ -225,7 +236,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	if adminLn != nil {
 		hs := &http.Server{
-			Handler:           dnsd.NewAdmin(dnsd.AdminOptions{Logger: logger, Gatherer: reg, Reloader: rl}),
+			Handler:           dnsd.NewAdmin(dnsd.AdminOptions{Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp}),
 			ReadHeaderTimeout: 5 * time.Second,
 			IdleTimeout:       60 * time.Second,
 		}
@@ -243,9 +254,6 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		})
 	}
 	g.Go(func() error {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-gctx.Done():

@@ -14,6 +14,20 @@ import (
 // setLoader is what the reloader needs from the server: swap in a new Set.
 type setLoader interface{ Load(*zones.Set) error }
 
+// loaders loads a Set into each in turn, stopping at the first error. The
+// dispatcher goes first: it opens the GeoIP database, the step most likely
+// to fail, before the server swaps anything in.
+type loaders []setLoader
+
+func (l loaders) Load(set *zones.Set) error {
+	for _, x := range l {
+		if err := x.Load(set); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reloader is load → validate → build → swap; on any error the old
 // snapshot keeps serving and the error goes back to whoever asked.
 type reloader struct {

@@ -1,0 +1,479 @@
+package dnsd
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"context"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/scheduler"
+	"github.com/transmirror/transmirror/scheduler/geo"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// State is what dnsd believes of a member.
+type State string
+
+// Member states. A new member is unknown, and unknown members are answered:
+// only a member that failed its probes (down) or that an operator drained
+// is left out.
+const (
+	StateUnknown  State = "unknown"
+	StateUp       State = "up"
+	StateDown     State = "down"
+	StateDraining State = "draining"
+)
+
+// answered reports whether a member in state s goes into answers.
+func (s State) answered() bool { return s == StateUnknown || s == StateUp || s == "" }
+
+// MemberState is the live state of one member, fed by the prober and the
+// operator.
+type MemberState struct {
+	State State
+	// Load is the last reported load in load units; Reported is when that
+	// report was made (zero: no report yet).
+	Load     float64
+	Reported time.Time
+}
+
+// DispatcherOptions configure a Dispatcher.
+type DispatcherOptions struct {
+	// Logger receives the dispatcher's logs; nil discards them.
+	Logger *slog.Logger
+	// Registry is where its metrics are registered; nil keeps them private.
+	Registry prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Seed seeds the random generators (one per concurrent query, from a
+	// pool): generator k is PCG(Seed, k). Zero picks a random seed.
+	Seed uint64
+	// MaxScopes bounds the client scopes whose rate is tracked per group
+	// (default 16,384, about 2.4 MiB per group; see scheduler.ScopeRates).
+	MaxScopes int
+}
+
+// Dispatcher answers group names with the scheduler's policies: it locates
+// the client (ECS or resolver address), asks the group's policy for the
+// members, sets the TTL from the client scope's share of the traffic and
+// books the answer's hidden load on the chosen members. It is the
+// GroupAnswerer that cmd/dnsd plugs into the Server.
+type Dispatcher struct {
+	log       *slog.Logger
+	now       func() time.Time
+	maxScopes int
+	seed      uint64
+	nextRand  atomic.Uint64
+	rands     sync.Pool
+
+	mu      sync.Mutex // serialises writers: Load and SetMemberState
+	locator atomic.Pointer[geo.Locator]
+	groups  atomic.Pointer[map[string]*dgroup]
+
+	answers  *prometheus.CounterVec
+	failOpen *prometheus.CounterVec
+	ecs      *prometheus.CounterVec
+	lookups  *prometheus.CounterVec
+}
+
+var _ GroupAnswerer = (*Dispatcher)(nil)
+
+// dgroup is one group as the dispatcher serves it; replaced whole by Load
+// and by member state changes, except for the estimators and scope rates,
+// which carry over.
+type dgroup struct {
+	cfg      *zones.GroupConfig
+	policy   scheduler.Policy
+	kind     policyKind
+	states   []MemberState // by member index
+	fam      [2]*family    // A, AAAA
+	rates    *scheduler.ScopeRates
+	failOpen *atomic.Bool // an episode is in progress (for logging once)
+}
+
+// family is the members of a group that have addresses of one family.
+type family struct {
+	idx   []int            // family index → member index
+	addrs [][]netip.Addr   // family index → the member's addresses of the family
+	group *scheduler.Group // snapshot with states
+	est   *scheduler.Estimator
+}
+
+type policyKind int
+
+const (
+	kindGlobal policyKind = iota // answer does not depend on the client
+	kindGeo                      // depends on the client's location
+	kindHash                     // depends on the client's prefix
+)
+
+func kindOf(policy string) policyKind {
+	switch policy {
+	case "nearest", "geo-load":
+		return kindGeo
+	case "hash":
+		return kindHash
+	}
+	return kindGlobal
+}
+
+// ECS results, the values of the ecs_queries_total label.
+const (
+	ecsNone      = "none"
+	ecsUsed      = "used"
+	ecsOptOut    = "opt_out"
+	ecsUntrusted = "untrusted"
+)
+
+// NewDispatcher returns a Dispatcher with its metrics registered. It answers
+// nothing until the first Load.
+func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
+	d := &Dispatcher{log: o.Logger, now: o.Now, maxScopes: o.MaxScopes, seed: o.Seed}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.maxScopes <= 0 {
+		d.maxScopes = 16384
+	}
+	if d.seed == 0 {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("dnsd: seed: %w", err)
+		}
+		d.seed = binary.LittleEndian.Uint64(b[:])
+	}
+	d.rands.New = func() any { return rand.New(rand.NewPCG(d.seed, d.nextRand.Add(1))) }
+	empty := map[string]*dgroup{}
+	d.groups.Store(&empty)
+
+	d.answers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "group_answers_total",
+		Help: "Group answers that included the member, by group and member.",
+	}, []string{"group", "member"})
+	d.failOpen = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "group_fail_open_total",
+		Help: "Group answers given from all members because none was up.",
+	}, []string{"group"})
+	d.ecs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "ecs_queries_total",
+		Help: "Group queries by EDNS Client Subnet use: none, used, opt_out, untrusted.",
+	}, []string{"result"})
+	d.lookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "geo_lookups_total",
+		Help: "Client locations by source: static, mmdb, default.",
+	}, []string{"source"})
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+		}
+	}
+	for _, r := range []string{ecsNone, ecsUsed, ecsOptOut, ecsUntrusted} {
+		d.ecs.WithLabelValues(r)
+	}
+	for _, s := range []string{geo.SourceStatic, geo.SourceMMDB, geo.SourceDefault} {
+		d.lookups.WithLabelValues(s)
+	}
+	return d, nil
+}
+
+// Load builds the locator and the groups of set and swaps them in. Member
+// states, pending loads and scope rates of groups and members that stay
+// are kept. On error nothing changes.
+func (d *Dispatcher) Load(set *zones.Set) error {
+	if set == nil || set.Config == nil {
+		return ErrNoConfig
+	}
+	loc, err := newLocator(set)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := *d.groups.Load()
+	next := make(map[string]*dgroup, len(set.Groups))
+	for name, gc := range set.Groups {
+		policy, err := scheduler.New(gc.Policy.Name, scheduler.Params{
+			LowWatermark: gc.Policy.LowWatermark, HighWatermark: gc.Policy.HighWatermark,
+		})
+		if err != nil {
+			return fmt.Errorf("dnsd: group %s: %w", name, err)
+		}
+		g := &dgroup{cfg: gc, policy: policy, kind: kindOf(gc.Policy.Name), states: make([]MemberState, len(gc.Members))}
+		prev := old[name]
+		if prev != nil {
+			g.rates, g.failOpen = prev.rates, prev.failOpen
+			for i, m := range gc.Members {
+				if j := prev.member(m.Name); j >= 0 {
+					g.states[i] = prev.states[j]
+				}
+			}
+		} else {
+			g.rates = scheduler.NewScopeRates(scheduler.ScopeRatesConfig{MaxScopes: d.maxScopes})
+			g.failOpen = new(atomic.Bool)
+		}
+		g.build(prev, d.now())
+		next[name] = g
+	}
+	// Forget the metric series of members and groups that are gone.
+	for name, g := range old {
+		ng := next[name]
+		for _, m := range g.cfg.Members {
+			if ng == nil || ng.member(m.Name) < 0 {
+				d.answers.DeleteLabelValues(name, m.Name)
+			}
+		}
+		if ng == nil {
+			d.failOpen.DeleteLabelValues(name)
+		}
+	}
+	d.locator.Store(loc)
+	d.groups.Store(&next)
+	return nil
+}
+
+func newLocator(set *zones.Set) (*geo.Locator, error) {
+	gc := set.Config.Geo
+	opts := geo.Options{MMDB: set.MMDB, Default: location(gc.Default)}
+	for _, n := range gc.Networks {
+		opts.Static = append(opts.Static, geo.Row{Network: n.Prefix, Loc: location(n.Location)})
+	}
+	loc, err := geo.NewLocator(opts)
+	if err != nil {
+		return nil, fmt.Errorf("dnsd: geo: %w", err)
+	}
+	return loc, nil
+}
+
+// location converts a configured location to the scheduler's.
+func location(l zones.Location) scheduler.Location {
+	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
+	if l.Lat != nil && l.Lon != nil {
+		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
+	}
+	return s
+}
+
+// member returns the index of the member named name, or -1.
+func (g *dgroup) member(name string) int {
+	for i, m := range g.cfg.Members {
+		if m.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// build makes the per-family snapshots from cfg and states. Estimators are
+// kept from prev when the family's members are the same, else rebuilt from
+// the last reports.
+func (g *dgroup) build(prev *dgroup, now time.Time) {
+	for fi := range g.fam {
+		f := &family{}
+		var members []scheduler.Member
+		for i, m := range g.cfg.Members {
+			var addrs []netip.Addr
+			for _, a := range m.Addresses {
+				if a.Is4() == (fi == 0) {
+					addrs = append(addrs, a)
+				}
+			}
+			if len(addrs) == 0 {
+				continue
+			}
+			st := g.states[i]
+			f.idx = append(f.idx, i)
+			f.addrs = append(f.addrs, addrs)
+			members = append(members, scheduler.Member{
+				Name: m.Name, Up: st.State.answered(), Load: st.Load,
+				Capacity: m.Capacity, Weight: m.Weight, Loc: location(m.Location),
+			})
+		}
+		f.group = scheduler.NewGroup(members)
+		if prev != nil && sameMembers(prev.fam[fi], prev.cfg, f, g.cfg) {
+			f.est = prev.fam[fi].est
+		} else {
+			f.est = scheduler.NewEstimator(scheduler.DefaultHorizon)
+			for k, i := range f.idx {
+				if st := g.states[i]; !st.Reported.IsZero() {
+					f.est.Report(k, st.Load, now)
+				}
+			}
+		}
+		g.fam[fi] = f
+	}
+}
+
+func sameMembers(a *family, acfg *zones.GroupConfig, b *family, bcfg *zones.GroupConfig) bool {
+	if a == nil || len(a.idx) != len(b.idx) {
+		return false
+	}
+	for k := range a.idx {
+		if acfg.Members[a.idx[k]].Name != bcfg.Members[b.idx[k]].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// SetMemberState records a member's new state and load. A state change
+// rebuilds the group's snapshot; a new report also resets the member's
+// pending load.
+func (d *Dispatcher) SetMemberState(group, member string, st MemberState) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	groups := *d.groups.Load()
+	g := groups[dns.CanonicalName(group)]
+	if g == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	i := g.member(member)
+	if i < 0 {
+		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+	}
+	now := d.now()
+	prevState := g.states[i]
+	ng := *g
+	ng.states = append([]MemberState(nil), g.states...)
+	ng.states[i] = st
+	if st.State != prevState.State || st.Load != prevState.Load {
+		ng.build(g, now)
+	}
+	if !st.Reported.IsZero() && !st.Reported.Equal(prevState.Reported) {
+		for fi, f := range ng.fam {
+			for k, j := range f.idx {
+				if j == i {
+					ng.fam[fi].est.Report(k, st.Load, now)
+				}
+			}
+		}
+	}
+	next := make(map[string]*dgroup, len(groups))
+	for k, v := range groups {
+		next[k] = v
+	}
+	next[g.cfg.Name] = &ng
+	d.groups.Store(&next)
+	return nil
+}
+
+// ErrUnknownMember is returned for a member name that is not in the group.
+var ErrUnknownMember = errors.New("dnsd: unknown member")
+
+// AnswerGroup answers one group question.
+func (d *Dispatcher) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, error) {
+	g := (*d.groups.Load())[q.Group]
+	if g == nil {
+		return GroupAnswer{ScopePrefix: -1}, fmt.Errorf("%w: %s", ErrUnknownGroup, q.Group)
+	}
+	now := d.now()
+	c := d.locate(q, g.kind)
+	ans := GroupAnswer{ScopePrefix: c.scope, TTL: g.cfg.TTL.Max}
+	f := g.fam[familyOf(q.Qtype)]
+	if len(f.idx) == 0 {
+		return ans, nil
+	}
+	ans.TTL = scheduler.TTL(g.rates.Share(c.prefix, now), g.cfg.TTL.Min, g.cfg.TTL.Max)
+	rng := d.rands.Get().(*rand.Rand)
+	var buf [8]int
+	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
+		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
+		N:      answersOf(g.cfg), Rand: rng, Now: now, Load: f.est,
+	}, buf[:0])
+	d.rands.Put(rng)
+	rate := g.rates.Observe(c.prefix, ans.TTL, now)
+	f.est.Add(picked, scheduler.HiddenLoad(scheduler.AnswerRate(rate, 0)), now)
+	for _, k := range picked {
+		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
+		d.answers.WithLabelValues(g.cfg.Name, g.cfg.Members[f.idx[k]].Name).Inc()
+	}
+	d.noteFailOpen(g, failOpen)
+	return ans, nil
+}
+
+func familyOf(qtype uint16) int {
+	if qtype == dns.TypeAAAA {
+		return 1
+	}
+	return 0
+}
+
+func answersOf(gc *zones.GroupConfig) int {
+	if gc.Answers > 0 {
+		return gc.Answers
+	}
+	return defaultAnswers
+}
+
+// noteFailOpen counts fail-open answers and logs each episode once.
+func (d *Dispatcher) noteFailOpen(g *dgroup, failOpen bool) {
+	if failOpen {
+		d.failOpen.WithLabelValues(g.cfg.Name).Inc()
+	}
+	if g.failOpen.CompareAndSwap(!failOpen, failOpen) {
+		if failOpen {
+			d.log.Warn("no member is up: answering with all members", "group", g.cfg.Name)
+		} else {
+			d.log.Info("members are up again: fail-open over", "group", g.cfg.Name)
+		}
+	}
+}
+
+// located is where a query's client is and the ECS scope that follows.
+type located struct {
+	prefix netip.Prefix // the client prefix the answer is for
+	res    geo.Result
+	scope  int // reply ECS scope, -1 for no option
+	ecs    string
+}
+
+// locate finds the client of q. The reply scope is the prefix length the
+// answer really depended on: the geo scope for proximity policies, the
+// client prefix for hash, 0 for policies that ignore the client.
+func (d *Dispatcher) locate(q GroupQuery, kind policyKind) located {
+	hasECS := q.ECS.IsValid()
+	c := located{prefix: geo.ClientPrefix(q.Client, q.ECS, hasECS), scope: -1, ecs: ecsNone}
+	if loc := d.locator.Load(); loc != nil {
+		c.res = loc.Locate(c.prefix)
+	} else {
+		c.res = geo.Result{Source: geo.SourceDefault}
+	}
+	d.lookups.WithLabelValues(c.res.Source).Inc()
+	if hasECS {
+		switch {
+		case geo.ECSOptOut(q.ECS):
+			c.ecs = ecsOptOut
+		case !geo.TrustedECS(q.ECS):
+			c.ecs = ecsUntrusted
+		default:
+			c.ecs = ecsUsed
+		}
+		switch kind {
+		case kindGeo:
+			c.scope = geo.ReplyScope(q.ECS, c.res)
+		case kindHash:
+			c.scope = geo.ReplyScope(q.ECS, geo.Result{Scope: c.prefix.Bits()})
+		default:
+			c.scope = 0
+		}
+	}
+	d.ecs.WithLabelValues(c.ecs).Inc()
+	return c
+}

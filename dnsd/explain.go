@@ -1,0 +1,178 @@
+package dnsd
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/scheduler"
+)
+
+// Explanation is why a group question gets the answer it gets: what
+// `groupctl explain` prints.
+type Explanation struct {
+	Group        string              `json:"group"`
+	Policy       string              `json:"policy"`
+	Qtype        string              `json:"qtype"`
+	Client       string              `json:"client"`
+	ECS          string              `json:"ecs,omitempty"`
+	ClientPrefix string              `json:"client_prefix"`
+	Location     ExplainedLocation   `json:"location"`
+	Source       string              `json:"source"`
+	ECSUse       string              `json:"ecs_use"`
+	Scope        int                 `json:"scope"`
+	TTL          uint32              `json:"ttl"`
+	FailOpen     bool                `json:"fail_open"`
+	Answer       []string            `json:"answer"`
+	Addresses    []string            `json:"addresses"`
+	Members      []ExplainedMember   `json:"members"`
+	Why          string              `json:"why"`
+	Watermarks   ExplainedWatermarks `json:"watermarks"`
+}
+
+// ExplainedLocation is a location in an Explanation.
+type ExplainedLocation struct {
+	Lat       *float64 `json:"lat,omitempty"`
+	Lon       *float64 `json:"lon,omitempty"`
+	Country   string   `json:"country,omitempty"`
+	Continent string   `json:"continent,omitempty"`
+}
+
+// ExplainedWatermarks are the group's utilization thresholds.
+type ExplainedWatermarks struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// ExplainedMember is one member as the policy saw it.
+type ExplainedMember struct {
+	Name        string  `json:"name"`
+	State       State   `json:"state"`
+	DistanceKm  float64 `json:"distance_km"`
+	Load        float64 `json:"load"`
+	Pending     float64 `json:"pending"`
+	Capacity    float64 `json:"capacity"`
+	Weight      float64 `json:"weight"`
+	Utilization float64 `json:"utilization"`
+	Picked      bool    `json:"picked"`
+	Note        string  `json:"note"`
+}
+
+// Explain answers a group question the way AnswerGroup would, without
+// counting it, and says why. ecs may be the zero Prefix.
+func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (Explanation, error) {
+	g := (*d.groups.Load())[dns.CanonicalName(group)]
+	if g == nil {
+		return Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	now := d.now()
+	q := GroupQuery{Group: g.cfg.Name, Qtype: qtype, Client: client, ECS: ecs}
+	c := d.locate(q, g.kind)
+	low, high := g.cfg.Policy.LowWatermark, g.cfg.Policy.HighWatermark
+	if low == 0 {
+		low = scheduler.DefaultLowWatermark
+	}
+	if high == 0 {
+		high = scheduler.DefaultHighWatermark
+	}
+	e := Explanation{
+		Group: g.cfg.Name, Policy: g.cfg.Policy.Name, Qtype: dns.TypeToString[qtype],
+		Client: client.String(), ClientPrefix: c.prefix.String(), Source: c.res.Source,
+		ECSUse: c.ecs, Scope: c.scope, TTL: g.cfg.TTL.Max,
+		Watermarks: ExplainedWatermarks{Low: low, High: high},
+	}
+	if ecs.IsValid() {
+		e.ECS = ecs.String()
+	}
+	if l := c.res.Loc; l.HasCoords {
+		e.Location.Lat, e.Location.Lon = &l.Lat, &l.Lon
+	}
+	e.Location.Country, e.Location.Continent = c.res.Loc.Country, c.res.Loc.Continent
+	f := g.fam[familyOf(qtype)]
+	if len(f.idx) == 0 {
+		e.Why = fmt.Sprintf("no member has a %s address: NODATA", e.Qtype)
+		return e, nil
+	}
+	e.TTL = scheduler.TTL(g.rates.Share(c.prefix, now), g.cfg.TTL.Min, g.cfg.TTL.Max)
+	rng := rand.New(rand.NewPCG(d.seed, 0))
+	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
+		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
+		N:      answersOf(g.cfg), Rand: rng, Now: now, Load: f.est,
+	}, nil)
+	e.FailOpen = failOpen
+	isPicked := make(map[int]bool)
+	for _, k := range picked {
+		isPicked[k] = true
+		e.Answer = append(e.Answer, g.cfg.Members[f.idx[k]].Name)
+		for _, a := range f.addrs[k] {
+			e.Addresses = append(e.Addresses, a.String())
+		}
+	}
+	for k, i := range f.idx {
+		m := g.cfg.Members[i]
+		st := g.states[i]
+		state := st.State
+		if state == "" {
+			state = StateUnknown
+		}
+		pending := f.est.Pending(k, now)
+		util := math.Inf(1)
+		if m.Capacity > 0 {
+			util = (st.Load + pending) / m.Capacity
+		}
+		em := ExplainedMember{
+			Name: m.Name, State: state, Load: st.Load, Pending: round2(pending),
+			Capacity: m.Capacity, Weight: m.Weight, Utilization: round2(util), Picked: isPicked[k],
+			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
+		}
+		switch {
+		case !state.answered():
+			em.Note = "left out: " + string(state)
+		case util >= high:
+			em.Note = fmt.Sprintf("at or above the high watermark (%.2f): skipped while others have room", high)
+		case util > low:
+			em.Note = fmt.Sprintf("between the watermarks: share reduced to %.0f%%", 100*(high-util)/(high-low))
+		default:
+			em.Note = "has room"
+		}
+		e.Members = append(e.Members, em)
+	}
+	e.Why = why(g.cfg.Policy.Name, e)
+	return e, nil
+}
+
+func round2(x float64) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	return math.Round(x*100) / 100
+}
+
+func why(policy string, e Explanation) string {
+	if e.FailOpen {
+		return "no member is up: failing open, answering from all members"
+	}
+	var b strings.Builder
+	switch policy {
+	case "weighted":
+		b.WriteString("weighted random draw over the members that are up, by static weight")
+	case "least-load":
+		b.WriteString("the members with the lowest utilization, counting the load of answers given since their last report")
+	case "nearest":
+		b.WriteString("the nearest members by great-circle distance, skipping those above the high watermark and thinning those between the watermarks")
+	case "hash":
+		fmt.Fprintf(&b, "rendezvous hash of the client prefix %s over the members that are up: stable per client", e.ClientPrefix)
+	default:
+		b.WriteString("the nearest tier of members with room (within 1000 km of the nearest), drawn by spare capacity; farther tiers only when it is full")
+	}
+	fmt.Fprintf(&b, "; client located by %s", e.Source)
+	if e.ECS != "" {
+		fmt.Fprintf(&b, " (ECS %s, %s)", e.ECS, e.ECSUse)
+	}
+	fmt.Fprintf(&b, "; TTL %d s", e.TTL)
+	return b.String()
+}
