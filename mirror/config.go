@@ -1,0 +1,586 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the mirror configuration. A key that is absent from the file
+// gets its default; a key that is written is validated as written.
+const (
+	// DefaultReadHeaderTimeout is timeouts.read_header.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultIdleTimeout is timeouts.idle.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultShutdownTimeout is timeouts.shutdown, the grace for requests
+	// in flight at shutdown.
+	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultPushInterval is dnsd.push_interval.
+	DefaultPushInterval = 5 * time.Second
+	// DefaultCapacity is capacity, in load units.
+	DefaultCapacity = 100
+	// DefaultLowWatermark is redirect.low_watermark.
+	DefaultLowWatermark = 0.7
+	// DefaultHighWatermark is redirect.high_watermark.
+	DefaultHighWatermark = 0.9
+	// DefaultMaxShare is redirect.max_share.
+	DefaultMaxShare = 0.5
+	// DefaultBackendWeight is backends[].weight.
+	DefaultBackendWeight = 1
+	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes).
+	DefaultMaxHeaderBytes = 64 << 10
+)
+
+// continents are the continent codes a location may have.
+const continents = "AF AN AS EU NA OC SA"
+
+// Config is the mirror daemon's configuration file (mirror.yaml), decoded
+// strictly (unknown keys are errors), defaulted and validated by
+// ParseConfig. It is not modified once returned.
+type Config struct {
+	// Listen are the public HTTP listen addresses (HOST:PORT); at least one.
+	Listen []string `yaml:"listen"`
+	// Admin is the admin HTTP listen address (/metrics, /v1/load,
+	// /-/healthy); empty disables the admin server.
+	Admin string `yaml:"admin"`
+	// Group is the group host name that clients use, e.g. www.example.org.
+	Group string `yaml:"group"`
+	// Member is this mirror's short name in the group, e.g. fra1.
+	Member string `yaml:"member"`
+	// Host is this mirror's own host name, e.g. fra1.mirrors.example.org.
+	Host string `yaml:"host"`
+	// DNSD is where load reports are pushed; absent disables pushing.
+	DNSD DNSDConfig `yaml:"dnsd"`
+	// Root is the document root served; relative to the config file's
+	// directory. Exactly one of Root and Backends is given.
+	Root string `yaml:"root"`
+	// Backends are the site's back ends when this mirror is a front end.
+	Backends []BackendConfig `yaml:"backends"`
+	// Listing turns on HTML directory listings (off by default).
+	Listing bool `yaml:"listing"`
+	// Timeouts are the public HTTP server's timeouts.
+	Timeouts TimeoutsConfig `yaml:"timeouts"`
+	// Redirect configures 302 correction to sibling mirrors.
+	Redirect RedirectConfig `yaml:"redirect"`
+	// Capacity is what this mirror can carry, in load units (default 100, > 0).
+	Capacity float64 `yaml:"capacity"`
+	// Location is where this mirror is.
+	Location Location `yaml:"location"`
+
+	// File is the path the config was read from.
+	File string `yaml:"-"`
+}
+
+// DNSDConfig says where and how load reports are pushed to dnsd.
+type DNSDConfig struct {
+	// URL is dnsd's admin base URL, http or https.
+	URL string `yaml:"url"`
+	// Secret is the group's push secret. After ParseConfig it holds the
+	// secret whichever way it was given.
+	Secret string `yaml:"secret"`
+	// SecretFile reads Secret from a file instead (relative to the config).
+	SecretFile string `yaml:"secret_file"`
+	// PushInterval is the time between pushes (default 5s, > 0).
+	PushInterval Duration `yaml:"push_interval"`
+}
+
+// String returns the settings with the secret redacted, so that a
+// printed or logged Config does not show it.
+func (d DNSDConfig) String() string {
+	secret := ""
+	if d.Secret != "" {
+		secret = "<redacted>"
+	}
+	return fmt.Sprintf("{URL:%s Secret:%s SecretFile:%s PushInterval:%s}", d.URL, secret, d.SecretFile, d.PushInterval.D())
+}
+
+// BackendConfig is one back end of the site front end. Only its shape is
+// validated here; the front end gives it meaning.
+type BackendConfig struct {
+	// Name is the back end's unique name.
+	Name string `yaml:"name"`
+	// URL is the back end's base URL, http or https.
+	URL string `yaml:"url"`
+	// Weight is its static weight (default 1, >= 0).
+	Weight float64 `yaml:"weight"`
+	// Memory is the size of its memory cache, e.g. 8GiB.
+	Memory ByteSize `yaml:"memory"`
+}
+
+// TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
+type TimeoutsConfig struct {
+	// ReadHeader bounds reading the request headers (default 5s, > 0).
+	ReadHeader Duration `yaml:"read_header"`
+	// Read bounds reading the whole request (default 0: off).
+	Read Duration `yaml:"read"`
+	// Write bounds writing the response (default 0: off, for large files).
+	Write Duration `yaml:"write"`
+	// Idle closes keep-alive connections idle this long (default 120s, > 0).
+	Idle Duration `yaml:"idle"`
+	// Shutdown is the grace given to in-flight requests on shutdown
+	// (default 30s, > 0).
+	Shutdown Duration `yaml:"shutdown"`
+}
+
+// RedirectConfig configures 302 correction: requests that came in on the
+// group name are redirected to a sibling when this mirror is overloaded.
+type RedirectConfig struct {
+	// Enabled turns redirects on (default true).
+	Enabled bool `yaml:"enabled"`
+	// LowWatermark is the utilization (load/capacity) where redirecting
+	// starts (default 0.7).
+	LowWatermark float64 `yaml:"low_watermark"`
+	// HighWatermark is the utilization where redirecting reaches MaxShare
+	// (default 0.9); 0 < low_watermark <= high_watermark <= 1.5.
+	HighWatermark float64 `yaml:"high_watermark"`
+	// MaxShare is the largest share of requests redirected (default 0.5, in (0, 1]).
+	MaxShare float64 `yaml:"max_share"`
+	// MinSize is the smallest file redirected (default 0: any).
+	MinSize ByteSize `yaml:"min_size"`
+	// Never lists request paths never redirected, each starting with "/"
+	// (default ["/"]).
+	Never []string `yaml:"never"`
+}
+
+// Location is a place: coordinates and/or country and continent codes.
+type Location struct {
+	// Lat is the latitude in degrees, -90..90; given together with Lon.
+	Lat *float64 `yaml:"lat"`
+	// Lon is the longitude in degrees, -180..180; given together with Lat.
+	Lon *float64 `yaml:"lon"`
+	// Country is the ISO 3166-1 alpha-2 code, upper case after ParseConfig.
+	Country string `yaml:"country"`
+	// Continent is one of AF AN AS EU NA OC SA, upper case after ParseConfig.
+	Continent string `yaml:"continent"`
+}
+
+// Duration is a time.Duration written as "10s", "1m30s" in YAML.
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: want e.g. 10s or 1m30s", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// ByteSize is a number of bytes written as 1048576, 512KiB, 8GiB or 2GB in
+// YAML (binary units KiB MiB GiB TiB, decimal units kB MB GB TB).
+type ByteSize int64
+
+// UnmarshalText parses a non-negative size with an optional unit.
+func (n *ByteSize) UnmarshalText(b []byte) error {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"B", 1},
+	}
+	s := strings.TrimSpace(string(b))
+	num, mult := s, int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/mult {
+		return fmt.Errorf("invalid size %q: want e.g. 1048576, 512MiB or 8GiB", b)
+	}
+	*n = ByteSize(v * mult)
+	return nil
+}
+
+// LoadConfig reads the config file at path and returns it decoded,
+// defaulted and validated (see ParseConfig).
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: read config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig decodes data, the YAML text of the config file named file,
+// strictly, fills in defaults and validates the result. Relative paths
+// (root, dnsd.secret_file) are resolved against file's directory. All
+// problems are returned together (errors.Join), one per line, each of the
+// form "FILE:LINE:COL: OBJECT.PATH: what".
+func ParseConfig(file string, data []byte) (*Config, error) {
+	cfg := &Config{}
+	pos, err := decodeStrict(file, data, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.File = file
+	v := &validator{c: cfg, file: file, dir: filepath.Dir(file), pos: pos}
+	v.validate()
+	if len(v.errs) > 0 {
+		return nil, errors.Join(v.errs...)
+	}
+	return cfg, nil
+}
+
+// validator defaults and validates one Config and collects its errors.
+type validator struct {
+	c    *Config
+	file string
+	dir  string
+	pos  positions
+	errs []error
+}
+
+// errorf records an error about the object at path (a YAML path such as
+// "backends[1].url"), prefixed with where it (or its nearest written
+// ancestor) was written.
+func (v *validator) errorf(path, format string, args ...any) {
+	line, col := 1, 1
+	if p, ok := v.pos.at(path); ok {
+		line, col = p.Line, p.Column
+	}
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	v.errs = append(v.errs, fmt.Errorf("%s:%d:%d: %s", v.file, line, col, msg))
+}
+
+// written reports whether the config file has the key at path.
+func (v *validator) written(path string) bool {
+	_, ok := v.pos[path]
+	return ok
+}
+
+// resolve returns name relative to the config file's directory.
+func (v *validator) resolve(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(v.dir, name)
+}
+
+func (v *validator) validate() {
+	c := v.c
+	v.listen()
+	v.names()
+	v.dnsd()
+	v.content()
+	v.timeouts()
+	v.redirect()
+	if !v.written("capacity") {
+		c.Capacity = DefaultCapacity
+	}
+	if !(c.Capacity > 0) || math.IsInf(c.Capacity, 1) {
+		v.errorf("capacity", "must be > 0, got %g", c.Capacity)
+	}
+	v.location()
+}
+
+func (v *validator) listen() {
+	c := v.c
+	if len(c.Listen) == 0 {
+		v.errorf("listen", "at least one address is required")
+	}
+	seen := make(map[string]bool)
+	for i, addr := range c.Listen {
+		path := fmt.Sprintf("listen[%d]", i)
+		if err := checkHostPort(addr); err != nil {
+			v.errorf(path, "%q: %v", addr, err)
+			continue
+		}
+		if seen[addr] {
+			v.errorf(path, "%q is listed twice", addr)
+		}
+		seen[addr] = true
+	}
+	if c.Admin != "" {
+		if err := checkHostPort(c.Admin); err != nil {
+			v.errorf("admin", "%q: %v", c.Admin, err)
+		} else if seen[c.Admin] {
+			v.errorf("admin", "%q is also a public listen address", c.Admin)
+		}
+	}
+}
+
+// checkHostPort accepts "HOST:PORT" where PORT is a number.
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port %q", port)
+	}
+	return nil
+}
+
+func (v *validator) names() {
+	c := v.c
+	checkHost := func(key, name string) {
+		switch {
+		case name == "":
+			v.errorf(key, "is required")
+		case !validHostName(name):
+			v.errorf(key, "%q is not a host name", name)
+		}
+	}
+	checkHost("group", c.Group)
+	checkHost("host", c.Host)
+	if c.Group != "" && strings.EqualFold(strings.TrimSuffix(c.Group, "."), strings.TrimSuffix(c.Host, ".")) {
+		v.errorf("host", "must differ from group %q (redirects go to member host names)", c.Group)
+	}
+	switch {
+	case c.Member == "":
+		v.errorf("member", "is required")
+	case !validMemberName(c.Member):
+		v.errorf("member", "%q must match [a-z0-9-]+", c.Member)
+	}
+}
+
+func (v *validator) dnsd() {
+	d := &v.c.DNSD
+	if !v.written("dnsd") {
+		d.PushInterval = Duration(DefaultPushInterval)
+		return
+	}
+	if d.URL == "" {
+		v.errorf("dnsd.url", "is required")
+	} else if err := checkURL(d.URL); err != nil {
+		v.errorf("dnsd.url", "%v", err)
+	}
+	switch {
+	case d.Secret != "" && d.SecretFile != "":
+		v.errorf("dnsd.secret_file", "secret and secret_file are mutually exclusive")
+	case d.SecretFile != "":
+		data, err := os.ReadFile(v.resolve(d.SecretFile))
+		if err != nil {
+			// The error names the file as written, not as resolved.
+			v.errorf("dnsd.secret_file", "cannot read %q: %v", d.SecretFile, unwrapPath(err))
+			break
+		}
+		d.Secret = strings.TrimSpace(string(data))
+		if d.Secret == "" {
+			v.errorf("dnsd.secret_file", "%q is empty", d.SecretFile)
+		}
+	case d.Secret == "":
+		v.errorf("dnsd", "secret or secret_file is required (pushes are authenticated)")
+	}
+	if !v.written("dnsd.push_interval") {
+		d.PushInterval = Duration(DefaultPushInterval)
+	} else if d.PushInterval <= 0 {
+		v.errorf("dnsd.push_interval", "must be > 0, got %s", d.PushInterval.D())
+	}
+}
+
+// unwrapPath drops the *PathError's operation and path, keeping the cause.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (v *validator) content() {
+	c := v.c
+	switch {
+	case c.Root != "" && len(c.Backends) > 0:
+		v.errorf("backends", "root and backends are mutually exclusive")
+	case c.Root == "" && len(c.Backends) == 0:
+		v.errorf("root", "one of root and backends is required")
+	}
+	if c.Root != "" {
+		root := v.resolve(c.Root)
+		fi, err := os.Stat(root)
+		switch {
+		case err != nil:
+			v.errorf("root", "cannot use %q: %v", c.Root, unwrapPath(err))
+		case !fi.IsDir():
+			v.errorf("root", "%q is not a directory", c.Root)
+		default:
+			c.Root = root
+		}
+	}
+	names := make(map[string]bool)
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		path := fmt.Sprintf("backends[%d]", i)
+		switch {
+		case b.Name == "":
+			v.errorf(path+".name", "is required")
+		case names[b.Name]:
+			v.errorf(path+".name", "%q is listed twice", b.Name)
+		}
+		names[b.Name] = true
+		if b.URL == "" {
+			v.errorf(path+".url", "is required")
+		} else if err := checkURL(b.URL); err != nil {
+			v.errorf(path+".url", "%v", err)
+		}
+		if !v.written(path + ".weight") {
+			b.Weight = DefaultBackendWeight
+		}
+		if !(b.Weight >= 0) || math.IsInf(b.Weight, 1) {
+			v.errorf(path+".weight", "must be >= 0, got %g", b.Weight)
+		}
+	}
+}
+
+// checkURL accepts an absolute http or https URL with a host and without
+// user information.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("invalid URL %q", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: want an http or https URL", s)
+	case u.Host == "":
+		return fmt.Errorf("%q: URL has no host", s)
+	case u.User != nil:
+		return fmt.Errorf("URL must not carry user information")
+	}
+	return nil
+}
+
+func (v *validator) timeouts() {
+	t := &v.c.Timeouts
+	positive := func(key string, d *Duration, def time.Duration) {
+		path := "timeouts." + key
+		if !v.written(path) {
+			*d = Duration(def)
+		} else if *d <= 0 {
+			v.errorf(path, "must be > 0, got %s", d.D())
+		}
+	}
+	offOrPositive := func(key string, d Duration) {
+		if d < 0 {
+			v.errorf("timeouts."+key, "must be >= 0 (0 is off), got %s", d.D())
+		}
+	}
+	positive("read_header", &t.ReadHeader, DefaultReadHeaderTimeout)
+	offOrPositive("read", t.Read)
+	offOrPositive("write", t.Write)
+	positive("idle", &t.Idle, DefaultIdleTimeout)
+	positive("shutdown", &t.Shutdown, DefaultShutdownTimeout)
+}
+
+func (v *validator) redirect() {
+	r := &v.c.Redirect
+	if !v.written("redirect.enabled") {
+		r.Enabled = true
+	}
+	if !v.written("redirect.low_watermark") {
+		r.LowWatermark = DefaultLowWatermark
+	}
+	if !v.written("redirect.high_watermark") {
+		r.HighWatermark = DefaultHighWatermark
+	}
+	if !(r.LowWatermark > 0 && r.LowWatermark <= r.HighWatermark && r.HighWatermark <= 1.5) {
+		path := "redirect.low_watermark"
+		if !v.written(path) {
+			path = "redirect.high_watermark"
+		}
+		v.errorf(path, "want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5", r.LowWatermark, r.HighWatermark)
+	}
+	if !v.written("redirect.max_share") {
+		r.MaxShare = DefaultMaxShare
+	}
+	if !(r.MaxShare > 0 && r.MaxShare <= 1) {
+		v.errorf("redirect.max_share", "must be in (0, 1], got %g", r.MaxShare)
+	}
+	if !v.written("redirect.never") {
+		r.Never = []string{"/"}
+	}
+	for i, p := range r.Never {
+		path := fmt.Sprintf("redirect.never[%d]", i)
+		if !strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+			v.errorf(path, "%q: want a path starting with / and without .. segments", p)
+		}
+	}
+}
+
+func (v *validator) location() {
+	l := &v.c.Location
+	switch {
+	case (l.Lat == nil) != (l.Lon == nil):
+		v.errorf("location", "lat and lon go together")
+	case l.Lat != nil:
+		if !(*l.Lat >= -90 && *l.Lat <= 90) {
+			v.errorf("location.lat", "%g must be in -90..90", *l.Lat)
+		}
+		if !(*l.Lon >= -180 && *l.Lon <= 180) {
+			v.errorf("location.lon", "%g must be in -180..180", *l.Lon)
+		}
+	}
+	if l.Country != "" {
+		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
+			v.errorf("location.country", "%q: want a two-letter code", l.Country)
+		}
+		l.Country = strings.ToUpper(l.Country)
+	}
+	if l.Continent != "" {
+		if c := strings.ToUpper(l.Continent); slices.Contains(strings.Fields(continents), c) {
+			l.Continent = c
+		} else {
+			v.errorf("location.continent", "%q: want one of %s", l.Continent, continents)
+		}
+	}
+}
+
+// validHostName accepts a DNS host name of letters, digits and hyphens
+// (a trailing dot allowed).
+func validHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(isLetter(c) || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validMemberName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -1,0 +1,213 @@
+package mirror
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigGood(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("testdata", "good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"listen", strings.Join(cfg.Listen, " "), "127.0.0.1:8080 [::1]:8080"},
+		{"admin", cfg.Admin, "127.0.0.1:9180"},
+		{"group", cfg.Group, "www.example.org"},
+		{"member", cfg.Member, "fra1"},
+		{"host", cfg.Host, "fra1.mirrors.example.org"},
+		{"dnsd url", cfg.DNSD.URL, "http://127.0.0.1:9053"},
+		{"dnsd secret from file", cfg.DNSD.Secret, "s3cret-push-key"},
+		{"dnsd push_interval default", cfg.DNSD.PushInterval.D(), 5 * time.Second},
+		{"root resolved against the config", cfg.Root, filepath.Join("testdata", "root")},
+		{"no backends", len(cfg.Backends), 0},
+		{"listing", cfg.Listing, false},
+		{"read_header", cfg.Timeouts.ReadHeader.D(), 5 * time.Second},
+		{"read default off", cfg.Timeouts.Read.D(), time.Duration(0)},
+		{"write off", cfg.Timeouts.Write.D(), time.Duration(0)},
+		{"idle", cfg.Timeouts.Idle.D(), 2 * time.Minute},
+		{"shutdown default", cfg.Timeouts.Shutdown.D(), 30 * time.Second},
+		{"redirect enabled default", cfg.Redirect.Enabled, true},
+		{"low_watermark", cfg.Redirect.LowWatermark, 0.6},
+		{"high_watermark default", cfg.Redirect.HighWatermark, 0.9},
+		{"max_share default", cfg.Redirect.MaxShare, 0.5},
+		{"min_size", cfg.Redirect.MinSize, ByteSize(1 << 20)},
+		{"never", strings.Join(cfg.Redirect.Never, " "), "/ /index.html"},
+		{"capacity", cfg.Capacity, 200.0},
+		{"lat", *cfg.Location.Lat, 50.11},
+		{"lon", *cfg.Location.Lon, 8.68},
+		{"country upper-cased", cfg.Location.Country, "DE"},
+		{"continent upper-cased", cfg.Location.Continent, "EU"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigRedactsSecret(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("testdata", "good.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"%v", "%+v", "%s"} {
+		t.Run(format, func(t *testing.T) {
+			if s := fmt.Sprintf(format, cfg); strings.Contains(s, cfg.DNSD.Secret) || !strings.Contains(s, "<redacted>") {
+				t.Errorf("%s shows the secret or no redaction: %s", format, s)
+			}
+		})
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	root := t.TempDir()
+	data := []byte("listen: [':80']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: " + root + "\n")
+	cfg, err := ParseConfig("mirror.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"root absolute kept", cfg.Root, root},
+		{"read_header", cfg.Timeouts.ReadHeader.D(), DefaultReadHeaderTimeout},
+		{"idle", cfg.Timeouts.Idle.D(), DefaultIdleTimeout},
+		{"shutdown", cfg.Timeouts.Shutdown.D(), DefaultShutdownTimeout},
+		{"capacity", cfg.Capacity, float64(DefaultCapacity)},
+		{"listing off", cfg.Listing, false},
+		{"redirect on", cfg.Redirect.Enabled, true},
+		{"never", strings.Join(cfg.Redirect.Never, " "), "/"},
+		{"admin off", cfg.Admin, ""},
+		{"dnsd off", cfg.DNSD.URL, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigBad(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want []string
+	}{
+		{"typo key", "typo.yaml", []string{"typo.yaml:8:3: timeouts.idel: unknown field"}},
+		{"root and backends", "root_and_backends.yaml", []string{"root_and_backends.yaml:6:1: backends: root and backends are mutually exclusive"}},
+		{"neither root nor backends", "neither.yaml", []string{"neither.yaml:1:1: root: one of root and backends is required"}},
+		{"capacity zero", "capacity_zero.yaml", []string{"capacity_zero.yaml:6:1: capacity: must be > 0, got 0"}},
+		{"bad watermarks", "watermarks.yaml", []string{
+			"watermarks.yaml:7:3: redirect.low_watermark: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5",
+			"watermarks.yaml:9:3: redirect.max_share: must be in (0, 1], got 1.5",
+		}},
+		{"bad URLs", "bad_url.yaml", []string{
+			`bad_url.yaml:6:3: dnsd.url: "ftp://dnsd.example.org/": want an http or https URL`,
+			`bad_url.yaml:10:5: backends[0].url: "http://": URL has no host`,
+			`bad_url.yaml:12:5: backends[1].url: invalid URL "::not a url"`,
+		}},
+		{"bad duration", "bad_duration.yaml", []string{`bad_duration.yaml:7:16: timeouts.read_header: invalid duration "5 parsecs"`}},
+		{"bad size", "bad_size.yaml", []string{`bad_size.yaml:8:13: backends[0].memory: invalid size "8 gigs"`}},
+		{"secret and secret_file", "secret_both.yaml", []string{"secret_both.yaml:9:3: dnsd.secret_file: secret and secret_file are mutually exclusive"}},
+		{"wrong type", "wrong_type.yaml", []string{"wrong_type.yaml:1:9: listen: wrong type: want sequence, got string"}},
+		{"all errors collected", "many.yaml", []string{
+			`many.yaml:1:10: listen[0]: "8080": want HOST:PORT`,
+			`many.yaml:1:27: listen[2]: ":8080" is listed twice`,
+			`many.yaml:2:1: admin: ":8080" is also a public listen address`,
+			`many.yaml:3:1: group: "www..example.org" is not a host name`,
+			`many.yaml:4:1: member: "FRA1" must match [a-z0-9-]+`,
+			`many.yaml:6:1: root: "../root/index.html" is not a directory`,
+			`many.yaml:8:3: timeouts.read_header: must be > 0, got 0s`,
+			`many.yaml:9:3: timeouts.write: must be >= 0 (0 is off), got -1s`,
+			`many.yaml:10:1: capacity: must be > 0, got -3`,
+			`many.yaml:11:1: location: lat and lon go together`,
+			`many.yaml:13:3: location.country: "Germany": want a two-letter code`,
+			`many.yaml:14:3: location.continent: "XX": want one of AF AN AS EU NA OC SA`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(filepath.Join("testdata", "bad", tt.file))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error\n%v\ndoes not contain\n%s", err, want)
+				}
+			}
+			for line := range strings.SplitSeq(err.Error(), "\n") {
+				if !strings.HasPrefix(line, filepath.Join("testdata", "bad", tt.file)+":") {
+					t.Errorf("line %q does not start with file:line:col", line)
+				}
+			}
+		})
+	}
+}
+
+// TestParseConfigInline covers cases that need no file of their own.
+func TestParseConfigInline(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty.secret"), []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	head := "listen: [':80']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\n"
+	tests := []struct {
+		name string
+		yaml string
+		want string // "" means valid
+	}{
+		{"empty file", "", "mirror.yaml:1:1: listen: at least one address is required"},
+		{"two documents", head + "root: .\n---\nroot: .\n", "mirror.yaml:7:"},
+		{"backends only", head + "backends: [{name: b1, url: 'http://10.0.0.1', memory: 512MiB}]\n", ""},
+		{"duplicate backend", head + "backends: [{name: b1, url: 'http://a'}, {name: b1, url: 'http://b'}]\n", `backends[1].name: "b1" is listed twice`},
+		{"negative weight", head + "backends: [{name: b1, url: 'http://a', weight: -1}]\n", "backends[0].weight: must be >= 0"},
+		{"dnsd without secret", head + "root: .\ndnsd: {url: 'http://a'}\n", "dnsd: secret or secret_file is required"},
+		{"dnsd without url", head + "root: .\ndnsd: {secret: x}\n", "dnsd.url: is required"},
+		{"dnsd secret_file empty", head + "root: .\ndnsd: {url: 'http://a', secret_file: empty.secret}\n", `dnsd.secret_file: "empty.secret" is empty`},
+		{"dnsd secret_file missing", head + "root: .\ndnsd: {url: 'http://a', secret_file: nope.secret}\n", `dnsd.secret_file: cannot read "nope.secret": no such file or directory`},
+		{"dnsd url with user", head + "root: .\ndnsd: {url: 'http://u:p@a', secret: x}\n", "dnsd.url: URL must not carry user information"},
+		{"push_interval zero", head + "root: .\ndnsd: {url: 'http://a', secret: x, push_interval: 0s}\n", "dnsd.push_interval: must be > 0"},
+		{"root missing", head + "root: nope\n", `root: cannot use "nope": no such file or directory`},
+		{"host equals group", "listen: [':80']\ngroup: www.example.org\nmember: fra1\nhost: WWW.example.org.\nroot: .\n", "host: must differ from group"},
+		{"missing names", "listen: [':80']\nroot: .\n", "mirror.yaml:1:1: group: is required"},
+		{"idle zero", head + "root: .\ntimeouts: {idle: 0s}\n", "timeouts.idle: must be > 0"},
+		{"never relative", head + "root: .\nredirect: {never: [index.html]}\n", `redirect.never[0]: "index.html": want a path`},
+		{"never dotdot", head + "root: .\nredirect: {never: [/a/../b]}\n", `redirect.never[0]`},
+		{"watermark zero", head + "root: .\nredirect: {low_watermark: 0}\n", "redirect.low_watermark: want 0 < low_watermark (0)"},
+		{"redirect off", head + "root: .\nredirect: {enabled: false}\n", ""},
+		{"lon out of range", head + "root: .\nlocation: {lat: 0, lon: 181}\n", "location.lon: 181 must be in -180..180"},
+		{"capacity infinite", head + "root: .\ncapacity: .inf\n", "capacity: must be > 0"},
+		{"bad port", "listen: [':http']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: ":http": invalid port "http"`},
+		{"unknown nested key", head + "root: .\nredirect: {enabled: true, watermark: 1}\n", "mirror.yaml:6:27: redirect.watermark: unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig(filepath.Join(dir, "mirror.yaml"), []byte(tt.yaml))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.want == "":
+			case err == nil:
+				t.Fatalf("no error, want %q", tt.want)
+			case !strings.Contains(err.Error(), tt.want):
+				t.Errorf("error\n%v\ndoes not contain\n%s", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ServerOptions configure a Server. Zero durations take the defaults
+// documented on each field.
+type ServerOptions struct {
+	// Handler answers every request (e.g. a FileServer). Required.
+	Handler http.Handler
+	// Logger receives the HTTP server's own errors (default: discard).
+	Logger *slog.Logger
+	// Registerer, when not nil, gets the request metrics
+	// (transmirror_mirror_*), and the Handler is instrumented with them.
+	// The admin server passes nil.
+	Registerer prometheus.Registerer
+
+	// ReadHeaderTimeout bounds reading request headers
+	// (default DefaultReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request (0: off).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response (0: off, for large files).
+	WriteTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long
+	// (default DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request headers (default DefaultMaxHeaderBytes).
+	MaxHeaderBytes int
+	// ShutdownTimeout is the grace that Serve gives requests in flight
+	// once its context is done (default DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+}
+
+// ServerOptionsFromConfig returns the ServerOptions that cfg's timeouts
+// describe, for handler h; the Logger and Registerer are left to the caller.
+func ServerOptionsFromConfig(cfg *Config, h http.Handler) ServerOptions {
+	t := cfg.Timeouts
+	return ServerOptions{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader.D(),
+		ReadTimeout:       t.Read.D(),
+		WriteTimeout:      t.Write.D(),
+		IdleTimeout:       t.Idle.D(),
+		ShutdownTimeout:   t.Shutdown.D(),
+	}
+}
+
+// Server is an HTTP server with the mirror's timeouts, metrics and
+// graceful shutdown. One Server may serve any number of listeners, each
+// with its own Serve call.
+type Server struct {
+	o       ServerOptions
+	handler http.Handler
+	log     *slog.Logger
+}
+
+// NewServer returns a Server, with its metrics registered when
+// o.Registerer is set.
+func NewServer(o ServerOptions) (*Server, error) {
+	if o.Handler == nil {
+		return nil, errors.New("mirror: server: no handler")
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	s := &Server{o: o, handler: o.Handler, log: o.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer != nil {
+		m, err := newMetrics(o.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: register metrics: %w", err)
+		}
+		s.handler = m.instrument(o.Handler)
+	}
+	return s, nil
+}
+
+// Serve serves HTTP on ln, which it closes, until ctx is done. Then it
+// stops accepting connections, closes idle ones and waits for the
+// requests in flight to finish, at most ShutdownTimeout (on a fresh
+// context, not the cancelled ctx); after that it closes the connections
+// still open and returns an error wrapping context.DeadlineExceeded.
+// Request contexts are not cancelled by ctx. Serve returns nil after a
+// clean shutdown and the error otherwise, also when ln fails first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base := context.WithoutCancel(ctx)
+	hs := &http.Server{
+		Handler:                      s.handler,
+		ReadHeaderTimeout:            s.o.ReadHeaderTimeout,
+		ReadTimeout:                  s.o.ReadTimeout,
+		WriteTimeout:                 s.o.WriteTimeout,
+		IdleTimeout:                  s.o.IdleTimeout,
+		MaxHeaderBytes:               s.o.MaxHeaderBytes,
+		DisableGeneralOptionsHandler: true, // "OPTIONS *" gets 405 like other methods
+		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:                  func(net.Listener) context.Context { return base },
+	}
+	addr := ln.Addr().String()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		hs.Close()
+		return fmt.Errorf("mirror: serve %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		hs.Close()
+		return fmt.Errorf("mirror: shutdown %s: %w", addr, err)
+	}
+	return nil
+}

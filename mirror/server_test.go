@@ -1,0 +1,362 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// gate wraps h: a request with the header X-Gate is announced on started
+// and held until release is closed, then served by h.
+type gate struct {
+	h       http.Handler
+	started chan struct{}
+	release chan struct{}
+}
+
+func newGate(h http.Handler) *gate {
+	return &gate{h: h, started: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Gate") != "" {
+		g.started <- struct{}{}
+		<-g.release
+	}
+	g.h.ServeHTTP(w, r)
+}
+
+func TestServerGracefulShutdown(t *testing.T) {
+	tests := []struct {
+		name    string
+		grace   time.Duration
+		wantErr error // from Serve; nil: the held request completes
+	}{
+		{"in-flight request completes", 30 * time.Second, nil},
+		{"grace runs out", 50 * time.Millisecond, context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTree(t)
+			g := newGate(tr.fileServer(t, FileServerOptions{}))
+			srv, err := NewServer(ServerOptions{Handler: g, ShutdownTimeout: tt.grace, Registerer: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx, ln) }()
+
+			type result struct {
+				status int
+				body   string
+				err    error
+			}
+			got := make(chan result, 1)
+			go func() {
+				req, _ := http.NewRequest("GET", "http://"+addr+"/data.bin", nil)
+				req.Header.Set("X-Gate", "1")
+				resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+				if err != nil {
+					got <- result{err: err}
+					return
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				got <- result{resp.StatusCode, string(b), err}
+			}()
+			select {
+			case <-g.started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("request did not reach the handler")
+			}
+
+			cancel()
+			eventually(t, 10*time.Second, "new connections to be refused", func() bool {
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					return true
+				}
+				c.Close()
+				return false
+			})
+
+			if tt.wantErr == nil {
+				select {
+				case err := <-served:
+					t.Fatalf("Serve returned while a request was in flight: %v", err)
+				default:
+				}
+				close(g.release)
+				r := <-got
+				if r.err != nil || r.status != 200 || r.body != dataBin {
+					t.Fatalf("held request: %d %q %v", r.status, r.body, r.err)
+				}
+				if err := <-served; err != nil {
+					t.Fatalf("Serve: %v", err)
+				}
+				return
+			}
+			err = <-served
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Serve: %v, want %v", err, tt.wantErr)
+			}
+			close(g.release)
+			if r := <-got; r.err == nil && r.body == dataBin {
+				t.Errorf("held request completed after the grace ran out")
+			}
+		})
+	}
+}
+
+func TestServerServeErrors(t *testing.T) {
+	t.Run("no handler", func(t *testing.T) {
+		if _, err := NewServer(ServerOptions{}); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("closed listener", func(t *testing.T) {
+		srv, err := NewServer(ServerOptions{Handler: http.NotFoundHandler()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		if err := srv.Serve(context.Background(), ln); err == nil || !strings.HasPrefix(err.Error(), "mirror: serve ") {
+			t.Fatalf("Serve on a closed listener: %v", err)
+		}
+	})
+	t.Run("metrics registered twice", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		if _, err := NewServer(ServerOptions{Handler: http.NotFoundHandler(), Registerer: reg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewServer(ServerOptions{Handler: http.NotFoundHandler(), Registerer: reg}); err == nil {
+			t.Fatal("no error")
+		}
+	})
+}
+
+func TestServerReadHeaderTimeout(t *testing.T) {
+	tr := newTree(t)
+	base := startServer(t, ServerOptions{
+		Handler:           tr.fileServer(t, FileServerOptions{}),
+		ReadHeaderTimeout: 200 * time.Millisecond,
+	})
+	addr := strings.TrimPrefix(base, "http://")
+	tests := []struct {
+		name string
+		drip bool // keep sending one header byte at a time
+	}{
+		{"headers dripped", true},
+		{"headers stalled", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			if _, err := io.WriteString(c, "GET /public.txt HTTP/1.1\r\nHost: test\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if tt.drip {
+				wg.Go(func() {
+					tick := time.NewTicker(20 * time.Millisecond)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+							if _, err := c.Write([]byte("X")); err != nil {
+								return
+							}
+						}
+					}
+				})
+			}
+			// The server closes the connection (with a bare 400 when it
+			// was reading a header line, else without a word); wait for
+			// that with a deadline well above the timeout.
+			if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			var got strings.Builder
+			_, err = io.Copy(&got, c)
+			close(stop)
+			wg.Wait()
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("connection still open after %v", time.Since(start))
+			}
+			if got.Len() > 0 && !strings.HasPrefix(got.String(), "HTTP/1.1 400 ") {
+				t.Errorf("got response %q, want none or a 400", got.String())
+			}
+			if el := time.Since(start); el < 200*time.Millisecond {
+				t.Errorf("closed after %v, before the timeout", el)
+			}
+			t.Logf("closed after %v (%v), response %q", time.Since(start).Round(time.Millisecond), err, firstLine(got.String()))
+		})
+	}
+	t.Run("headers in time", func(t *testing.T) {
+		resp, body := rawGet(t, addr, "/public.txt")
+		if resp.StatusCode != 200 || body != "public content\n" {
+			t.Fatalf("%d %q", resp.StatusCode, body)
+		}
+	})
+}
+
+func TestServerMetrics(t *testing.T) {
+	tr := newTree(t)
+	reg := prometheus.NewPedanticRegistry()
+	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{}), Registerer: reg})
+	reqs := []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/public.txt", 200},
+		{"GET", "/data.bin", 200},
+		{"HEAD", "/data.bin", 200},
+		{"GET", "/nope", 404},
+		{"GET", "/dir", 301},
+		{"POST", "/public.txt", 405},
+		{"DELETE", "/public.txt", 405},
+	}
+	var bodyBytes int
+	for _, r := range reqs {
+		resp, body := do(t, newRequest(t, r.method, base+r.path, nil))
+		if resp.StatusCode != r.status {
+			t.Fatalf("%s %s: status %d, want %d", r.method, r.path, resp.StatusCode, r.status)
+		}
+		bodyBytes += len(body)
+	}
+	// The handler's deferred bookkeeping may run after the client has the
+	// response: poll until every request is counted.
+	eventually(t, 10*time.Second, "all requests counted", func() bool {
+		return sampleSum(t, reg, "transmirror_mirror_request_duration_seconds", nil) == float64(len(reqs))
+	})
+	tests := []struct {
+		name   string
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"GET 2xx", "transmirror_mirror_requests_total", map[string]string{"code_class": "2xx", "method": "GET"}, 2},
+		{"HEAD 2xx", "transmirror_mirror_requests_total", map[string]string{"code_class": "2xx", "method": "HEAD"}, 1},
+		{"GET 3xx", "transmirror_mirror_requests_total", map[string]string{"code_class": "3xx", "method": "GET"}, 1},
+		{"GET 4xx", "transmirror_mirror_requests_total", map[string]string{"code_class": "4xx", "method": "GET"}, 1},
+		{"other 4xx", "transmirror_mirror_requests_total", map[string]string{"code_class": "4xx", "method": "other"}, 2},
+		{"no 5xx", "transmirror_mirror_requests_total", map[string]string{"code_class": "5xx"}, 0},
+		{"bytes", "transmirror_mirror_response_bytes_total", nil, float64(bodyBytes)},
+		{"in flight", "transmirror_mirror_in_flight_requests", nil, 0},
+		{"observations", "transmirror_mirror_request_duration_seconds", nil, float64(len(reqs))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sampleSum(t, reg, tt.metric, tt.labels); got != tt.want {
+				t.Errorf("%s%v = %v, want %v", tt.metric, tt.labels, got, tt.want)
+			}
+		})
+	}
+	t.Run("promlint", func(t *testing.T) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mfs) != 4 {
+			t.Errorf("gathered %d metric families, want 4", len(mfs))
+		}
+		problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	})
+}
+
+// sampleSum adds up the samples of the metric family name whose labels
+// include labels: counter and gauge values, histogram sample counts.
+func sampleSum(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for k, v := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || l.GetName() == k && l.GetValue() == v
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+func TestMetricLabels(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		code   int
+		want   string
+	}{
+		{"GET", "GET", 200, "GET 2xx"},
+		{"HEAD", "HEAD", 304, "HEAD 3xx"},
+		{"POST is other", "POST", 405, "other 4xx"},
+		{"lower-case get is other", "get", 400, "other 4xx"},
+		{"invented method", "BREW", 418, "other 4xx"},
+		{"5xx", "GET", 503, "GET 5xx"},
+		{"1xx", "GET", 101, "GET 1xx"},
+		{"out of range", "GET", 999, "GET 5xx"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := methodLabel(tt.method) + " " + codeClass(tt.code); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
