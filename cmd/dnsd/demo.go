@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/transmirror/transmirror/scheduler/geo"
 )
 
 //go:embed demo
@@ -28,6 +30,27 @@ func writeDemo(dir string) (string, error) {
 			return "", err
 		}
 	}
+	// The demo's GeoIP database, built from its CSV table: no download.
+	csv, err := os.Open(filepath.Join(dir, "regions.csv"))
+	if err != nil {
+		return "", err
+	}
+	defer csv.Close()
+	rows, err := geo.ReadRows(csv)
+	if err != nil {
+		return "", err
+	}
+	out, err := os.Create(filepath.Join(dir, "regions.mmdb"))
+	if err != nil {
+		return "", err
+	}
+	if err := geo.WriteMMDB(out, geo.TypeCity, rows); err != nil {
+		out.Close()
+		return "", err
+	}
+	if err := out.Close(); err != nil {
+		return "", err
+	}
 	return filepath.Join(dir, "dnsd.yaml"), nil
 }
 
@@ -38,16 +61,19 @@ func printDemo(w io.Writer, dnsAddr string, admin net.Listener) {
 transmirror dnsd demo: serving example.test. on %s (UDP and TCP)
 
 Try:
-  %s www.example.test A          # the mirror group
-  %s www.example.test AAAA
+  %s www.example.test A +subnet=198.51.100.0/24   # EU clients: fra1, ams1
+  %s www.example.test A +subnet=203.0.113.0/24    # NA clients: nyc1, bos1
+  %s www.example.test A +subnet=192.0.2.0/24      # AS clients: sin1, kul1
+  %s www.example.test AAAA +subnet=2001:db8:1::/48
   %s docs.example.test A         # CNAME chain into the group
   %s nope.example.test A         # NXDOMAIN with the SOA
   %s x.sub.example.test A +norec # referral to a delegated child
   %s example.test AXFR           # zone transfer (allowed from loopback)
   %s id.server CH TXT            # server identity
-`, dnsAddr, dig, dig, dig, dig, dig, dig, dig)
+`, dnsAddr, dig, dig, dig, dig, dig, dig, dig, dig, dig)
 	if admin != nil {
 		fmt.Fprintf(w, "  curl -s http://%s/metrics | grep transmirror_\n", admin.Addr())
+		fmt.Fprintf(w, "  bin/groupctl -server http://%s explain www.example.test -client 127.0.0.1 -ecs 192.0.2.0/24\n", admin.Addr())
 	}
 	fmt.Fprintln(w, "\nCtrl-C stops it.")
 }
