@@ -130,6 +130,9 @@ type MemberConfig struct {
 	Weight float64 `yaml:"weight"`
 	// Probe is the URL of the member's load report (GET /v1/load).
 	Probe string `yaml:"probe"`
+	// Runtime marks a member added through the admin API (GROUP-ADD)
+	// rather than written in the config file.
+	Runtime bool `yaml:"-"`
 }
 
 // GeoConfig says where DNS clients are: a static networks table that wins,

@@ -1,0 +1,72 @@
+package zones
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/miekg/dns"
+)
+
+// WithMembers returns a Set like s whose groups also hold the run-time
+// members in extra (group name → members, added through the admin API),
+// checked with the same rules as the members of the config file, and
+// marked Runtime. s is not changed; zones are shared. An unknown group, a
+// name that is already a member, or an invalid member is an error that
+// names the group and the member.
+func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
+	c := cloneConfig(s.Config)
+	file := c.File
+	c.File = "" // errors about run-time members name no position in the file
+	b := &builder{c: c}
+	index := make(map[string]int, len(c.Groups))
+	for i, g := range c.Groups {
+		index[g.Name] = i
+	}
+	names := slices.Collect(maps.Keys(extra))
+	sort.Strings(names)
+	for _, name := range names {
+		gname := dns.CanonicalName(name)
+		i, ok := index[gname]
+		if !ok {
+			b.errs = append(b.errs, fmt.Errorf("zones: group %q: %w", gname, ErrUnknownGroup))
+			continue
+		}
+		g := &c.Groups[i]
+		obj := fmt.Sprintf("group %q", g.Name)
+		for _, m := range extra[name] {
+			m.Addresses = slices.Clone(m.Addresses)
+			m.Location = cloneLocation(m.Location)
+			m.Runtime = true
+			before := len(b.errs)
+			b.member("", obj, &m)
+			if len(b.errs) > before {
+				continue
+			}
+			if slices.ContainsFunc(g.Members, func(x MemberConfig) bool { return x.Name == m.Name }) {
+				b.errs = append(b.errs, fmt.Errorf("zones: %s: member %q: %w", obj, m.Name, ErrDuplicateMember))
+				continue
+			}
+			g.Members = append(g.Members, m)
+		}
+	}
+	c.File = file
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
+	out := &Set{Config: c, Zones: s.Zones, MMDB: s.MMDB, Groups: make(map[string]*GroupConfig, len(c.Groups))}
+	for i := range c.Groups {
+		out.Groups[c.Groups[i].Name] = &c.Groups[i]
+	}
+	return out, nil
+}
+
+// Errors of run-time membership.
+var (
+	// ErrUnknownGroup: the group is not in the configuration.
+	ErrUnknownGroup = errors.New("unknown group")
+	// ErrDuplicateMember: the group already has a member of that name.
+	ErrDuplicateMember = errors.New("already a member")
+)
