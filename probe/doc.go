@@ -1,0 +1,61 @@
+// Package probe is transmirror's load reporting and health checking: the one
+// load report type (JSON, the same for pull and push), the mirror-side
+// Reporter that measures it, HMAC request signing, the pull prober
+// ProbeLoad, the Health state machine with rise/fall hysteresis, and the
+// dnsd-side Watcher that schedules probes, takes pushed reports and keeps
+// every member's state.
+//
+// Choices where the design leaves room:
+//
+//   - The report's run-queue figure m is the host's 1-minute load average
+//     (first field of /proc/loadavg), not the instantaneous running count of
+//     the fourth field: the running count includes the reader itself and
+//     jumps between 0 and the core count from one read to the next, while
+//     the load average is the smoothed run-queue length the server-group
+//     formula load = 10·(r + m) was meant for. ParseLoadavg returns both.
+//   - Conns in a report is the number of requests in flight in the wrapped
+//     handler (what a connection-counting policy balances), not the number
+//     of open TCP connections, which idle keep-alives would inflate.
+//   - Redirects are responses with status 302 Found, the status the mirror's
+//     load correction uses.
+//   - Requests, bytes and redirects are counted when a request completes,
+//     over a sliding window (default 10 s) of ten buckets; a rate is the
+//     count in the window divided by the time the window really covers.
+//   - Requests are signed with one header,
+//     Authorization: TM-HMAC-SHA256 ts=<unix seconds>,sig=<hex HMAC-SHA256>,
+//     over the timestamp, method, request URI and the SHA-256 of the body
+//     (see Sign). A signature is good for Window (default 30 s) either side
+//     of its timestamp. A Verifier also refuses a signature it has already
+//     accepted while that signature is still inside its window; it holds at
+//     most MaxEntries (default 65536) signatures and, when all of them are
+//     still live, refuses new ones rather than forget a live one (fail
+//     closed), so replay protection never silently lapses.
+//   - Health flips up after Rise (default 2) consecutive successes and down
+//     after Fall (default 3) consecutive failures; a new member starts
+//     unknown. A member that flipped between up and down FlapLimit (default
+//     4) times within FlapWindow (default 5 min) is flapping and needs
+//     2×Rise successes to come back up; going down is never delayed.
+//   - A pushed report counts as a successful probe. A member that pushed
+//     within the staleness window (2× its interval) is not polled; polling
+//     resumes when its pushes go stale. A member without a probe URL is
+//     push-only: each interval without a fresh push counts as a failure
+//     with reason "stale".
+//   - The Watcher runs one scheduler goroutine over a timer heap, at most one
+//     probe per member in flight and at most MaxInFlight (default 256)
+//     probes in all; each probe gets its member's timeout (default 80 % of
+//     the interval, at most 10 s) as a context deadline and nothing else.
+//     Run returns after the probes in flight have finished.
+//
+// Metrics (namespace transmirror, subsystem probe):
+//
+//	transmirror_probe_probes_total{group,result}          counter, result is success or failure
+//	transmirror_probe_failures_total{group,reason}        counter, reason is a Reason
+//	transmirror_probe_duration_seconds{group}             histogram of pull probe durations
+//	transmirror_probe_member_state{group,member,state}    gauge, 1 for the member's current state (unknown, up, down)
+//	transmirror_probe_state_changes_total{group,to}       counter of health flips
+//	transmirror_probe_pushes_total{group,result}          counter, result is accepted or rejected; group is "" when unknown
+//	transmirror_probe_in_flight_probes                    gauge
+//
+// The label values of a member are deleted when it is removed, and those of
+// a group when its last member is removed.
+package probe

@@ -1,0 +1,45 @@
+package probe
+
+import "errors"
+
+// Sentinel errors; the errors returned by this package wrap one of them.
+var (
+	// ErrReportTooLarge is returned for a report body longer than the limit.
+	ErrReportTooLarge = errors.New("probe: report too large")
+	// ErrReportSyntax is returned for a report that is not one JSON object
+	// of the report's fields, each once, with no trailing data.
+	ErrReportSyntax = errors.New("probe: malformed report")
+	// ErrInvalidReport is returned for a report whose values break the rules
+	// of Report.Validate.
+	ErrInvalidReport = errors.New("probe: invalid report")
+
+	// ErrNoSignature is returned for a request without a signature header.
+	ErrNoSignature = errors.New("probe: missing signature")
+	// ErrMalformedSignature is returned for a signature header that does
+	// not parse.
+	ErrMalformedSignature = errors.New("probe: malformed signature")
+	// ErrBadSignature is returned when the MAC does not match.
+	ErrBadSignature = errors.New("probe: signature mismatch")
+	// ErrSignatureExpired is returned for a timestamp older than the window.
+	ErrSignatureExpired = errors.New("probe: signature timestamp too old")
+	// ErrSignatureFuture is returned for a timestamp further ahead than the
+	// window.
+	ErrSignatureFuture = errors.New("probe: signature timestamp in the future")
+	// ErrReplayed is returned for a signature already accepted in its window.
+	ErrReplayed = errors.New("probe: signature replayed")
+	// ErrReplayCacheFull is returned when a Verifier holds MaxEntries live
+	// signatures and so can not remember another one.
+	ErrReplayCacheFull = errors.New("probe: replay cache full")
+
+	// ErrProbe is wrapped by every failed probe's Result.Err.
+	ErrProbe = errors.New("probe: probe failed")
+
+	// ErrMemberExists is returned by Watcher.Add for a member already watched.
+	ErrMemberExists = errors.New("probe: member already exists")
+	// ErrUnknownMember is returned for a group and member not watched.
+	ErrUnknownMember = errors.New("probe: unknown member")
+	// ErrInvalidSpec is returned for a MemberSpec or config that breaks the rules.
+	ErrInvalidSpec = errors.New("probe: invalid member spec")
+	// ErrRunning is returned by Watcher.Run when it is already running.
+	ErrRunning = errors.New("probe: watcher already running")
+)

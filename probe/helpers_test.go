@@ -1,0 +1,42 @@
+package probe
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(2 * time.Millisecond) // polling, not waiting for a fixed time
+	}
+}
+
+// t0 is a fixed instant, aligned to the second, for fake clocks.
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

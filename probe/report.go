@@ -1,0 +1,227 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// MaxReportSize is the largest report body, in bytes, that ProbeLoad reads
+// and that a push intake should accept. A real report is about 300 bytes.
+const MaxReportSize = 16 << 10
+
+// maxNameLen bounds group and member names in a report.
+const maxNameLen = 253
+
+// Report is one member's load report, the same JSON object for pull
+// (GET /v1/load on the mirror) and push (POST to dnsd). Every field is
+// required when decoding; the JSON names are:
+//
+//	group                 group name
+//	member                member name, unique in the group
+//	seq                   sequence number, increasing with every report of one Reporter
+//	time                  when the figures were taken, RFC 3339 with nanoseconds
+//	r                     requests per second
+//	m                     run-queue length (1-minute load average)
+//	conns                 requests in flight
+//	bytes_per_second      response bytes written per second
+//	redirects_per_second  302 responses per second
+//	load                  10·(r + m), the server-group load figure
+//	capacity              the member's configured capacity, in load units
+type Report struct {
+	// Group is the group the member belongs to.
+	Group string `json:"group"`
+	// Member is the member's name, unique in its group.
+	Member string `json:"member"`
+	// Seq increases with every report a Reporter makes; it restarts with
+	// the process, so order reports by Time.
+	Seq uint64 `json:"seq"`
+	// Time is when the figures were taken.
+	Time time.Time `json:"time"`
+	// R is requests per second.
+	R float64 `json:"r"`
+	// M is the run-queue length.
+	M float64 `json:"m"`
+	// Conns is the number of requests in flight.
+	Conns int64 `json:"conns"`
+	// BytesPerSecond is response bytes written per second.
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	// RedirectsPerSecond is 302 responses per second.
+	RedirectsPerSecond float64 `json:"redirects_per_second"`
+	// Load is 10·(R + M).
+	Load float64 `json:"load"`
+	// Capacity is the member's configured capacity, in load units.
+	Capacity float64 `json:"capacity"`
+}
+
+// reportFields are the JSON names of Report's fields; DecodeReport requires
+// each exactly once.
+var reportFields = [...]string{
+	"group", "member", "seq", "time", "r", "m", "conns",
+	"bytes_per_second", "redirects_per_second", "load", "capacity",
+}
+
+// LoadOf returns the server-group load figure 10·(r + m).
+func LoadOf(r, m float64) float64 { return 10 * (r + m) }
+
+// loadTolerance is how far a report's load may be from 10·(r + m): 0.1 (a
+// producer that rounds r and m to two decimals) or one part in a million,
+// whichever is larger.
+func loadTolerance(want float64) float64 { return math.Max(0.1, 1e-6*math.Abs(want)) }
+
+// Validate reports whether r is a well-formed report: group and member
+// non-empty (at most 253 bytes, no control characters), time set, every
+// number finite and non-negative, and Load equal to 10·(R + M) within
+// rounding (0.1 or one part in a million, whichever is larger).
+func (r Report) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{{"group", r.Group}, {"member", r.Member}} {
+		if err := checkName(f.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+		}
+	}
+	if r.Time.IsZero() {
+		errs = append(errs, errors.New("time: missing"))
+	}
+	if r.Conns < 0 {
+		errs = append(errs, fmt.Errorf("conns: %d is negative", r.Conns))
+	}
+	nums := []struct {
+		name string
+		v    float64
+	}{
+		{"r", r.R}, {"m", r.M}, {"bytes_per_second", r.BytesPerSecond},
+		{"redirects_per_second", r.RedirectsPerSecond}, {"load", r.Load}, {"capacity", r.Capacity},
+	}
+	finite := true
+	for _, n := range nums {
+		switch {
+		case math.IsNaN(n.v) || math.IsInf(n.v, 0):
+			errs = append(errs, fmt.Errorf("%s: not finite", n.name))
+			finite = false
+		case n.v < 0:
+			errs = append(errs, fmt.Errorf("%s: %g is negative", n.name, n.v))
+		}
+	}
+	if finite {
+		if want := LoadOf(r.R, r.M); math.Abs(r.Load-want) > loadTolerance(want) {
+			errs = append(errs, fmt.Errorf("load: %g is not 10·(r + m) = %g", r.Load, want))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidReport, errors.Join(errs...))
+}
+
+func checkName(s string) error {
+	if s == "" {
+		return errors.New("empty")
+	}
+	if len(s) > maxNameLen {
+		return fmt.Errorf("longer than %d bytes", maxNameLen)
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return errors.New("contains a control character")
+		}
+	}
+	return nil
+}
+
+// DecodeReport reads one report from rd, at most limit bytes
+// (MaxReportSize when limit <= 0), and validates it. It is strict: the body must be exactly
+// one JSON object holding every field of Report exactly once, under its
+// exact name, with a scalar non-null value, followed by nothing but white
+// space.
+func DecodeReport(rd io.Reader, limit int64) (Report, error) {
+	if limit <= 0 {
+		limit = MaxReportSize
+	}
+	b, err := io.ReadAll(io.LimitReader(rd, limit+1))
+	if err != nil {
+		return Report{}, fmt.Errorf("probe: reading report: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return Report{}, fmt.Errorf("%w: more than %d bytes", ErrReportTooLarge, limit)
+	}
+	if err := checkReportShape(b); err != nil {
+		return Report{}, fmt.Errorf("%w: %w", ErrReportSyntax, err)
+	}
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Report{}, fmt.Errorf("%w: %w", ErrReportSyntax, err)
+	}
+	if err := r.Validate(); err != nil {
+		return Report{}, err
+	}
+	return r, nil
+}
+
+// checkReportShape walks the tokens of b: one object, every key one of
+// reportFields spelled exactly (encoding/json would match any case), each
+// once, with a scalar non-null value, and nothing after the object.
+func checkReportShape(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("not a JSON object")
+	}
+	var seen [len(reportFields)]bool
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		i := fieldIndex(key)
+		if i < 0 {
+			return fmt.Errorf("unknown field %q", key)
+		}
+		if seen[i] {
+			return fmt.Errorf("duplicate field %q", key)
+		}
+		seen[i] = true
+		v, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch v.(type) {
+		case json.Delim:
+			return fmt.Errorf("field %q: not a scalar", key)
+		case nil:
+			return fmt.Errorf("field %q: null", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return err
+	}
+	for i, ok := range seen {
+		if !ok {
+			return fmt.Errorf("missing field %q", reportFields[i])
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the object")
+	}
+	return nil
+}
+
+func fieldIndex(key string) int {
+	for i, f := range reportFields {
+		if f == key {
+			return i
+		}
+	}
+	return -1
+}

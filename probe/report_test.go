@@ -1,0 +1,148 @@
+package probe
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func goodReport() Report {
+	return Report{
+		Group: "www", Member: "fra1", Seq: 42,
+		Time: time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC),
+		R:    100.5, M: 1.25, Conns: 7, BytesPerSecond: 1e6, RedirectsPerSecond: 2,
+		Load: 1017.5, Capacity: 5000,
+	}
+}
+
+const goodJSON = `{"group":"www","member":"fra1","seq":42,"time":"2025-03-01T12:00:00.123456789Z","r":100.5,"m":1.25,"conns":7,"bytes_per_second":1000000,"redirects_per_second":2,"load":1017.5,"capacity":5000}`
+
+func TestReportJSONRoundTrip(t *testing.T) {
+	b, err := json.Marshal(goodReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != goodJSON {
+		t.Errorf("marshal:\n got %s\nwant %s", b, goodJSON)
+	}
+	got, err := DecodeReport(strings.NewReader(string(b)), 0)
+	if err != nil {
+		t.Fatalf("DecodeReport: %v", err)
+	}
+	if want := goodReport(); got != want {
+		t.Errorf("round trip: got %+v, want %+v", got, want)
+	}
+}
+
+func TestDecodeReportErrors(t *testing.T) {
+	replace := func(old, new string) string { return strings.Replace(goodJSON, old, new, 1) }
+	tests := []struct {
+		name string
+		in   string
+		max  int64
+		want error
+		sub  string
+	}{
+		{"empty", "", 0, ErrReportSyntax, "EOF"},
+		{"array", "[]", 0, ErrReportSyntax, "not a JSON object"},
+		{"unknown field", replace(`"capacity"`, `"extra":1,"capacity"`), 0, ErrReportSyntax, `unknown field "extra"`},
+		{"case folded name", replace(`"group"`, `"Group"`), 0, ErrReportSyntax, `unknown field "Group"`},
+		{"duplicate field", replace(`"seq":42`, `"seq":42,"seq":43`), 0, ErrReportSyntax, `duplicate field "seq"`},
+		{"missing field", replace(`"conns":7,`, ``), 0, ErrReportSyntax, `missing field "conns"`},
+		{"null", replace(`"r":100.5`, `"r":null`), 0, ErrReportSyntax, `"r": null`},
+		{"nested", replace(`"m":1.25`, `"m":{"x":1}`), 0, ErrReportSyntax, `not a scalar`},
+		{"wrong type", replace(`"seq":42`, `"seq":"42"`), 0, ErrReportSyntax, "string"},
+		{"negative seq", replace(`"seq":42`, `"seq":-1`), 0, ErrReportSyntax, "uint64"},
+		{"fractional conns", replace(`"conns":7`, `"conns":7.5`), 0, ErrReportSyntax, "int64"},
+		{"bad time", replace(`2025-03-01T12:00:00.123456789Z`, `yesterday`), 0, ErrReportSyntax, "parsing time"},
+		{"trailing object", goodJSON + "{}", 0, ErrReportSyntax, "trailing data"},
+		{"trailing garbage", goodJSON + " x", 0, ErrReportSyntax, "trailing data"},
+		{"too large", goodJSON, 100, ErrReportTooLarge, "more than 100 bytes"},
+		{"empty group", replace(`"group":"www"`, `"group":""`), 0, ErrInvalidReport, "group: empty"},
+		{"control char member", replace(`"member":"fra1"`, `"member":"fr\u0007a1"`), 0, ErrInvalidReport, "control character"},
+		{"negative r", replace(`"r":100.5`, `"r":-100.5`), 0, ErrInvalidReport, "r: -100.5 is negative"},
+		{"load inconsistent", replace(`"load":1017.5`, `"load":1000`), 0, ErrInvalidReport, "not 10·(r + m)"},
+		{"zero time", replace(`2025-03-01T12:00:00.123456789Z`, `0001-01-01T00:00:00Z`), 0, ErrInvalidReport, "time: missing"},
+		{"huge number", replace(`"capacity":5000`, `"capacity":1e999`), 0, ErrReportSyntax, "capacity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeReport(strings.NewReader(tt.in), tt.max)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.sub) {
+				t.Errorf("err = %q, want it to contain %q", err, tt.sub)
+			}
+			if !strings.HasPrefix(err.Error(), "probe: ") {
+				t.Errorf("err = %q, want the package prefix", err)
+			}
+		})
+	}
+}
+
+func TestReportValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Report)
+		sub  string // "" for valid
+	}{
+		{"good", func(*Report) {}, ""},
+		{"load rounded", func(r *Report) { r.Load = 1017.56 }, ""},
+		{"load off", func(r *Report) { r.Load = 1017.7 }, "load"},
+		{"nan", func(r *Report) { r.BytesPerSecond = math.NaN() }, "bytes_per_second: not finite"},
+		{"inf m", func(r *Report) { r.M = math.Inf(1) }, "m: not finite"},
+		{"negative conns", func(r *Report) { r.Conns = -1 }, "conns: -1 is negative"},
+		{"negative capacity", func(r *Report) { r.Capacity = -1 }, "capacity"},
+		{"empty member", func(r *Report) { r.Member = "" }, "member: empty"},
+		{"long group", func(r *Report) { r.Group = strings.Repeat("g", 254) }, "longer than"},
+		{"big load relative", func(r *Report) { r.R, r.M, r.Load = 1e9, 0, 1e10+100 }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := goodReport()
+			tt.edit(&r)
+			err := r.Validate()
+			switch {
+			case tt.sub == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.sub != "" && (!errors.Is(err, ErrInvalidReport) || !strings.Contains(err.Error(), tt.sub)):
+				t.Fatalf("Validate = %v, want ErrInvalidReport with %q", err, tt.sub)
+			}
+		})
+	}
+}
+
+func FuzzDecodeReport(f *testing.F) {
+	f.Add([]byte(goodJSON))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"group":"a","group":"b"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeReport(strings.NewReader(string(b)), MaxReportSize)
+		if err != nil {
+			return
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("decoded report does not validate: %v", err)
+		}
+		// What decodes re-encodes and decodes to the same report.
+		out, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := DecodeReport(strings.NewReader(string(out)), MaxReportSize)
+		if err != nil {
+			t.Fatalf("re-decoding %s: %v", out, err)
+		}
+		if !r2.Time.Equal(r.Time) {
+			t.Fatalf("time changed: %v → %v", r.Time, r2.Time)
+		}
+		r2.Time = r.Time
+		if r2 != r {
+			t.Fatalf("round trip changed %+v to %+v", r, r2)
+		}
+	})
+}

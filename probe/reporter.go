@@ -1,0 +1,282 @@
+package probe
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LoadPath is the path a mirror serves its load report on.
+const LoadPath = "/v1/load"
+
+// DefaultReportWindow is the default width of a Reporter's sliding window.
+const DefaultReportWindow = 10 * time.Second
+
+// reporterBuckets is the number of buckets of a Reporter's sliding window.
+const reporterBuckets = 10
+
+// ReporterConfig configures a Reporter.
+type ReporterConfig struct {
+	// Group and Member name the reporting mirror (required).
+	Group, Member string
+	// Capacity is the member's configured capacity, in load units (>= 0).
+	Capacity float64
+	// Window is the sliding window that rates are taken over (default
+	// DefaultReportWindow, at least 10 ms).
+	Window time.Duration
+	// RunQueue returns the host's run-queue length (default ReadRunQueue).
+	RunQueue func() (float64, error)
+	// Clock returns the time of a completed request and of a report served
+	// over HTTP (default time.Now).
+	Clock func() time.Time
+	// Logger gets run-queue read failures, once per failing spell (default
+	// discards).
+	Logger *slog.Logger
+}
+
+// Reporter measures a mirror's load and makes its Reports: the HTTP server
+// counts requests through Wrap (or RequestStarted and RequestDone), and
+// Snapshot or ServeHTTP turn the counts of the sliding window into rates.
+// A Reporter is safe for concurrent use.
+type Reporter struct {
+	cfg   ReporterConfig
+	width int64 // bucket width, ns
+	start time.Time
+
+	inFlight atomic.Int64
+	seq      atomic.Uint64
+
+	mu      sync.Mutex
+	buckets [reporterBuckets]bucket
+	lastM   float64
+	rqErr   bool // the last run-queue read failed
+}
+
+type bucket struct {
+	epoch                      int64
+	requests, bytes, redirects int64
+}
+
+var _ http.Handler = (*Reporter)(nil)
+
+// NewReporter returns a Reporter for cfg, with its window starting now by
+// cfg.Clock.
+func NewReporter(cfg ReporterConfig) (*Reporter, error) {
+	if err := checkName(cfg.Group); err != nil {
+		return nil, fmt.Errorf("%w: group: %w", ErrInvalidSpec, err)
+	}
+	if err := checkName(cfg.Member); err != nil {
+		return nil, fmt.Errorf("%w: member: %w", ErrInvalidSpec, err)
+	}
+	if !(cfg.Capacity >= 0) || cfg.Capacity > 1e300 {
+		return nil, fmt.Errorf("%w: capacity %g: want a finite number >= 0", ErrInvalidSpec, cfg.Capacity)
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultReportWindow
+	}
+	if cfg.Window < 10*time.Millisecond {
+		return nil, fmt.Errorf("%w: window %s: want at least 10ms", ErrInvalidSpec, cfg.Window)
+	}
+	if cfg.RunQueue == nil {
+		cfg.RunQueue = ReadRunQueue
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Reporter{cfg: cfg, width: int64(cfg.Window / reporterBuckets), start: cfg.Clock()}
+	for i := range r.buckets {
+		r.buckets[i].epoch = -1 << 62
+	}
+	return r, nil
+}
+
+// RequestStarted counts a request in flight; pair it with RequestDone.
+func (r *Reporter) RequestStarted() { r.inFlight.Add(1) }
+
+// RequestDone ends a request counted by RequestStarted, which wrote bytes
+// response bytes and was a redirect (302) or not.
+func (r *Reporter) RequestDone(bytes int64, redirected bool) {
+	r.inFlight.Add(-1)
+	e := floorDiv(r.cfg.Clock().UnixNano(), r.width)
+	r.mu.Lock()
+	b := &r.buckets[mod(e, reporterBuckets)]
+	if e > b.epoch {
+		*b = bucket{epoch: e}
+	}
+	b.requests++
+	b.bytes += bytes
+	if redirected {
+		b.redirects++
+	}
+	r.mu.Unlock()
+}
+
+// Snapshot returns the report for now: rates over the sliding window that
+// ends at now, the requests in flight, the run-queue length (the last good
+// one when RunQueue fails) and the next sequence number.
+func (r *Reporter) Snapshot(now time.Time) Report {
+	m, err := r.cfg.RunQueue()
+	r.mu.Lock()
+	if err == nil && m >= 0 && m < 1e300 {
+		if r.rqErr {
+			r.cfg.Logger.Info("run queue readable again", "group", r.cfg.Group, "member", r.cfg.Member)
+		}
+		r.lastM, r.rqErr = m, false
+	} else {
+		if err == nil {
+			err = fmt.Errorf("probe: run queue %g out of range", m)
+		}
+		if !r.rqErr {
+			r.cfg.Logger.Warn("run queue unreadable, reporting the last good value",
+				"group", r.cfg.Group, "member", r.cfg.Member, "last", r.lastM, "err", err)
+		}
+		r.rqErr = true
+	}
+	m = r.lastM
+	var req, byt, red int64
+	cur := floorDiv(now.UnixNano(), r.width)
+	for _, b := range r.buckets {
+		if b.epoch <= cur && b.epoch > cur-reporterBuckets {
+			req, byt, red = req+b.requests, byt+b.bytes, red+b.redirects
+		}
+	}
+	r.mu.Unlock()
+
+	// The window covers the older full buckets and the current one so far,
+	// and nothing before the Reporter started.
+	span := time.Duration((reporterBuckets-1)*r.width + now.UnixNano() - cur*r.width)
+	if since := now.Sub(r.start); since < span {
+		span = since
+	}
+	rate := func(n int64) float64 {
+		if span <= 0 {
+			return 0
+		}
+		return float64(n) / span.Seconds()
+	}
+	rep := Report{
+		Group:              r.cfg.Group,
+		Member:             r.cfg.Member,
+		Seq:                r.seq.Add(1),
+		Time:               now,
+		R:                  rate(req),
+		M:                  m,
+		Conns:              max(r.inFlight.Load(), 0),
+		BytesPerSecond:     rate(byt),
+		RedirectsPerSecond: rate(red),
+		Capacity:           r.cfg.Capacity,
+	}
+	rep.Load = LoadOf(rep.R, rep.M)
+	return rep
+}
+
+// ServeHTTP answers GET (and HEAD) with the current report as JSON; mount
+// it on LoadPath.
+func (r *Reporter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	b, err := json.Marshal(r.Snapshot(r.cfg.Clock()))
+	if err != nil { // can not happen: Report has only marshalable fields
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", fmt.Sprint(len(b)))
+	if req.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+// Wrap returns h counting its requests: in flight while h runs, then done
+// with the bytes h wrote and whether it answered 302.
+func (r *Reporter) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.RequestStarted()
+		cw := &countingWriter{ResponseWriter: w}
+		defer func() { r.RequestDone(cw.n, cw.status == http.StatusFound) }()
+		h.ServeHTTP(cw, req)
+	})
+}
+
+// countingWriter counts the bytes written through it and keeps the status.
+type countingWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if c.status == 0 && code >= 200 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the server's sendfile path when the wrapped writer has one.
+func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := c.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writerOnly{c.ResponseWriter}, src)
+	}
+	c.n += n
+	return n, err
+}
+
+// Flush flushes the wrapped writer if it can.
+func (c *countingWriter) Flush() {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	_ = http.NewResponseController(c.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the wrapped writer.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+type writerOnly struct{ io.Writer }
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}

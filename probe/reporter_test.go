@@ -1,0 +1,209 @@
+package probe
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func fixedRunQueue(m float64) func() (float64, error) {
+	return func() (float64, error) { return m, nil }
+}
+
+func newTestReporter(t *testing.T, clk *fakeClock, window time.Duration, rq func() (float64, error)) *Reporter {
+	t.Helper()
+	r, err := NewReporter(ReporterConfig{Group: "www", Member: "fra1", Capacity: 2000, Window: window, RunQueue: rq, Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func TestReporterRates(t *testing.T) {
+	tests := []struct {
+		name     string
+		window   time.Duration
+		requests int           // spread evenly over spread
+		spread   time.Duration // from t0
+		after    time.Duration // snapshot at t0+spread+after
+		wantR    float64
+	}{
+		{"100 in 1s window", time.Second, 100, time.Second, 0, 100},
+		{"steady 50/s over 10s window", 10 * time.Second, 1000, 20 * time.Second, 0, 50},
+		{"young reporter", 10 * time.Second, 30, 3 * time.Second, 0, 10},
+		{"window passed", time.Second, 100, time.Second, 2 * time.Second, 0},
+		{"nothing", time.Second, 0, time.Second, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock(t0)
+			r := newTestReporter(t, clk, tt.window, fixedRunQueue(1.5))
+			if tt.requests > 0 {
+				step := tt.spread / time.Duration(tt.requests)
+				for i := 0; i < tt.requests; i++ {
+					r.RequestStarted()
+					clk.Advance(step)
+					r.RequestDone(1000, i%10 == 0)
+				}
+			} else {
+				clk.Advance(tt.spread)
+			}
+			clk.Advance(tt.after)
+			rep := r.Snapshot(clk.Now())
+			if math.Abs(rep.R-tt.wantR) > 0.02*tt.wantR+1e-9 {
+				t.Errorf("r = %g, want ≈ %g", rep.R, tt.wantR)
+			}
+			if !near(rep.BytesPerSecond, 1000*rep.R) || math.Abs(rep.RedirectsPerSecond-rep.R/10) > 0.15*rep.R/10+1e-9 {
+				t.Errorf("bytes/s = %g, redirects/s = %g for r = %g", rep.BytesPerSecond, rep.RedirectsPerSecond, rep.R)
+			}
+			if rep.M != 1.5 || !near(rep.Load, 10*(rep.R+1.5)) {
+				t.Errorf("m = %g, load = %g, want 1.5 and 10·(r+m)", rep.M, rep.Load)
+			}
+			if err := rep.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestReporterSnapshot(t *testing.T) {
+	clk := newFakeClock(t0)
+	fail := atomic.Bool{}
+	rq := func() (float64, error) {
+		if fail.Load() {
+			return 0, errors.New("boom")
+		}
+		return 0.75, nil
+	}
+	r := newTestReporter(t, clk, time.Second, rq)
+	r.RequestStarted()
+	r.RequestStarted()
+	r.RequestDone(10, false)
+	a := r.Snapshot(clk.Now())
+	fail.Store(true)
+	b := r.Snapshot(clk.Now())
+	if a.Seq == 0 || b.Seq <= a.Seq {
+		t.Errorf("seq %d then %d, want increasing from 1", a.Seq, b.Seq)
+	}
+	if a.Conns != 1 {
+		t.Errorf("conns = %d, want 1 in flight", a.Conns)
+	}
+	if b.M != 0.75 {
+		t.Errorf("m after a failed read = %g, want the last good 0.75", b.M)
+	}
+	if a.Group != "www" || a.Member != "fra1" || a.Capacity != 2000 || !a.Time.Equal(t0) {
+		t.Errorf("identity fields: %+v", a)
+	}
+}
+
+func TestReporterWrapAndServe(t *testing.T) {
+	clk := newFakeClock(t0)
+	rep := newTestReporter(t, clk, time.Second, fixedRunQueue(0))
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, strings.Repeat("x", 1000)) })
+	mux.HandleFunc("/copy", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, strings.NewReader(strings.Repeat("y", 500))) // through ReadFrom
+	})
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://fra1.example.org/moved", http.StatusFound)
+	})
+	mux.HandleFunc("/block", func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	})
+	top := http.NewServeMux()
+	top.Handle(LoadPath, rep)
+	top.Handle("/", rep.Wrap(mux))
+	srv := httptest.NewServer(top)
+	defer srv.Close()
+
+	get := func(path string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get("/file")
+	get("/copy")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(srv.URL + "/moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	done := make(chan struct{})
+	go func() { get("/block"); close(done) }()
+	<-entered
+
+	clk.Advance(500 * time.Millisecond)
+	resp, err = http.Get(srv.URL + LoadPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/json" {
+		t.Fatalf("GET %s: %d %s", LoadPath, resp.StatusCode, ct)
+	}
+	got, err := DecodeReport(resp.Body, MaxReportSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	redirectBytes := int64(len(`<a href="http://fra1.example.org/moved">Found</a>.`) + 2)
+	want := Report{
+		Group: "www", Member: "fra1", Seq: 1, Time: t0.Add(500 * time.Millisecond),
+		R: 3 / 0.5, Conns: 1, BytesPerSecond: float64(1500+redirectBytes) / 0.5, RedirectsPerSecond: 1 / 0.5,
+		Load: 60, Capacity: 2000,
+	}
+	if got != want {
+		t.Errorf("report:\n got %+v\nwant %+v", got, want)
+	}
+
+	t.Run("method not allowed", func(t *testing.T) {
+		resp, err := http.Post(srv.URL+LoadPath, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST: %d Allow=%q", resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	})
+}
+
+func TestNewReporterErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  ReporterConfig
+		sub  string
+	}{
+		{"no group", ReporterConfig{Member: "a"}, "group: empty"},
+		{"no member", ReporterConfig{Group: "a"}, "member: empty"},
+		{"negative capacity", ReporterConfig{Group: "a", Member: "b", Capacity: -1}, "capacity"},
+		{"nan capacity", ReporterConfig{Group: "a", Member: "b", Capacity: math.NaN()}, "capacity"},
+		{"tiny window", ReporterConfig{Group: "a", Member: "b", Window: time.Millisecond}, "window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewReporter(tt.cfg)
+			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tt.sub) {
+				t.Fatalf("err = %v, want ErrInvalidSpec with %q", err, tt.sub)
+			}
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package probe
+
+import "time"
+
+// GroupView is GROUP-QUERY's answer, the JSON of dnsd's
+// GET /v1/groups/{group}: the group's settings and every member with its
+// live state. It carries no secret. Mirrors refresh it to choose redirect
+// targets; groupctl and the dashboard show it.
+type GroupView struct {
+	// Name is the group's canonical name ("www.example.org.").
+	Name string `json:"name"`
+	// Policy is the global answer policy.
+	Policy string `json:"policy"`
+	// TTL bounds the answer TTL, seconds.
+	TTL TTLView `json:"ttl"`
+	// Answers is how many members an answer carries.
+	Answers int `json:"answers"`
+	// Watermarks are the utilization thresholds of the policy.
+	Watermarks Watermarks `json:"watermarks"`
+	// FailOpen is true while no member is up and dnsd answers with all.
+	FailOpen bool `json:"fail_open"`
+	// Time is when the view was made.
+	Time time.Time `json:"time"`
+	// Members are the members, config file ones first.
+	Members []MemberView `json:"members"`
+}
+
+// TTLView is a group's TTL bounds.
+type TTLView struct {
+	Min uint32 `json:"min"`
+	Max uint32 `json:"max"`
+}
+
+// Watermarks are utilization thresholds: a member's share shrinks above
+// Low and it is skipped above High.
+type Watermarks struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// LocationView is where a member is.
+type LocationView struct {
+	Lat       *float64 `json:"lat,omitempty"`
+	Lon       *float64 `json:"lon,omitempty"`
+	Country   string   `json:"country,omitempty"`
+	Continent string   `json:"continent,omitempty"`
+}
+
+// MemberInfo is a member as GROUP-ADD takes it (the body of
+// POST /v1/groups/{group}/members) and as a view shows it.
+type MemberInfo struct {
+	Name      string       `json:"name"`
+	Host      string       `json:"host"`
+	Addresses []string     `json:"addresses"`
+	Location  LocationView `json:"location"`
+	Capacity  float64      `json:"capacity"`
+	Weight    float64      `json:"weight,omitempty"`
+	Probe     string       `json:"probe,omitempty"`
+}
+
+// MemberView is one member in a GroupView.
+type MemberView struct {
+	MemberInfo
+	// Source is "config" (the config file) or "runtime" (GROUP-ADD).
+	Source string `json:"source"`
+	// State is unknown, up, down or draining.
+	State string `json:"state"`
+	// Since is when the member entered State (zero if never changed).
+	Since time.Time `json:"since,omitzero"`
+	// Load is the last reported load, in load units; Utilization is the
+	// load, with the hidden load of recent answers, over the capacity.
+	Load        float64 `json:"load"`
+	Utilization float64 `json:"utilization"`
+	// LastReport is the last load report, pulled or pushed (nil if none);
+	// ReportAge is its age in seconds when the view was made.
+	LastReport *Report `json:"last_report,omitempty"`
+	ReportAge  float64 `json:"report_age_seconds,omitempty"`
+	// AnswerShare is the member's share of the group's DNS answers over
+	// the last minute; CapacityShare its share of the capacity of the
+	// members that are answered.
+	AnswerShare   float64 `json:"answer_share"`
+	CapacityShare float64 `json:"capacity_share"`
+}
+
+// GroupSummary is one group in the list of GET /v1/groups.
+type GroupSummary struct {
+	Name     string `json:"name"`
+	Policy   string `json:"policy"`
+	Members  int    `json:"members"`
+	Up       int    `json:"up"`
+	FailOpen bool   `json:"fail_open"`
+}
+
+// GroupList is the JSON of GET /v1/groups.
+type GroupList struct {
+	Groups []GroupSummary `json:"groups"`
+}

@@ -1,0 +1,600 @@
+package probe
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Watcher defaults.
+const (
+	// DefaultInterval is a member's default probe interval.
+	DefaultInterval = 5 * time.Second
+	// DefaultMaxInFlight is the default cap on probes in flight.
+	DefaultMaxInFlight = 256
+	// DefaultEventRing is the default number of recent events kept.
+	DefaultEventRing  = 256
+	minInterval       = 10 * time.Millisecond
+	maxDefaultTimeout = 10 * time.Second
+)
+
+// MemberSpec is one member a Watcher watches.
+type MemberSpec struct {
+	// Group and Member name the member; together they are its key.
+	Group, Member string
+	// URL is the member's load report URL (GET /v1/load); empty for a
+	// push-only member.
+	URL string
+	// Interval is the time between probes (default DefaultInterval, at
+	// least 10ms). Pushes go stale after 2×Interval.
+	Interval time.Duration
+	// Jitter is the most a probe is delayed at random past its slot
+	// (default Interval/10, at most Interval).
+	Jitter time.Duration
+	// Timeout bounds one probe (default 80 % of Interval, at most 10s; it
+	// may not exceed Interval).
+	Timeout time.Duration
+}
+
+// withDefaults fills in the defaults and checks spec.
+func (s MemberSpec) withDefaults() (MemberSpec, error) {
+	var errs []error
+	if err := checkName(s.Group); err != nil {
+		errs = append(errs, fmt.Errorf("group: %w", err))
+	}
+	if err := checkName(s.Member); err != nil {
+		errs = append(errs, fmt.Errorf("member: %w", err))
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("url: %w", err))
+		case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+			errs = append(errs, fmt.Errorf("url %q: want an absolute http or https URL", s.URL))
+		}
+	}
+	if s.Interval == 0 {
+		s.Interval = DefaultInterval
+	}
+	if s.Jitter == 0 {
+		s.Jitter = s.Interval / 10
+	}
+	if s.Timeout == 0 {
+		s.Timeout = min(s.Interval*8/10, maxDefaultTimeout)
+	}
+	switch {
+	case s.Interval < minInterval:
+		errs = append(errs, fmt.Errorf("interval %s: want at least %s", s.Interval, minInterval))
+	case s.Jitter < 0 || s.Jitter > s.Interval:
+		errs = append(errs, fmt.Errorf("jitter %s: want between 0 and the interval %s", s.Jitter, s.Interval))
+	case s.Timeout <= 0 || s.Timeout > s.Interval:
+		errs = append(errs, fmt.Errorf("timeout %s: want more than 0 and at most the interval %s", s.Timeout, s.Interval))
+	}
+	if len(errs) > 0 {
+		return s, fmt.Errorf("%w: %s/%s: %w", ErrInvalidSpec, s.Group, s.Member, errors.Join(errs...))
+	}
+	return s, nil
+}
+
+// MemberStatus is what a Watcher knows about one member.
+type MemberStatus struct {
+	// Spec is the member's spec, defaults filled in.
+	Spec MemberSpec
+	// State is the member's health.
+	State State
+	// LastChange is when State last changed, zero if never.
+	LastChange time.Time
+	// Flapping is true while the member needs 2×rise to come up.
+	Flapping bool
+	// Report is the newest report, pulled or pushed; HasReport is false
+	// until there is one.
+	Report    Report
+	HasReport bool
+	// LastProbe is when the last pull probe ended, zero if never.
+	LastProbe time.Time
+	// LastReason and LastError describe the last failure, pull or stale;
+	// both are empty after a success.
+	LastReason Reason
+	LastError  string
+	// LastPush is when the last accepted push arrived, zero if never.
+	LastPush time.Time
+}
+
+// WatcherConfig configures a Watcher.
+type WatcherConfig struct {
+	// Registerer gets the Watcher's metrics (required).
+	Registerer prometheus.Registerer
+	// Rand draws the probes' jitter; seeded by the caller (required). The
+	// Watcher uses it under its own lock.
+	Rand *rand.Rand
+	// Logger gets state changes (default discards).
+	Logger *slog.Logger
+	// Client makes the probes (default NewClient(0)).
+	Client *http.Client
+	// Health is the hysteresis of every member.
+	Health HealthConfig
+	// MaxInFlight caps the probes in flight (default DefaultMaxInFlight).
+	MaxInFlight int
+	// EventRing is how many recent events Events keeps (default
+	// DefaultEventRing).
+	EventRing int
+	// OnEvent, when set, is called with every state change, in order and
+	// one at a time. It may call State, Members and Events, and must not
+	// block or call the Watcher's other methods.
+	OnEvent func(Event)
+	// Now is the clock for probe results and staleness (default time.Now);
+	// Push takes its time from its caller and should use the same clock.
+	Now func() time.Time
+}
+
+type memberKey struct{ group, member string }
+
+// member is the Watcher's record of one member, guarded by Watcher.mu.
+type member struct {
+	key      memberKey
+	spec     MemberSpec
+	health   *Health
+	met      memberMetrics
+	idx      int       // in Watcher.queue
+	nominal  time.Time // the slot of the next probe, before jitter
+	due      time.Time // when the next probe is due
+	report   Report
+	hasRep   bool
+	lastPoll time.Time
+	reason   Reason
+	errText  string
+	lastPush time.Time
+}
+
+// Watcher watches members' health: a single scheduler goroutine (Run)
+// polls each member's load report on a timer heap, with jitter, at most one
+// probe per member and MaxInFlight in all in flight; pushed reports count
+// as successes and suspend polling while they are fresh. A Watcher is safe
+// for concurrent use.
+type Watcher struct {
+	cfg     WatcherConfig
+	log     *slog.Logger
+	met     *metrics
+	wake    chan struct{}
+	running atomic.Bool
+	wg      sync.WaitGroup
+
+	evMu sync.Mutex // serializes OnEvent calls, taken before mu is released
+
+	mu       sync.Mutex
+	members  map[memberKey]*member
+	groups   map[string]int // members per group
+	busy     map[memberKey]struct{}
+	queue    memberQueue
+	inFlight int
+	ring     []Event
+	ringNext int
+	ringFull bool
+}
+
+// NewWatcher returns a Watcher with no members and registers its metrics.
+func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
+	if cfg.Registerer == nil {
+		return nil, fmt.Errorf("%w: watcher: Registerer is required", ErrInvalidSpec)
+	}
+	if cfg.Rand == nil {
+		return nil, fmt.Errorf("%w: watcher: Rand is required", ErrInvalidSpec)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil {
+		cfg.Client = NewClient(0)
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.EventRing <= 0 {
+		cfg.EventRing = DefaultEventRing
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Health = cfg.Health.withDefaults()
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("probe: registering metrics: %w", err)
+	}
+	return &Watcher{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		met:     met,
+		wake:    make(chan struct{}, 1),
+		members: make(map[memberKey]*member),
+		groups:  make(map[string]int),
+		busy:    make(map[memberKey]struct{}),
+		ring:    make([]Event, cfg.EventRing),
+	}, nil
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// draw returns a random duration in [0, d); w.mu held.
+func (w *Watcher) draw(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(w.cfg.Rand.Int64N(int64(d)))
+}
+
+// Add starts watching a new member, StateUnknown, with its first probe at
+// a random point of its first interval.
+func (w *Watcher) Add(spec MemberSpec) error {
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return err
+	}
+	k := memberKey{spec.Group, spec.Member}
+	now := w.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.members[k]; ok {
+		return fmt.Errorf("%w: %s/%s", ErrMemberExists, spec.Group, spec.Member)
+	}
+	m := &member{
+		key:    k,
+		spec:   spec,
+		health: NewHealth(spec.Group, spec.Member, w.cfg.Health),
+		met:    w.met.member(spec.Group, spec.Member),
+	}
+	m.met.setState(StateUnknown)
+	w.members[k] = m
+	w.groups[spec.Group]++
+	w.scheduleFirst(m, now)
+	heap.Push(&w.queue, m)
+	w.signal()
+	return nil
+}
+
+// scheduleFirst puts m's next slot at a random point of one interval from
+// now; w.mu held.
+func (w *Watcher) scheduleFirst(m *member, now time.Time) {
+	m.nominal = now.Add(w.draw(m.spec.Interval))
+	m.due = m.nominal.Add(w.draw(m.spec.Jitter))
+}
+
+// Update changes a watched member's URL, interval, jitter or timeout,
+// keeping its health; a new interval reschedules it.
+func (w *Watcher) Update(spec MemberSpec) error {
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return err
+	}
+	now := w.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.members[memberKey{spec.Group, spec.Member}]
+	if !ok {
+		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, spec.Group, spec.Member)
+	}
+	old := m.spec
+	m.spec = spec
+	if old.Interval != spec.Interval || old.Jitter != spec.Jitter {
+		w.scheduleFirst(m, now)
+		heap.Fix(&w.queue, m.idx)
+		w.signal()
+	}
+	return nil
+}
+
+// Remove stops watching a member and deletes its metric label values (and
+// its group's, when it was the group's last member). A probe in flight
+// finishes and is ignored.
+func (w *Watcher) Remove(group, member string) error {
+	k := memberKey{group, member}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.members[k]
+	if !ok {
+		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, group, member)
+	}
+	delete(w.members, k)
+	heap.Remove(&w.queue, m.idx)
+	w.met.deleteMember(group, member)
+	if w.groups[group]--; w.groups[group] == 0 {
+		delete(w.groups, group)
+		w.met.deleteGroup(group)
+	}
+	w.signal()
+	return nil
+}
+
+// Push takes a pushed report (its signature already verified) at now: it
+// counts as a successful probe of its member, and the member is not polled
+// while its pushes are fresh (within 2× its interval).
+func (w *Watcher) Push(r Report, now time.Time) error {
+	if err := r.Validate(); err != nil {
+		w.mu.Lock()
+		group := ""
+		if w.groups[r.Group] > 0 {
+			group = r.Group
+		}
+		w.mu.Unlock()
+		w.met.pushes.WithLabelValues(group, "rejected").Inc()
+		return err
+	}
+	w.mu.Lock()
+	m, ok := w.members[memberKey{r.Group, r.Member}]
+	if !ok {
+		group := ""
+		if w.groups[r.Group] > 0 {
+			group = r.Group
+		}
+		w.mu.Unlock()
+		w.met.pushes.WithLabelValues(group, "rejected").Inc()
+		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, r.Group, r.Member)
+	}
+	w.met.pushes.WithLabelValues(r.Group, "accepted").Inc()
+	if now.After(m.lastPush) {
+		m.lastPush = now
+	}
+	m.setReport(r)
+	m.reason, m.errText = ReasonNone, ""
+	ev, changed := m.health.Observe(now, true, "push")
+	w.unlockAndEmit(m, ev, changed)
+	return nil
+}
+
+// setReport keeps r if it is not older than the report m has.
+func (m *member) setReport(r Report) {
+	if !m.hasRep || !r.Time.Before(m.report.Time) {
+		m.report, m.hasRep = r, true
+	}
+}
+
+// unlockAndEmit records a state change, releases w.mu and calls OnEvent,
+// keeping the events in order.
+func (w *Watcher) unlockAndEmit(m *member, ev Event, changed bool) {
+	if !changed {
+		w.mu.Unlock()
+		return
+	}
+	m.met.setState(ev.To)
+	w.met.changes.WithLabelValues(ev.Group, ev.To.String()).Inc()
+	w.ring[w.ringNext] = ev
+	w.ringNext = (w.ringNext + 1) % len(w.ring)
+	w.ringFull = w.ringFull || w.ringNext == 0
+	w.log.Info("member state changed", "group", ev.Group, "member", ev.Member,
+		"from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason)
+	if w.cfg.OnEvent == nil {
+		w.mu.Unlock()
+		return
+	}
+	w.evMu.Lock()
+	w.mu.Unlock()
+	defer w.evMu.Unlock()
+	w.cfg.OnEvent(ev)
+}
+
+// status returns m's status; w.mu held.
+func (w *Watcher) status(m *member, now time.Time) MemberStatus {
+	return MemberStatus{
+		Spec:       m.spec,
+		State:      m.health.State(),
+		LastChange: m.health.LastChange(),
+		Flapping:   m.health.Flapping(now),
+		Report:     m.report,
+		HasReport:  m.hasRep,
+		LastProbe:  m.lastPoll,
+		LastReason: m.reason,
+		LastError:  m.errText,
+		LastPush:   m.lastPush,
+	}
+}
+
+// State returns a member's status, and false when it is not watched.
+func (w *Watcher) State(group, member string) (MemberStatus, bool) {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.members[memberKey{group, member}]
+	if !ok {
+		return MemberStatus{}, false
+	}
+	return w.status(m, now), true
+}
+
+// Members returns the status of every member of group (of every group when
+// group is empty), ordered by group and member.
+func (w *Watcher) Members(group string) []MemberStatus {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	out := make([]MemberStatus, 0, len(w.members))
+	for k, m := range w.members {
+		if group == "" || k.group == group {
+			out = append(out, w.status(m, now))
+		}
+	}
+	w.mu.Unlock()
+	slices.SortFunc(out, func(a, b MemberStatus) int {
+		return cmp.Or(cmp.Compare(a.Spec.Group, b.Spec.Group), cmp.Compare(a.Spec.Member, b.Spec.Member))
+	})
+	return out
+}
+
+// Events returns the most recent state changes, at most EventRing, oldest
+// first.
+func (w *Watcher) Events() []Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ringFull {
+		return slices.Clone(w.ring[:w.ringNext])
+	}
+	return append(slices.Clone(w.ring[w.ringNext:]), w.ring[:w.ringNext]...)
+}
+
+// Run schedules probes until ctx is done, then waits for the probes in
+// flight (each bounded by its timeout) and returns nil. Only one Run may
+// be active at a time.
+func (w *Watcher) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer w.running.Store(false)
+	// Probes in flight at shutdown finish within their own timeouts.
+	probeCtx := context.WithoutCancel(ctx)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if wait := w.dispatch(probeCtx); wait >= 0 {
+			timer.Reset(wait)
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			w.wg.Wait()
+			return nil
+		case <-timer.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// dispatch handles every member that is due: starts its probe, or
+// reschedules it when it is busy or its pushes are fresh. It returns how
+// long until the next member is due, or -1 when there is none or the
+// in-flight cap is reached (a finishing probe wakes the scheduler).
+func (w *Watcher) dispatch(ctx context.Context) time.Duration {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	for len(w.queue) > 0 {
+		m := w.queue[0]
+		if m.due.After(now) {
+			wait := m.due.Sub(now)
+			w.mu.Unlock()
+			return wait
+		}
+		stale := 2 * m.spec.Interval
+		switch _, busy := w.busy[m.key]; {
+		case !m.lastPush.IsZero() && now.Sub(m.lastPush) < stale:
+			// Fresh pushes: look again when they would go stale.
+			m.nominal = m.lastPush.Add(stale)
+			m.due = m.nominal.Add(w.draw(m.spec.Jitter))
+			heap.Fix(&w.queue, 0)
+			continue
+		case busy:
+			w.next(m, now)
+			continue
+		case m.spec.URL == "":
+			w.next(m, now)
+			m.reason, m.errText = ReasonStale, "no push for "+stale.String()
+			w.met.failures.WithLabelValues(m.spec.Group, string(ReasonStale)).Inc()
+			ev, changed := m.health.Observe(now, false, string(ReasonStale)+": "+m.errText)
+			w.unlockAndEmit(m, ev, changed)
+			w.mu.Lock()
+			continue
+		case w.inFlight >= w.cfg.MaxInFlight:
+			w.mu.Unlock()
+			return -1
+		}
+		w.next(m, now)
+		w.busy[m.key] = struct{}{}
+		w.inFlight++
+		w.met.inFlight.Inc()
+		w.wg.Add(1)
+		go w.probe(ctx, m, m.spec.URL, m.spec.Timeout)
+	}
+	w.mu.Unlock()
+	return -1
+}
+
+// next moves m to its next slot; w.mu held and m at the top of the queue.
+func (w *Watcher) next(m *member, now time.Time) {
+	iv := m.spec.Interval
+	m.nominal = m.nominal.Add(iv)
+	if behind := now.Sub(m.nominal); behind >= iv {
+		// Missed whole slots (Run started late, or the cap was
+		// reached): skip them and keep the member's phase, so members
+		// do not line up into bursts.
+		m.nominal = m.nominal.Add((behind/iv + 1) * iv)
+	}
+	m.due = m.nominal.Add(w.draw(m.spec.Jitter))
+	heap.Fix(&w.queue, m.idx)
+}
+
+// probe runs one pull probe and records its result.
+func (w *Watcher) probe(ctx context.Context, m *member, target string, timeout time.Duration) {
+	defer w.wg.Done()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	res := ProbeLoad(pctx, w.cfg.Client, target, w.log)
+	cancel()
+	if res.Success && (res.Report.Group != m.key.group || res.Report.Member != m.key.member) {
+		res.Success, res.Reason = false, ReasonValidate
+		res.Err = fmt.Errorf("%w: %s: report is for %s/%s", ErrProbe, ReasonValidate, res.Report.Group, res.Report.Member)
+	}
+	now := w.cfg.Now()
+
+	w.mu.Lock()
+	delete(w.busy, m.key)
+	if w.inFlight == w.cfg.MaxInFlight { // the scheduler may wait for a slot
+		w.signal()
+	}
+	w.inFlight--
+	w.met.inFlight.Dec()
+	if w.members[m.key] != m { // removed (and maybe added again) meanwhile
+		w.mu.Unlock()
+		return
+	}
+	m.lastPoll = now
+	m.met.duration.Observe(res.Phases.Total.Seconds())
+	var reason string
+	if res.Success {
+		m.met.ok.Inc()
+		m.setReport(res.Report)
+		m.reason, m.errText = ReasonNone, ""
+	} else {
+		m.met.fail.Inc()
+		w.met.failures.WithLabelValues(m.key.group, string(res.Reason)).Inc()
+		m.reason, m.errText = res.Reason, res.Err.Error()
+		reason = m.errText
+	}
+	ev, changed := m.health.Observe(now, res.Success, reason)
+	w.unlockAndEmit(m, ev, changed)
+}
+
+// memberQueue is a min-heap of members by due time.
+type memberQueue []*member
+
+func (q memberQueue) Len() int           { return len(q) }
+func (q memberQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q memberQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+func (q *memberQueue) Push(x any) {
+	m := x.(*member)
+	m.idx = len(*q)
+	*q = append(*q, m)
+}
+func (q *memberQueue) Pop() any {
+	old := *q
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	m.idx = -1
+	*q = old[:len(old)-1]
+	return m
+}

@@ -1,0 +1,501 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// fakeMirrors serves /m/<group>/<member>/v1/load for any number of members
+// from one loopback server; each member can be made to fail.
+type fakeMirrors struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	state map[string]*fakeMember
+	conns atomic.Int64
+}
+
+type fakeMember struct {
+	body     []byte
+	failing  atomic.Bool
+	requests atomic.Int64
+}
+
+func newFakeMirrors(t testing.TB) *fakeMirrors {
+	f := &fakeMirrors{state: make(map[string]*fakeMember)}
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	f.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			f.conns.Add(1)
+		}
+	}
+	f.srv.Start()
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// add makes a member and returns its spec's URL.
+func (f *fakeMirrors) add(group, member string) string {
+	r := Report{Group: group, Member: member, Seq: 1, Time: t0, R: 10, M: 0.5, Load: 105, Capacity: 1000}
+	b, _ := json.Marshal(r)
+	path := "/m/" + group + "/" + member + LoadPath
+	f.mu.Lock()
+	f.state[path] = &fakeMember{body: b}
+	f.mu.Unlock()
+	return f.srv.URL + path
+}
+
+func (f *fakeMirrors) member(group, member string) *fakeMember {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state["/m/"+group+"/"+member+LoadPath]
+}
+
+func (f *fakeMirrors) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	m := f.state[r.URL.Path]
+	f.mu.Unlock()
+	if m == nil {
+		http.NotFound(w, r)
+		return
+	}
+	m.requests.Add(1)
+	if m.failing.Load() {
+		http.Error(w, "failing", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(m.body)
+}
+
+type watcherEnv struct {
+	w      *Watcher
+	reg    *prometheus.Registry
+	mu     sync.Mutex
+	events []Event
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newWatcherEnv(t testing.TB, cfg WatcherConfig) *watcherEnv {
+	t.Helper()
+	env := &watcherEnv{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	cfg.Registerer = env.reg
+	cfg.Rand = rand.New(rand.NewPCG(1, 2))
+	cfg.OnEvent = func(ev Event) {
+		env.mu.Lock()
+		env.events = append(env.events, ev)
+		env.mu.Unlock()
+	}
+	w, err := NewWatcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.w = w
+	return env
+}
+
+func (env *watcherEnv) start(t testing.TB) {
+	ctx, cancel := context.WithCancel(context.Background())
+	env.cancel = cancel
+	go func() { env.done <- env.w.Run(ctx) }()
+	t.Cleanup(env.stop)
+}
+
+func (env *watcherEnv) stop() {
+	if env.cancel == nil {
+		return
+	}
+	env.cancel()
+	env.cancel = nil
+	<-env.done
+}
+
+func (env *watcherEnv) state(t testing.TB, group, member string) State {
+	st, ok := env.w.State(group, member)
+	if !ok {
+		t.Fatalf("%s/%s not watched", group, member)
+	}
+	return st.State
+}
+
+func (env *watcherEnv) eventStrings() []string {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	var out []string
+	for _, ev := range env.events {
+		out = append(out, ev.Member+":"+ev.From.String()+"→"+ev.To.String())
+	}
+	return out
+}
+
+func TestWatcherFallAndRise(t *testing.T) {
+	f := newFakeMirrors(t)
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 2, Fall: 3}})
+	spec := MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "fra1"), Interval: 20 * time.Millisecond}
+	if err := env.w.Add(spec); err != nil {
+		t.Fatal(err)
+	}
+	if s := env.state(t, "www", "fra1"); s != StateUnknown {
+		t.Fatalf("new member %s, want unknown", s)
+	}
+	env.start(t)
+	fm := f.member("www", "fra1")
+	eventually(t, 5*time.Second, "fra1 up", func() bool { return env.state(t, "www", "fra1") == StateUp })
+	if n := fm.requests.Load(); n < 2 {
+		t.Errorf("up after %d probes, want rise = 2", n)
+	}
+
+	before := fm.requests.Load()
+	fm.failing.Store(true)
+	eventually(t, 5*time.Second, "fra1 down", func() bool { return env.state(t, "www", "fra1") == StateDown })
+	if n := fm.requests.Load() - before; n < 3 {
+		t.Errorf("down after %d failed probes, want fall = 3", n)
+	}
+	st, _ := env.w.State("www", "fra1")
+	if st.LastReason != ReasonStatus || !strings.Contains(st.LastError, "status 503") {
+		t.Errorf("last failure %q %q", st.LastReason, st.LastError)
+	}
+
+	fm.failing.Store(false)
+	eventually(t, 5*time.Second, "fra1 up again", func() bool { return env.state(t, "www", "fra1") == StateUp })
+	st, _ = env.w.State("www", "fra1")
+	if !st.HasReport || st.Report.Member != "fra1" || st.LastReason != ReasonNone || st.LastProbe.IsZero() {
+		t.Errorf("status %+v", st)
+	}
+
+	want := "fra1:unknown→up fra1:up→down fra1:down→up"
+	if got := strings.Join(env.eventStrings(), " "); got != want {
+		t.Errorf("OnEvent got %q, want %q", got, want)
+	}
+	var ring []string
+	for _, ev := range env.w.Events() {
+		ring = append(ring, ev.Member+":"+ev.From.String()+"→"+ev.To.String())
+	}
+	if got := strings.Join(ring, " "); got != want {
+		t.Errorf("Events() %q, want %q", got, want)
+	}
+	if got := testutil.ToFloat64(env.w.met.changes.WithLabelValues("www", "down")); got != 1 {
+		t.Errorf("state_changes_total{to=down} = %g", got)
+	}
+	if got := testutil.ToFloat64(env.w.met.state.WithLabelValues("www", "fra1", "up")); got != 1 {
+		t.Errorf("member_state{state=up} = %g", got)
+	}
+}
+
+func TestWatcherPushSuspendsPolling(t *testing.T) {
+	f := newFakeMirrors(t)
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 2, Fall: 3}})
+	const interval = 40 * time.Millisecond
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "fra1"), Interval: interval}); err != nil {
+		t.Fatal(err)
+	}
+	fm := f.member("www", "fra1")
+	report := Report{Group: "www", Member: "fra1", Time: time.Now(), R: 1, Load: 10, Capacity: 100}
+	push := func() {
+		t.Helper()
+		report.Seq++
+		report.Time = time.Now()
+		if err := env.w.Push(report, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push()
+	env.start(t)
+	push()
+	if s := env.state(t, "www", "fra1"); s != StateUp {
+		t.Fatalf("after 2 pushes: %s, want up", s)
+	}
+	// Push every interval/2 for 15 intervals: no poll may happen.
+	tick := time.NewTicker(interval / 2)
+	for range 30 {
+		<-tick.C
+		push()
+	}
+	tick.Stop()
+	if n := fm.requests.Load(); n != 0 {
+		t.Fatalf("%d polls while pushes were fresh, want 0", n)
+	}
+	st, _ := env.w.State("www", "fra1")
+	if st.Report.Seq != report.Seq || st.LastPush.IsZero() {
+		t.Errorf("status %+v", st)
+	}
+	// Pushes stop: polling resumes once they are stale.
+	eventually(t, 5*time.Second, "polls after pushes stopped", func() bool { return fm.requests.Load() >= 2 })
+	if s := env.state(t, "www", "fra1"); s != StateUp {
+		t.Errorf("state %s, want up", s)
+	}
+	if got := testutil.ToFloat64(env.w.met.pushes.WithLabelValues("www", "accepted")); got != 32 {
+		t.Errorf("pushes_total{accepted} = %g, want 32", got)
+	}
+}
+
+func TestWatcherPushOnlyGoesStale(t *testing.T) {
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 1, Fall: 2}})
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "p1", Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	env.start(t)
+	if err := env.w.Push(Report{Group: "www", Member: "p1", Time: time.Now(), Load: 0, Capacity: 1}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if s := env.state(t, "www", "p1"); s != StateUp {
+		t.Fatalf("after a push: %s, want up", s)
+	}
+	eventually(t, 5*time.Second, "p1 down when stale", func() bool { return env.state(t, "www", "p1") == StateDown })
+	st, _ := env.w.State("www", "p1")
+	if st.LastReason != ReasonStale {
+		t.Errorf("reason %q, want stale", st.LastReason)
+	}
+}
+
+func TestWatcherPushErrors(t *testing.T) {
+	env := newWatcherEnv(t, WatcherConfig{})
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1", Interval: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tests := []struct {
+		name  string
+		r     Report
+		want  error
+		group string
+	}{
+		{"unknown member", Report{Group: "www", Member: "ams1", Time: now}, ErrUnknownMember, "www"},
+		{"unknown group", Report{Group: "evil", Member: "x", Time: now}, ErrUnknownMember, ""},
+		{"invalid", Report{Group: "www", Member: "fra1", Time: now, Load: 5}, ErrInvalidReport, "www"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := testutil.ToFloat64(env.w.met.pushes.WithLabelValues(tt.group, "rejected"))
+			if err := env.w.Push(tt.r, now); !errors.Is(err, tt.want) {
+				t.Fatalf("Push = %v, want %v", err, tt.want)
+			}
+			if got := testutil.ToFloat64(env.w.met.pushes.WithLabelValues(tt.group, "rejected")); got != before+1 {
+				t.Errorf("pushes_total{group=%q,rejected} = %g, want %g", tt.group, got, before+1)
+			}
+		})
+	}
+}
+
+func TestWatcherSpecErrors(t *testing.T) {
+	env := newWatcherEnv(t, WatcherConfig{})
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		op   func() error
+		want error
+		sub  string
+	}{
+		{"duplicate", func() error { return env.w.Add(MemberSpec{Group: "www", Member: "fra1"}) }, ErrMemberExists, "www/fra1"},
+		{"update unknown", func() error { return env.w.Update(MemberSpec{Group: "www", Member: "x"}) }, ErrUnknownMember, "www/x"},
+		{"remove unknown", func() error { return env.w.Remove("www", "x") }, ErrUnknownMember, "www/x"},
+		{"no group", func() error { return env.w.Add(MemberSpec{Member: "a"}) }, ErrInvalidSpec, "group: empty"},
+		{"bad url", func() error { return env.w.Add(MemberSpec{Group: "g", Member: "a", URL: "/v1/load"}) }, ErrInvalidSpec, "absolute http"},
+		{"tiny interval", func() error { return env.w.Add(MemberSpec{Group: "g", Member: "a", Interval: time.Millisecond}) }, ErrInvalidSpec, "interval"},
+		{"timeout over interval", func() error {
+			return env.w.Add(MemberSpec{Group: "g", Member: "a", Interval: time.Second, Timeout: 2 * time.Second})
+		}, ErrInvalidSpec, "timeout"},
+		{"jitter over interval", func() error {
+			return env.w.Add(MemberSpec{Group: "g", Member: "a", Interval: time.Second, Jitter: 2 * time.Second})
+		}, ErrInvalidSpec, "jitter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.op()
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.sub) {
+				t.Fatalf("err = %v, want %v with %q", err, tt.want, tt.sub)
+			}
+		})
+	}
+	st, _ := env.w.State("www", "fra1")
+	if st.Spec.Interval != DefaultInterval || st.Spec.Jitter != DefaultInterval/10 || st.Spec.Timeout != 4*time.Second {
+		t.Errorf("defaults %+v", st.Spec)
+	}
+	if _, err := NewWatcher(WatcherConfig{Rand: rand.New(rand.NewPCG(1, 1))}); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("no registry: %v", err)
+	}
+	if _, err := NewWatcher(WatcherConfig{Registerer: prometheus.NewRegistry()}); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("no rand: %v", err)
+	}
+}
+
+func TestWatcherRemove(t *testing.T) {
+	f := newFakeMirrors(t)
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 1}})
+	for _, m := range []struct{ g, m string }{{"www", "fra1"}, {"www", "ams1"}, {"ftp", "fra1"}} {
+		if err := env.w.Add(MemberSpec{Group: m.g, Member: m.m, URL: f.add(m.g, m.m), Interval: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.start(t)
+	eventually(t, 5*time.Second, "all up", func() bool {
+		for _, st := range env.w.Members("") {
+			if st.State != StateUp {
+				return false
+			}
+		}
+		return true
+	})
+	if got := len(env.w.Members("www")); got != 2 {
+		t.Errorf("Members(www) = %d", got)
+	}
+	series := func() string {
+		mfs, err := env.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, mf := range mfs {
+			for _, m := range mf.Metric {
+				fmt.Fprintf(&b, "%s{", mf.GetName())
+				for _, l := range m.Label {
+					fmt.Fprintf(&b, "%s=%q,", l.GetName(), l.GetValue())
+				}
+				b.WriteString("}\n")
+			}
+		}
+		return b.String()
+	}
+	if s := series(); !strings.Contains(s, `member="ams1"`) || !strings.Contains(s, `group="ftp"`) {
+		t.Fatalf("series before Remove:\n%s", s)
+	}
+
+	if err := env.w.Remove("www", "ams1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.w.Remove("ftp", "fra1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := env.w.State("www", "ams1"); ok {
+		t.Error("removed member still has a state")
+	}
+	s := series()
+	if strings.Contains(s, `member="ams1"`) || strings.Contains(s, `group="ftp"`) {
+		t.Errorf("label values left after Remove:\n%s", s)
+	}
+	if !strings.Contains(s, `member="fra1"`) {
+		t.Errorf("remaining member's series gone:\n%s", s)
+	}
+
+	// At most one probe was in flight at Remove; after that, none.
+	ams, ftp, fra := f.member("www", "ams1"), f.member("ftp", "fra1"), f.member("www", "fra1")
+	a0, f0, w0 := ams.requests.Load(), ftp.requests.Load(), fra.requests.Load()
+	eventually(t, 5*time.Second, "5 more probes of the remaining member", func() bool { return fra.requests.Load() >= w0+5 })
+	if a, f := ams.requests.Load(), ftp.requests.Load(); a > a0+1 || f > f0+1 {
+		t.Errorf("removed members probed %d and %d more times", a-a0, f-f0)
+	}
+}
+
+func TestWatcherUpdate(t *testing.T) {
+	f := newFakeMirrors(t)
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 1}})
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "old"), Interval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	env.start(t)
+	// The old spec would not probe for up to an hour; the update reschedules.
+	if err := env.w.Update(MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "fra1"), Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "fra1 up after update", func() bool { return env.state(t, "www", "fra1") == StateUp })
+	if n := f.member("www", "old").requests.Load(); n != 0 {
+		t.Errorf("old URL probed %d times", n)
+	}
+}
+
+func TestWatcherWrongMemberReport(t *testing.T) {
+	f := newFakeMirrors(t)
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Fall: 1}})
+	// fra1's probe URL serves ams1's report.
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "ams1"), Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	env.start(t)
+	eventually(t, 5*time.Second, "fra1 down", func() bool { return env.state(t, "www", "fra1") == StateDown })
+	if st, _ := env.w.State("www", "fra1"); st.LastReason != ReasonValidate {
+		t.Errorf("reason %q", st.LastReason)
+	}
+}
+
+func TestWatcherRunTwiceAndDrain(t *testing.T) {
+	unblock := make(chan struct{})
+	var started atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		select {
+		case <-unblock:
+		case <-r.Context().Done():
+		}
+		w.Write([]byte(goodJSON))
+	}))
+	defer srv.Close()
+	env := newWatcherEnv(t, WatcherConfig{MaxInFlight: 2})
+	for i := range 5 {
+		spec := MemberSpec{Group: "www", Member: fmt.Sprint("m", i), URL: srv.URL + "/v1/load", Interval: 20 * time.Millisecond, Timeout: 20 * time.Millisecond}
+		if err := env.w.Add(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.start(t)
+	eventually(t, 5*time.Second, "Run started", env.w.running.Load)
+	if err := env.w.Run(context.Background()); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second Run = %v, want ErrRunning", err)
+	}
+	eventually(t, 5*time.Second, "2 probes in flight", func() bool { return started.Load() >= 2 })
+	if got := testutil.ToFloat64(env.w.met.inFlight); got > 2 {
+		t.Errorf("in flight %g > MaxInFlight 2", got)
+	}
+	env.stop() // returns only after the probes in flight finished
+	if got := testutil.ToFloat64(env.w.met.inFlight); got != 0 {
+		t.Errorf("in flight after Run returned: %g", got)
+	}
+	close(unblock)
+}
+
+func TestWatcherMetricsLint(t *testing.T) {
+	f := newFakeMirrors(t)
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 1, Fall: 1}})
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "fra1"), Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "bad", URL: f.srv.URL + "/nothing", Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	env.start(t)
+	if err := env.w.Push(Report{Group: "www", Member: "nope", Time: time.Now()}, time.Now()); err == nil {
+		t.Fatal("want an error")
+	}
+	eventually(t, 5*time.Second, "fra1 up, bad down", func() bool {
+		return env.state(t, "www", "fra1") == StateUp && env.state(t, "www", "bad") == StateDown
+	})
+	problems, err := testutil.GatherAndLint(env.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	n, err := testutil.GatherAndCount(env.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 7 {
+		t.Errorf("only %d series gathered; the lint would match nothing", n)
+	}
+}
