@@ -11,9 +11,13 @@ import (
 	"net/netip"
 	"strings"
 
+	"time"
+
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/transmirror/transmirror/probe"
 )
 
 // Reloader reloads the configuration: load, validate, swap. On error the
@@ -33,6 +37,12 @@ type AdminOptions struct {
 	Gatherer  prometheus.Gatherer
 	Reloader  Reloader
 	Explainer Explainer
+	// Membership serves /v1/groups; nil leaves it out.
+	Membership Membership
+	// Verifier checks signed writes (required with Membership).
+	Verifier *probe.Verifier
+	// Now is the clock for signatures; nil means time.Now.
+	Now func() time.Time
 }
 
 // NewAdmin returns dnsd's admin HTTP handler: /metrics, /-/healthy,
@@ -57,6 +67,14 @@ func NewAdmin(o AdminOptions) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
 	})
+	if o.Membership != nil {
+		now := o.Now
+		if now == nil {
+			now = time.Now
+		}
+		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now}
+		api.register(mux)
+	}
 	if o.Explainer != nil {
 		mux.HandleFunc("GET /v1/groups/{group}/explain", func(w http.ResponseWriter, r *http.Request) {
 			explain(w, r, o.Explainer)
@@ -115,5 +133,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // error texts keep their "<" and ">"; the type is JSON, not HTML
+	_ = enc.Encode(v)
 }

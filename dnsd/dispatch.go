@@ -99,7 +99,8 @@ type dgroup struct {
 	states   []MemberState // by member index
 	fam      [2]*family    // A, AAAA
 	rates    *scheduler.ScopeRates
-	failOpen *atomic.Bool // an episode is in progress (for logging once)
+	shares   *answerCounts // answers per member over the last minute
+	failOpen *atomic.Bool  // an episode is in progress (for logging once)
 }
 
 // family is the members of a group that have addresses of one family.
@@ -219,7 +220,7 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 		g := &dgroup{cfg: gc, policy: policy, kind: kindOf(gc.Policy.Name), states: make([]MemberState, len(gc.Members))}
 		prev := old[name]
 		if prev != nil {
-			g.rates, g.failOpen = prev.rates, prev.failOpen
+			g.rates, g.failOpen, g.shares = prev.rates, prev.failOpen, prev.shares
 			for i, m := range gc.Members {
 				if j := prev.member(m.Name); j >= 0 {
 					g.states[i] = prev.states[j]
@@ -228,6 +229,7 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 		} else {
 			g.rates = scheduler.NewScopeRates(scheduler.ScopeRatesConfig{MaxScopes: d.maxScopes})
 			g.failOpen = new(atomic.Bool)
+			g.shares = newAnswerCounts()
 		}
 		g.build(prev, d.now())
 		next[name] = g
@@ -333,10 +335,17 @@ func sameMembers(a *family, acfg *zones.GroupConfig, b *family, bcfg *zones.Grou
 	return true
 }
 
-// SetMemberState records a member's new state and load. A state change
-// rebuilds the group's snapshot; a new report also resets the member's
-// pending load.
+// SetMemberState records one member's new state and load; see
+// SetMemberStates.
 func (d *Dispatcher) SetMemberState(group, member string, st MemberState) error {
+	return d.SetMemberStates(group, map[string]MemberState{member: st})
+}
+
+// SetMemberStates records the states and loads of some members of a group
+// in one step. A change of state rebuilds the group's snapshot; a new
+// report (a later Reported) goes to the estimator and resets the member's
+// pending load. Unknown member names are an error and change nothing.
+func (d *Dispatcher) SetMemberStates(group string, states map[string]MemberState) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	groups := *d.groups.Load()
@@ -344,23 +353,42 @@ func (d *Dispatcher) SetMemberState(group, member string, st MemberState) error 
 	if g == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
 	}
-	i := g.member(member)
-	if i < 0 {
-		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+	idx := make(map[string]int, len(states))
+	for name := range states {
+		i := g.member(name)
+		if i < 0 {
+			return fmt.Errorf("%w: %s in %s", ErrUnknownMember, name, group)
+		}
+		idx[name] = i
 	}
 	now := d.now()
-	prevState := g.states[i]
+	changed := false
+	var reported []int
+	for name, st := range states {
+		prev := g.states[idx[name]]
+		if st.State != prev.State {
+			changed = true
+		}
+		if !st.Reported.IsZero() && st.Reported.After(prev.Reported) {
+			reported = append(reported, idx[name])
+		}
+	}
+	if !changed && len(reported) == 0 {
+		return nil
+	}
 	ng := *g
 	ng.states = append([]MemberState(nil), g.states...)
-	ng.states[i] = st
-	if st.State != prevState.State || st.Load != prevState.Load {
+	for name, st := range states {
+		ng.states[idx[name]] = st
+	}
+	if changed {
 		ng.build(g, now)
 	}
-	if !st.Reported.IsZero() && !st.Reported.Equal(prevState.Reported) {
-		for fi, f := range ng.fam {
+	for _, i := range reported {
+		for _, f := range ng.fam {
 			for k, j := range f.idx {
 				if j == i {
-					ng.fam[fi].est.Report(k, st.Load, now)
+					f.est.Report(k, ng.states[i].Load, now)
 				}
 			}
 		}
@@ -372,6 +400,45 @@ func (d *Dispatcher) SetMemberState(group, member string, st MemberState) error 
 	next[g.cfg.Name] = &ng
 	d.groups.Store(&next)
 	return nil
+}
+
+// MemberLive is what the dispatcher knows of a member at one moment.
+type MemberLive struct {
+	State MemberState
+	// Pending is the hidden load of recent answers not yet in a report
+	// (the larger of the two families').
+	Pending float64
+	// Answers is how many answers named the member in the last minute.
+	Answers uint64
+}
+
+// Live returns the live figures of every member of group, by name.
+func (d *Dispatcher) Live(group string) (map[string]MemberLive, bool) {
+	g := (*d.groups.Load())[dns.CanonicalName(group)]
+	if g == nil {
+		return nil, false
+	}
+	now := d.now()
+	out := make(map[string]MemberLive, len(g.cfg.Members))
+	for i, m := range g.cfg.Members {
+		l := MemberLive{State: g.states[i], Answers: g.shares.count(m.Name, now)}
+		for _, f := range g.fam {
+			for k, j := range f.idx {
+				if j == i {
+					l.Pending = max(l.Pending, f.est.Pending(k, now))
+				}
+			}
+		}
+		out[m.Name] = l
+	}
+	return out, true
+}
+
+// FailingOpen reports whether group is answering from all members because
+// none is up.
+func (d *Dispatcher) FailingOpen(group string) bool {
+	g := (*d.groups.Load())[dns.CanonicalName(group)]
+	return g != nil && g.failOpen.Load()
 }
 
 // ErrUnknownMember is returned for a member name that is not in the group.
@@ -402,7 +469,9 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, 
 	f.est.Add(picked, scheduler.HiddenLoad(scheduler.AnswerRate(rate, 0)), now)
 	for _, k := range picked {
 		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
-		d.answers.WithLabelValues(g.cfg.Name, g.cfg.Members[f.idx[k]].Name).Inc()
+		name := g.cfg.Members[f.idx[k]].Name
+		d.answers.WithLabelValues(g.cfg.Name, name).Inc()
+		g.shares.add(name, now)
 	}
 	d.noteFailOpen(g, failOpen)
 	return ans, nil

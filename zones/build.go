@@ -79,10 +79,14 @@ func Build(cfg *Config) (*Set, error) {
 	b.zoneFiles()
 	b.groups()
 	b.geo()
+	b.health()
+	if b.c.StateFile != "" {
+		b.stateFile = b.resolve(b.c.StateFile)
+	}
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}
-	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups)), MMDB: b.mmdb}
+	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups)), MMDB: b.mmdb, StateFile: b.stateFile}
 	for _, zc := range b.c.Zones {
 		s.Zones = append(s.Zones, b.zones[zc.Origin])
 	}
@@ -129,11 +133,12 @@ func FromFlags(listen []string, zoneSpecs []string) (*Config, error) {
 
 // builder defaults and validates one Config copy and collects its errors.
 type builder struct {
-	c     *Config
-	dir   string           // directory of the config file, for relative paths
-	zones map[string]*Zone // parsed zones by canonical origin
-	mmdb  string           // geo.mmdb resolved against dir
-	errs  []error
+	c         *Config
+	dir       string           // directory of the config file, for relative paths
+	zones     map[string]*Zone // parsed zones by canonical origin
+	mmdb      string           // geo.mmdb resolved against dir
+	stateFile string           // state_file resolved against dir
+	errs      []error
 }
 
 // errorf records an error about the object at path (a YAML path such as
@@ -611,4 +616,54 @@ func cloneLocation(l Location) Location {
 		l.Lon = &lon
 	}
 	return l
+}
+
+// Defaults of the health section.
+const (
+	DefaultHealthInterval  = 5 * time.Second
+	DefaultHealthTimeout   = 2 * time.Second
+	DefaultRise            = 2
+	DefaultFall            = 3
+	DefaultSignatureWindow = 30 * time.Second
+)
+
+// health defaults and validates the health section.
+func (b *builder) health() {
+	h := &b.c.Health
+	if h.Interval == 0 {
+		h.Interval = Duration(DefaultHealthInterval)
+	}
+	if h.Interval.D() < 10*time.Millisecond {
+		b.errorf("health.interval", "health: interval %s must be at least 10ms", h.Interval.D())
+	}
+	if h.Timeout == 0 {
+		h.Timeout = Duration(min(DefaultHealthTimeout, h.Interval.D()))
+	}
+	if h.Timeout <= 0 || h.Timeout > h.Interval {
+		b.errorf("health.timeout", "health: timeout %s must be > 0 and at most the interval %s", h.Timeout.D(), h.Interval.D())
+	}
+	if h.Jitter == 0 && !b.written("health.jitter") {
+		h.Jitter = h.Interval / 10
+	}
+	if h.Jitter < 0 || h.Jitter > h.Interval {
+		b.errorf("health.jitter", "health: jitter %s must be between 0 and the interval %s", h.Jitter.D(), h.Interval.D())
+	}
+	if h.Rise == 0 {
+		h.Rise = DefaultRise
+	}
+	if h.Fall == 0 {
+		h.Fall = DefaultFall
+	}
+	if h.Rise < 1 || h.Rise > 100 {
+		b.errorf("health.rise", "health: rise %d must be in 1..100", h.Rise)
+	}
+	if h.Fall < 1 || h.Fall > 100 {
+		b.errorf("health.fall", "health: fall %d must be in 1..100", h.Fall)
+	}
+	if h.SignatureWindow == 0 {
+		h.SignatureWindow = Duration(DefaultSignatureWindow)
+	}
+	if h.SignatureWindow.D() < time.Second || h.SignatureWindow.D() > time.Hour {
+		b.errorf("health.signature_window", "health: signature_window %s must be in 1s..1h", h.SignatureWindow.D())
+	}
 }

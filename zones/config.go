@@ -22,6 +22,12 @@ type Config struct {
 	Groups []GroupConfig `yaml:"groups"`
 	// Geo says where clients are, for the proximity-aware policies.
 	Geo GeoConfig `yaml:"geo"`
+	// Health is how members' load reports are pulled and judged.
+	Health HealthConfig `yaml:"health"`
+	// StateFile keeps run-time state (members added through the admin API,
+	// drained members) across restarts, relative to the config file's
+	// directory; "" keeps it in memory only.
+	StateFile string `yaml:"state_file"`
 
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
@@ -133,6 +139,27 @@ type MemberConfig struct {
 	// Runtime marks a member added through the admin API (GROUP-ADD)
 	// rather than written in the config file.
 	Runtime bool `yaml:"-"`
+}
+
+// HealthConfig is how dnsd watches members: it pulls each member's load
+// report (GET /v1/load at the member's probe URL) every Interval, a
+// pushed report counts as a successful probe, and Rise successes in a row
+// bring a member up, Fall failures in a row take it down.
+type HealthConfig struct {
+	// Interval between pulls (default 5s); pushed reports go stale after
+	// two intervals.
+	Interval Duration `yaml:"interval"`
+	// Timeout of one pull (default 2s, at most Interval).
+	Timeout Duration `yaml:"timeout"`
+	// Jitter is the most a pull is delayed at random (default Interval/10).
+	Jitter Duration `yaml:"jitter"`
+	// Rise is the successes that bring a member up (default 2).
+	Rise int `yaml:"rise"`
+	// Fall is the failures that take a member down (default 3).
+	Fall int `yaml:"fall"`
+	// SignatureWindow is how far a signed request's time may be from
+	// dnsd's clock (default 30s).
+	SignatureWindow Duration `yaml:"signature_window"`
 }
 
 // GeoConfig says where DNS clients are: a static networks table that wins,

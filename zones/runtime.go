@@ -56,7 +56,7 @@ func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)
 	}
-	out := &Set{Config: c, Zones: s.Zones, MMDB: s.MMDB, Groups: make(map[string]*GroupConfig, len(c.Groups))}
+	out := &Set{Config: c, Zones: s.Zones, MMDB: s.MMDB, StateFile: s.StateFile, Groups: make(map[string]*GroupConfig, len(c.Groups))}
 	for i := range c.Groups {
 		out.Groups[c.Groups[i].Name] = &c.Groups[i]
 	}

@@ -17,6 +17,9 @@ type Set struct {
 	// MMDB is the path of the GeoIP2 database (geo.mmdb resolved against
 	// the config file's directory), "" for none.
 	MMDB string
+	// StateFile is state_file resolved against the config file's
+	// directory, "" for none.
+	StateFile string
 }
 
 // Find returns the zone that is authoritative for qname (the one with the

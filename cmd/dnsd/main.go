@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +32,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -192,11 +194,29 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	both := loaders{disp, srv}
-	if err := both.Load(set); err != nil {
+	var ctl *dnsd.Controller
+	h := set.Config.Health
+	watcher, err := probe.NewWatcher(probe.WatcherConfig{
+		Registerer: reg,
+		Rand:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		Logger:     logger,
+		Health:     probe.HealthConfig{Rise: h.Rise, Fall: h.Fall},
+		OnEvent:    func(probe.Event) { ctl.Kick() },
+	})
+	if err != nil {
 		return err
 	}
-	rl := newReloader(ld, both, logger, reg)
+	ctl, err = dnsd.NewController(dnsd.ControllerOptions{
+		Logger: logger, Registry: reg, Dispatcher: disp, Watcher: watcher,
+		Apply: loaders{disp, srv}.Load,
+	})
+	if err != nil {
+		return err
+	}
+	if err := ctl.Load(set); err != nil {
+		return err
+	}
+	rl := newReloader(ld, ctl, logger, reg)
 
 	var socks []socketPair
 	defer func() {
@@ -230,13 +250,18 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	defer signal.Stop(hup)
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return watcher.Run(gctx) })
+	g.Go(func() error { return ctl.Run(gctx) })
 	for _, sp := range socks {
 		g.Go(func() error { return srv.ServeUDP(gctx, sp.pc) })
 		g.Go(func() error { return srv.ServeTCP(gctx, sp.ln) })
 	}
 	if adminLn != nil {
 		hs := &http.Server{
-			Handler:           dnsd.NewAdmin(dnsd.AdminOptions{Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp}),
+			Handler: dnsd.NewAdmin(dnsd.AdminOptions{
+				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
+				Membership: ctl, Verifier: probe.NewVerifier(h.SignatureWindow.D(), 0),
+			}),
 			ReadHeaderTimeout: 5 * time.Second,
 			IdleTimeout:       60 * time.Second,
 		}

@@ -3,10 +3,14 @@
 //
 // Usage:
 //
-//	groupctl [-server URL] [-o table|json] explain GROUP -client IP [-ecs PREFIX] [-type A|AAAA]
+//	groupctl [-server URL] [-o table|json] [-secret-file F] COMMAND ...
+//
+// See usage below for the commands. Writes are signed with the group's
+// secret (-secret-file, or $TRANSMIRROR_SECRET).
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,23 +25,36 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/transmirror/transmirror/probe"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = `usage: groupctl [-server URL] [-o table|json] COMMAND ...
+const usage = `usage: groupctl [-server URL] [-o table|json] [-secret-file FILE] COMMAND ...
 
 commands:
+  list                          the groups, with how many members are up
+  status GROUP                  GROUP-QUERY: every member's state, load and answer share
+  add GROUP -name N -host H -addr IP[,IP] -capacity C [-lat L -lon L] [-country CC]
+      [-continent CC] [-weight W] [-probe URL]
+                                GROUP-ADD (signed)
+  remove GROUP MEMBER           GROUP-EXIT (signed)
+  drain GROUP MEMBER            stop answering with MEMBER, keep probing it (signed)
+  undrain GROUP MEMBER          answer with MEMBER again (signed)
   explain GROUP -client IP [-ecs PREFIX] [-type A|AAAA]
-        why dnsd answers GROUP the way it does for this client
+                                why dnsd answers GROUP the way it does for this client
+
+The secret of signed commands comes from -secret-file or $TRANSMIRROR_SECRET.
 `
 
 // global holds the flags that come before the command.
 type global struct {
-	server string
-	output string
-	client *http.Client
-	stdout io.Writer
+	server     string
+	output     string
+	secretFile string
+	client     *http.Client
+	stdout     io.Writer
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -51,6 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs.StringVar(&g.server, "server", def, "dnsd admin URL (or $TRANSMIRROR_ADMIN)")
 	fs.StringVar(&g.output, "o", "table", "output: table or json")
+	fs.StringVar(&g.secretFile, "secret-file", "", "file holding the group secret for signed commands (or $TRANSMIRROR_SECRET)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -71,6 +89,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd, rest := fs.Arg(0), fs.Args()[1:]; cmd {
 	case "explain":
 		err = g.explain(ctx, rest, stderr)
+	case "list":
+		err = g.list(ctx, rest)
+	case "status":
+		err = g.status(ctx, rest)
+	case "add":
+		err = g.add(ctx, rest, stderr)
+	case "remove":
+		err = g.memberOp(ctx, rest, http.MethodDelete, "")
+	case "drain", "undrain":
+		err = g.memberOp(ctx, rest, http.MethodPost, "/"+cmd)
 	default:
 		fmt.Fprintf(stderr, "groupctl: unknown command %q\n", cmd)
 		fs.Usage()
@@ -117,28 +145,63 @@ type apiError struct {
 
 // get fetches path from the admin API and decodes the JSON body into v.
 func (g *global) get(ctx context.Context, path string, v any) error {
+	return g.do(ctx, http.MethodGet, path, nil, false, v)
+}
+
+// secret reads the group secret for signed commands.
+func (g *global) secret() ([]byte, error) {
+	if g.secretFile != "" {
+		b, err := os.ReadFile(g.secretFile)
+		if err != nil {
+			return nil, err
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return nil, fmt.Errorf("secret file %s is empty", g.secretFile)
+		}
+		return []byte(s), nil
+	}
+	if s := os.Getenv("TRANSMIRROR_SECRET"); s != "" {
+		return []byte(s), nil
+	}
+	return nil, usageError{"signed command: give -secret-file FILE or set $TRANSMIRROR_SECRET"}
+}
+
+// do sends a request to the admin API, signed when sign is set, and
+// decodes the JSON answer into v.
+func (g *global) do(ctx context.Context, method, path string, body []byte, sign bool, v any) error {
 	u := strings.TrimRight(g.server, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if sign {
+		secret, err := g.secret()
+		if err != nil {
+			return err
+		}
+		probe.SignRequest(req, secret, body, time.Now())
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		var ae apiError
-		if json.Unmarshal(body, &ae) == nil && ae.Error != "" {
+		if json.Unmarshal(respBody, &ae) == nil && ae.Error != "" {
 			return fmt.Errorf("%s: %s", resp.Status, ae.Error)
 		}
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(respBody)))
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := json.Unmarshal(respBody, v); err != nil {
 		return fmt.Errorf("decode %s: %w", u, err)
 	}
 	return nil
@@ -246,4 +309,128 @@ func printExplanation(w io.Writer, e *explanation) error {
 			m.Name, m.State, m.DistanceKm, m.Utilization, m.Load, m.Pending, m.Capacity, m.Weight, picked, m.Note)
 	}
 	return tw.Flush()
+}
+
+func (g *global) list(ctx context.Context, args []string) error {
+	if len(args) != 0 {
+		return usageError{"usage: groupctl list"}
+	}
+	var l probe.GroupList
+	if err := g.get(ctx, "/v1/groups", &l); err != nil {
+		return err
+	}
+	if g.output == "json" {
+		return json.NewEncoder(g.stdout).Encode(l)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tPOLICY\tMEMBERS\tUP\tFAIL-OPEN")
+	for _, s := range l.Groups {
+		fo := ""
+		if s.FailOpen {
+			fo = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", s.Name, s.Policy, s.Members, s.Up, fo)
+	}
+	return tw.Flush()
+}
+
+func (g *global) status(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usageError{"usage: groupctl status GROUP"}
+	}
+	var v probe.GroupView
+	if err := g.get(ctx, "/v1/groups/"+url.PathEscape(args[0]), &v); err != nil {
+		return err
+	}
+	if g.output == "json" {
+		return json.NewEncoder(g.stdout).Encode(v)
+	}
+	fmt.Fprintf(g.stdout, "group %s: policy %s, %d per answer, TTL %d..%d s, watermarks %.2f/%.2f",
+		v.Name, v.Policy, v.Answers, v.TTL.Min, v.TTL.Max, v.Watermarks.Low, v.Watermarks.High)
+	if v.FailOpen {
+		fmt.Fprint(g.stdout, ", FAIL-OPEN")
+	}
+	fmt.Fprintln(g.stdout)
+	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE")
+	for _, m := range v.Members {
+		age := "-"
+		if m.LastReport != nil {
+			age = fmt.Sprintf("%.1fs", m.ReportAge)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%.2f\t%.0f%%\t%.0f%%\t%s\n",
+			m.Name, m.State, m.Source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
+			m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age)
+	}
+	return tw.Flush()
+}
+
+func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("add", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var info probe.MemberInfo
+	var addrs, country, continent string
+	var lat, lon float64
+	fs.StringVar(&info.Name, "name", "", "member name ([a-z0-9-]+)")
+	fs.StringVar(&info.Host, "host", "", "the member's own host name")
+	fs.StringVar(&addrs, "addr", "", "IPv4/IPv6 addresses, comma separated")
+	fs.Float64Var(&info.Capacity, "capacity", 0, "capacity in load units (> 0)")
+	fs.Float64Var(&info.Weight, "weight", 0, "static weight (default 1)")
+	fs.StringVar(&info.Probe, "probe", "", "load report URL (GET /v1/load)")
+	fs.Float64Var(&lat, "lat", 0, "latitude")
+	fs.Float64Var(&lon, "lon", 0, "longitude")
+	fs.StringVar(&country, "country", "", "ISO country code")
+	fs.StringVar(&continent, "continent", "", "continent code (EU, NA, AS, …)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || info.Name == "" {
+		return usageError{"usage: groupctl add GROUP -name N -host H -addr IP[,IP] -capacity C [...]"}
+	}
+	for _, a := range strings.Split(addrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			info.Addresses = append(info.Addresses, a)
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "lat":
+			info.Location.Lat = &lat
+		case "lon":
+			info.Location.Lon = &lon
+		}
+	})
+	info.Location.Country, info.Location.Continent = country, continent
+	body, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	var out probe.MemberInfo
+	if err := g.do(ctx, http.MethodPost, "/v1/groups/"+url.PathEscape(pos[0])+"/members", body, true, &out); err != nil {
+		return err
+	}
+	if g.output == "json" {
+		return json.NewEncoder(g.stdout).Encode(out)
+	}
+	_, err = fmt.Fprintf(g.stdout, "added %s to %s (%s)\n", out.Name, pos[0], strings.Join(out.Addresses, ", "))
+	return err
+}
+
+// memberOp is remove, drain and undrain: a signed request on one member.
+func (g *global) memberOp(ctx context.Context, args []string, method, suffix string) error {
+	if len(args) != 2 {
+		return usageError{"usage: groupctl remove|drain|undrain GROUP MEMBER"}
+	}
+	var out map[string]any
+	path := "/v1/groups/" + url.PathEscape(args[0]) + "/members/" + url.PathEscape(args[1]) + suffix
+	if err := g.do(ctx, method, path, []byte{}, true, &out); err != nil {
+		return err
+	}
+	if g.output == "json" {
+		return json.NewEncoder(g.stdout).Encode(out)
+	}
+	what := map[string]string{"": "removed", "/drain": "drained", "/undrain": "undrained"}[suffix]
+	_, err := fmt.Fprintf(g.stdout, "%s %s in %s\n", what, args[1], args[0])
+	return err
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// writeConfig writes a document root and a config file into a temporary
+// directory and returns the config's path.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "root", "hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "mirror.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodYAML = `listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+group: www.example.test
+member: a
+host: a.mirrors.example.test
+root: root
+`
+
+func TestFlags(t *testing.T) {
+	good := writeConfig(t, goodYAML)
+	bad := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: A\nhost: a.example.test\nroot: root\n")
+	dispatcher := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: d\nhost: d.example.test\ndispatcher: true\n")
+	tests := []struct {
+		name      string
+		args      []string
+		code      int
+		stdout    string
+		stderr    string
+	}{
+		{"no config", nil, 2, "", "-config FILE is required"},
+		{"stray argument", []string{"-config", good, "extra"}, 2, "", `unexpected argument "extra"`},
+		{"bad log format", []string{"-config", good, "-log-format", "xml", "-check"}, 2, "", "-log-format"},
+		{"bad log level", []string{"-config", good, "-log-level", "loud", "-check"}, 2, "", "-log-level"},
+		{"bad listen flag", []string{"-config", good, "-listen", "8080", "-check"}, 2, "", `listen address "8080"`},
+		{"unknown flag", []string{"-config", good, "-verbose"}, 2, "", "flag provided but not defined"},
+		{"help", []string{"-h"}, 0, "", "-config"},
+		{"missing config", []string{"-config", "does-not-exist.yaml", "-check"}, 1, "", "does-not-exist.yaml"},
+		{"good config", []string{"-config", good, "-check"}, 0, "ok: member a of group www.example.test, serving", ""},
+		{"listen overridden", []string{"-config", good, "-check", "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, 0, "ok:", ""},
+		{"bad config: file:line:col", []string{"-config", bad, "-check"}, 1, "", `mirror.yaml:3:9: member: "A" must match [a-z0-9-]+`},
+		{"dispatcher needs dnsd", []string{"-config", dispatcher, "-check"}, 1, "", "dispatcher: needs dnsd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(tt.args, &out, &errb); code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tt.code, errb.String())
+			}
+			if !strings.Contains(out.String(), tt.stdout) {
+				t.Errorf("stdout %q lacks %q", out.String(), tt.stdout)
+			}
+			if !strings.Contains(errb.String(), tt.stderr) {
+				t.Errorf("stderr %q lacks %q", errb.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the logger and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServe starts the daemon on port 0, reads the addresses from its log
+// the way the e2e harness does, fetches a file and the admin endpoints,
+// and stops it.
+func TestServe(t *testing.T) {
+	cfg := writeConfig(t, goodYAML)
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- runContext(ctx, []string{"-config", cfg}, io.Discard, &logs) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit %d\n%s", code, logs.String())
+		}
+		if !strings.Contains(logs.String(), `msg="mirror stopped"`) {
+			t.Errorf("no stop line in\n%s", logs.String())
+		}
+	}()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `msg="mirror started"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not started:\n%s", logs.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d:\n%s", code, logs.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	addr := func(msg string) string {
+		m := regexp.MustCompile(`msg="` + msg + `" addr=(\S+)`).FindStringSubmatch(logs.String())
+		if m == nil {
+			t.Fatalf("no %q line in\n%s", msg, logs.String())
+		}
+		return m[1]
+	}
+	public, admin := addr("http listening"), addr("admin listening")
+	c := &http.Client{Timeout: 5 * time.Second}
+	for _, tc := range []struct{ url, want string }{
+		{"http://" + public + "/hello.txt", "hello\n"},
+		{"http://" + admin + "/-/healthy", "OK\n"},
+		{"http://" + admin + "/v1/load", `"member":"a"`},
+		{"http://" + admin + "/metrics", "transmirror_mirror_requests_total"},
+	} {
+		resp, err := c.Get(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET %s: %s, body %q lacks %q", tc.url, resp.Status, body, tc.want)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package dnsd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// Membership is what the admin API needs of the groups (implemented by
+// Controller).
+type Membership interface {
+	List() probe.GroupList
+	View(group string) (probe.GroupView, error)
+	Add(group string, info probe.MemberInfo) (probe.MemberInfo, error)
+	Remove(group, member string) error
+	Drain(group, member string, on bool) error
+	Push(group, member string, r probe.Report) error
+	Secret(group string) ([]byte, error)
+}
+
+var _ Membership = (*Controller)(nil)
+
+// maxBody bounds the body of every write to the admin API.
+const maxBody = 64 << 10
+
+// groupsAPI serves GROUP-QUERY, GROUP-ADD, GROUP-EXIT, LOAD-INFORM and
+// drains under /v1/groups. Writes must be signed with the group's secret
+// (probe.Sign); a missing or wrong signature gets 401 and changes nothing.
+type groupsAPI struct {
+	m      Membership
+	verify *probe.Verifier
+	now    func() time.Time
+}
+
+func (a *groupsAPI) register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/groups", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, a.m.List())
+	})
+	mux.HandleFunc("GET /v1/groups/{group}", func(w http.ResponseWriter, r *http.Request) {
+		v, err := a.m.View(r.PathValue("group"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+	mux.HandleFunc("POST /v1/groups/{group}/members", a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+		var info probe.MemberInfo
+		if err := decodeStrict(body, &info); err != nil {
+			writeError(w, fmt.Errorf("%w: %w", ErrInvalidMember, err))
+			return
+		}
+		out, err := a.m.Add(r.PathValue("group"), info)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, out)
+	}))
+	mux.HandleFunc("DELETE /v1/groups/{group}/members/{member}", a.signed(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if err := a.m.Remove(r.PathValue("group"), r.PathValue("member")); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"removed": r.PathValue("member")})
+	}))
+	mux.HandleFunc("POST /v1/groups/{group}/members/{member}/load", a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+		rep, err := probe.DecodeReport(bytes.NewReader(body), maxBody)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := a.m.Push(r.PathValue("group"), r.PathValue("member"), rep); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+	}))
+	for _, op := range []struct {
+		path string
+		on   bool
+	}{{"drain", true}, {"undrain", false}} {
+		mux.HandleFunc("POST /v1/groups/{group}/members/{member}/"+op.path, a.signed(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			if err := a.m.Drain(r.PathValue("group"), r.PathValue("member"), op.on); err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"member": r.PathValue("member"), "drained": op.on})
+		}))
+	}
+}
+
+// signed reads the body (bounded), checks the request's signature with the
+// group's secret and only then calls h.
+func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			var mb *http.MaxBytesError
+			if errors.As(err, &mb) {
+				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("body larger than %d bytes", maxBody)})
+				return
+			}
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading body: " + err.Error()})
+			return
+		}
+		secret, err := a.m.Secret(r.PathValue("group"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := a.verify.VerifyRequest(r, body, secret, a.now()); err != nil {
+			w.Header().Set("WWW-Authenticate", probe.SignatureScheme)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
+			return
+		}
+		h(w, r, body)
+	}
+}
+
+// decodeStrict decodes one JSON object, refusing unknown fields and
+// trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("malformed JSON: %s", jsonErrorAt(body, err))
+	}
+	if dec.More() {
+		return errors.New("malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// writeError maps an error to its status and a JSON body that says what is
+// wrong.
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrUnknownGroup), errors.Is(err, ErrUnknownMember), errors.Is(err, zones.ErrUnknownGroup):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember):
+		code = http.StatusConflict
+	case errors.Is(err, ErrNoSecret):
+		code = http.StatusForbidden
+	case errors.Is(err, ErrInvalidMember), errors.Is(err, probe.ErrReportSyntax),
+		errors.Is(err, probe.ErrInvalidReport), errors.Is(err, probe.ErrInvalidSpec):
+		code = http.StatusBadRequest
+	case errors.Is(err, probe.ErrReportTooLarge):
+		code = http.StatusRequestEntityTooLarge
+	}
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}

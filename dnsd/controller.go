@@ -1,0 +1,537 @@
+package dnsd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// Errors of the membership API.
+var (
+	// ErrStaticMember: the member is in the config file; change it there.
+	ErrStaticMember = errors.New("dnsd: member is in the config file; remove it there")
+	// ErrInvalidMember: a GROUP-ADD body that is not a valid member.
+	ErrInvalidMember = errors.New("dnsd: invalid member")
+	// ErrNoSecret: the group has no secret, so nothing can be signed for it.
+	ErrNoSecret = errors.New("dnsd: group has no secret: writes are disabled")
+)
+
+// Watcher is what the Controller needs from the prober.
+type Watcher interface {
+	Add(probe.MemberSpec) error
+	Update(probe.MemberSpec) error
+	Remove(group, member string) error
+	Push(probe.Report, time.Time) error
+	State(group, member string) (probe.MemberStatus, bool)
+}
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	Logger *slog.Logger
+	// Registry gets the controller's metrics; nil keeps them private.
+	Registry prometheus.Registerer
+	// Dispatcher answers the groups; the Controller feeds it states.
+	Dispatcher *Dispatcher
+	// Watcher probes the members; nil probes nothing.
+	Watcher Watcher
+	// Apply loads a Set (config plus run-time members) into everything
+	// that serves it (the dispatcher first, then the DNS server).
+	Apply func(*zones.Set) error
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Controller owns the membership of the groups: the members of the config
+// file plus those added at run time (GROUP-ADD, persisted in the state
+// file), operator drains, pushed load reports (LOAD-INFORM), and the
+// member states it feeds from the prober to the dispatcher.
+type Controller struct {
+	log   *slog.Logger
+	disp  *Dispatcher
+	watch Watcher
+	apply func(*zones.Set) error
+	now   func() time.Time
+	wake  chan struct{}
+
+	mu       sync.Mutex // serialises changes and state file writes
+	base     *zones.Set // the config file's set
+	path     string     // state file, "" for none
+	state    persisted
+	current  atomic.Pointer[zones.Set]
+	drained  atomic.Pointer[map[string][]string] // c.state.Drained, for sync
+	watching map[string]probe.MemberSpec         // "group\x00member" → spec
+
+	changes *prometheus.CounterVec
+}
+
+// NewController returns a Controller. It reads nothing yet: Load reads the
+// state file named by the config.
+func NewController(o ControllerOptions) (*Controller, error) {
+	c := &Controller{
+		log: o.Logger, disp: o.Dispatcher, watch: o.Watcher, apply: o.Apply, now: o.Now,
+		wake: make(chan struct{}, 1), watching: make(map[string]probe.MemberSpec),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.apply == nil || c.disp == nil {
+		return nil, errors.New("dnsd: controller needs a dispatcher and an apply function")
+	}
+	c.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "membership_changes_total",
+		Help: "Run-time membership changes by operation (add, remove, drain, undrain) and result (ok, error).",
+	}, []string{"op", "result"})
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if err := reg.Register(c.changes); err != nil {
+		return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+	}
+	for _, op := range []string{"add", "remove", "drain", "undrain"} {
+		for _, r := range []string{"ok", "error"} {
+			c.changes.WithLabelValues(op, r)
+		}
+	}
+	return c, nil
+}
+
+// Current returns the set being served: config plus run-time members.
+func (c *Controller) Current() *zones.Set { return c.current.Load() }
+
+// Load takes a new config Set (at start and on every reload), merges the
+// run-time members of the state file into it and applies the result. The
+// first Load, and a reload that names another state file, read the state
+// file; a corrupt one is an error. Run-time members of groups that are no
+// longer configured, or whose names the config now uses, stay in the state
+// file but are not served (logged).
+func (c *Controller) Load(base *zones.Set) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.state
+	if c.base == nil || base.StateFile != c.path {
+		if base.StateFile == "" {
+			st = persisted{Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
+		} else {
+			var err error
+			if st, err = readState(base.StateFile); err != nil {
+				return err
+			}
+		}
+	}
+	set, err := c.merge(base, st)
+	if err != nil {
+		return err
+	}
+	if err := c.apply(set); err != nil {
+		return err
+	}
+	c.base, c.path, c.state = base, base.StateFile, st
+	c.drained.Store(&st.Drained)
+	c.current.Store(set)
+	c.syncWatcher(set)
+	c.kick()
+	return nil
+}
+
+// merge builds the served Set from base and the run-time members of st,
+// leaving out (with a log line) those that no longer fit.
+func (c *Controller) merge(base *zones.Set, st persisted) (*zones.Set, error) {
+	extra := make(map[string][]zones.MemberConfig)
+	groups := slices.Sorted(func(yield func(string) bool) {
+		for g := range st.Members {
+			if !yield(g) {
+				return
+			}
+		}
+	})
+	for _, g := range groups {
+		for _, info := range st.Members[g] {
+			mc, err := memberConfig(info)
+			if err == nil {
+				_, err = base.WithMembers(map[string][]zones.MemberConfig{g: {mc}})
+			}
+			if err != nil {
+				c.log.Warn("run-time member not served", "group", g, "member", info.Name, "err", err)
+				continue
+			}
+			extra[g] = append(extra[g], mc)
+		}
+	}
+	return base.WithMembers(extra)
+}
+
+// memberConfig converts a GROUP-ADD body into a member config; zones
+// validates the rest.
+func memberConfig(info probe.MemberInfo) (zones.MemberConfig, error) {
+	mc := zones.MemberConfig{
+		Name: info.Name, Host: info.Host, Capacity: info.Capacity, Weight: info.Weight, Probe: info.Probe,
+		Location: zones.Location{Lat: info.Location.Lat, Lon: info.Location.Lon,
+			Country: info.Location.Country, Continent: info.Location.Continent},
+	}
+	for i, s := range info.Addresses {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return mc, fmt.Errorf("%w: member %q: addresses[%d]: %q is not an IP address", ErrInvalidMember, info.Name, i, s)
+		}
+		mc.Addresses = append(mc.Addresses, a)
+	}
+	return mc, nil
+}
+
+// memberInfo is the inverse of memberConfig.
+func memberInfo(m zones.MemberConfig) probe.MemberInfo {
+	info := probe.MemberInfo{
+		Name: m.Name, Host: m.Host, Capacity: m.Capacity, Weight: m.Weight, Probe: m.Probe,
+		Location: probe.LocationView{Lat: m.Location.Lat, Lon: m.Location.Lon,
+			Country: m.Location.Country, Continent: m.Location.Continent},
+	}
+	for _, a := range m.Addresses {
+		info.Addresses = append(info.Addresses, a.String())
+	}
+	return info
+}
+
+// Add is GROUP-ADD: it validates info with the config's rules, persists it
+// and serves it. On any error nothing changes.
+func (c *Controller) Add(group string, info probe.MemberInfo) (probe.MemberInfo, error) {
+	out, err := c.add(group, info)
+	c.count("add", err)
+	return out, err
+}
+
+func (c *Controller) add(group string, info probe.MemberInfo) (probe.MemberInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	group = dns.CanonicalName(group)
+	cur := c.current.Load()
+	if cur == nil || cur.Group(group) == nil {
+		return probe.MemberInfo{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	mc, err := memberConfig(info)
+	if err != nil {
+		return probe.MemberInfo{}, err
+	}
+	set, err := cur.WithMembers(map[string][]zones.MemberConfig{group: {mc}})
+	if err != nil {
+		if errors.Is(err, zones.ErrDuplicateMember) {
+			return probe.MemberInfo{}, err
+		}
+		return probe.MemberInfo{}, fmt.Errorf("%w: %w", ErrInvalidMember, err)
+	}
+	added := set.Group(group).Members[len(set.Group(group).Members)-1]
+	st := c.state.clone()
+	st.Members[group] = append(st.Members[group], memberInfo(added))
+	if err := c.commit(set, st); err != nil {
+		return probe.MemberInfo{}, err
+	}
+	c.log.Info("member added", "group", group, "member", added.Name)
+	return memberInfo(added), nil
+}
+
+// Remove is GROUP-EXIT: the member leaves the answers at once. Members of
+// the config file can not be removed this way.
+func (c *Controller) Remove(group, member string) error {
+	err := c.remove(group, member)
+	c.count("remove", err)
+	return err
+}
+
+func (c *Controller) remove(group, member string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	group = dns.CanonicalName(group)
+	cur := c.current.Load()
+	g := cur.Group(group)
+	if g == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	i := slices.IndexFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member })
+	if i < 0 {
+		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+	}
+	if !g.Members[i].Runtime {
+		return fmt.Errorf("%w: %s in %s", ErrStaticMember, member, group)
+	}
+	st := c.state.clone()
+	st.Members[group] = slices.DeleteFunc(st.Members[group], func(m probe.MemberInfo) bool { return m.Name == member })
+	if len(st.Members[group]) == 0 {
+		delete(st.Members, group)
+	}
+	st.Drained[group] = slices.DeleteFunc(st.Drained[group], func(m string) bool { return m == member })
+	set, err := c.merge(c.base, st)
+	if err != nil {
+		return err
+	}
+	if err := c.commit(set, st); err != nil {
+		return err
+	}
+	c.log.Info("member removed", "group", group, "member", member)
+	return nil
+}
+
+// Drain stops (on) or resumes (off) answering with a member; it keeps
+// being probed. The drain survives restarts.
+func (c *Controller) Drain(group, member string, on bool) error {
+	err := c.drain(group, member, on)
+	op := "drain"
+	if !on {
+		op = "undrain"
+	}
+	c.count(op, err)
+	return err
+}
+
+func (c *Controller) drain(group, member string, on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	group = dns.CanonicalName(group)
+	cur := c.current.Load()
+	g := cur.Group(group)
+	if g == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	if !slices.ContainsFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
+		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+	}
+	st := c.state.clone()
+	st.Drained[group] = slices.DeleteFunc(st.Drained[group], func(m string) bool { return m == member })
+	if on {
+		st.Drained[group] = append(st.Drained[group], member)
+	}
+	if len(st.Drained[group]) == 0 {
+		delete(st.Drained, group)
+	}
+	if err := c.commit(cur, st); err != nil {
+		return err
+	}
+	c.log.Info("member drain changed", "group", group, "member", member, "drained", on)
+	return nil
+}
+
+// commit persists st, then serves set. Called with c.mu held.
+func (c *Controller) commit(set *zones.Set, st persisted) error {
+	if c.path != "" {
+		if err := writeState(c.path, st); err != nil {
+			return err
+		}
+	}
+	if err := c.apply(set); err != nil {
+		return err
+	}
+	c.state = st
+	c.drained.Store(&st.Drained)
+	c.current.Store(set)
+	c.syncWatcher(set)
+	c.sync()
+	return nil
+}
+
+func (st persisted) clone() persisted {
+	out := persisted{Version: stateVersion, Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
+	for g, ms := range st.Members {
+		out.Members[g] = slices.Clone(ms)
+	}
+	for g, ms := range st.Drained {
+		out.Drained[g] = slices.Clone(ms)
+	}
+	return out
+}
+
+func (c *Controller) count(op string, err error) {
+	r := "ok"
+	if err != nil {
+		r = "error"
+	}
+	c.changes.WithLabelValues(op, r).Inc()
+}
+
+// Push is LOAD-INFORM: a report pushed by a member, already authenticated.
+// A member that has no probe URL starts being watched with its first push.
+func (c *Controller) Push(group, member string, r probe.Report) error {
+	group = dns.CanonicalName(group)
+	g := c.current.Load().Group(group)
+	if g == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	if !slices.ContainsFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
+		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+	}
+	if dns.CanonicalName(r.Group) != group || r.Member != member {
+		return fmt.Errorf("%w: report is for %s/%s, posted to %s/%s", ErrInvalidMember, r.Group, r.Member, group, member)
+	}
+	if c.watch == nil {
+		return nil
+	}
+	r.Group = group
+	c.mu.Lock()
+	key := group + "\x00" + member
+	if _, ok := c.watching[key]; !ok {
+		spec := c.spec(group, zones.MemberConfig{Name: member})
+		if err := c.watch.Add(spec); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.watching[key] = spec
+	}
+	c.mu.Unlock()
+	if err := c.watch.Push(r, c.now()); err != nil {
+		return err
+	}
+	c.kick()
+	return nil
+}
+
+// Secret returns the group's secret, for verifying signed requests.
+func (c *Controller) Secret(group string) ([]byte, error) {
+	set := c.current.Load()
+	if set == nil {
+		return nil, ErrNoConfig
+	}
+	g := set.Group(group)
+	if g == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+	}
+	if g.Secret == "" {
+		return nil, fmt.Errorf("%w: %s", ErrNoSecret, g.Name)
+	}
+	return []byte(g.Secret), nil
+}
+
+// SignatureWindow is the configured window of signed requests.
+func (c *Controller) SignatureWindow() time.Duration {
+	if set := c.current.Load(); set != nil {
+		return set.Config.Health.SignatureWindow.D()
+	}
+	return probe.DefaultSignatureWindow
+}
+
+// spec is the watcher spec of a member of group.
+func (c *Controller) spec(group string, m zones.MemberConfig) probe.MemberSpec {
+	h := c.current.Load().Config.Health
+	return probe.MemberSpec{Group: group, Member: m.Name, URL: m.Probe,
+		Interval: h.Interval.D(), Jitter: h.Jitter.D(), Timeout: h.Timeout.D()}
+}
+
+// syncWatcher makes the watcher watch exactly the members that have a
+// probe URL, plus those that have pushed. Called with c.mu held.
+func (c *Controller) syncWatcher(set *zones.Set) {
+	if c.watch == nil {
+		return
+	}
+	want := make(map[string]probe.MemberSpec)
+	for _, g := range set.Groups {
+		for _, m := range g.Members {
+			key := g.Name + "\x00" + m.Name
+			_, pushed := c.watching[key]
+			if m.Probe != "" || pushed {
+				want[key] = c.spec(g.Name, m)
+			}
+		}
+	}
+	for key, spec := range c.watching {
+		if _, ok := want[key]; !ok {
+			if err := c.watch.Remove(spec.Group, spec.Member); err != nil {
+				c.log.Warn("watcher remove", "group", spec.Group, "member", spec.Member, "err", err)
+			}
+			delete(c.watching, key)
+		}
+	}
+	for key, spec := range want {
+		old, ok := c.watching[key]
+		var err error
+		switch {
+		case !ok:
+			err = c.watch.Add(spec)
+		case old != spec:
+			err = c.watch.Update(spec)
+		}
+		if err != nil {
+			c.log.Warn("watcher", "group", spec.Group, "member", spec.Member, "err", err)
+			continue
+		}
+		c.watching[key] = spec
+	}
+}
+
+// Kick asks the sync loop to push member states to the dispatcher now
+// (the watcher's OnEvent calls it on every state change).
+func (c *Controller) Kick() { c.kick() }
+
+func (c *Controller) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run feeds member states and loads from the watcher to the dispatcher,
+// every second and at once after each state change, until ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		c.sync()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-c.wake:
+		}
+	}
+}
+
+// sync pushes every member's current state to the dispatcher.
+func (c *Controller) sync() {
+	set := c.current.Load()
+	if set == nil {
+		return
+	}
+	var drained map[string][]string
+	if d := c.drained.Load(); d != nil {
+		drained = *d
+	}
+	names := make([]string, 0, len(set.Groups))
+	for name := range set.Groups {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		g := set.Groups[name]
+		states := make(map[string]MemberState, len(g.Members))
+		for _, m := range g.Members {
+			st := MemberState{State: StateUnknown}
+			if c.watch != nil {
+				if ms, ok := c.watch.State(g.Name, m.Name); ok {
+					st.State = State(ms.State.String())
+					if ms.HasReport {
+						st.Load, st.Reported = ms.Report.Load, ms.Report.Time
+					}
+				}
+			}
+			if slices.Contains(drained[g.Name], m.Name) {
+				st.State = StateDraining
+			}
+			states[m.Name] = st
+		}
+		if err := c.disp.SetMemberStates(g.Name, states); err != nil && !errors.Is(err, ErrUnknownGroup) {
+			c.log.Warn("member states", "group", g.Name, "err", err)
+		}
+	}
+}

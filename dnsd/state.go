@@ -1,0 +1,121 @@
+package dnsd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/transmirror/transmirror/probe"
+)
+
+// stateVersion is the version of the state file format.
+const stateVersion = 1
+
+// persisted is dnsd's run-time state file: members added through the
+// admin API and members drained by an operator, by group.
+type persisted struct {
+	Version int                           `json:"version"`
+	Members map[string][]probe.MemberInfo `json:"members"`
+	Drained map[string][]string           `json:"drained"`
+}
+
+// readState reads the state file at path. A missing file is an empty
+// state; anything else that is wrong is an error naming the file, so that a
+// corrupt file is never silently replaced by an empty one.
+func readState(path string) (persisted, error) {
+	st := persisted{Version: stateVersion, Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("dnsd: state file: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return st, fmt.Errorf("dnsd: state file %s is corrupt (%s); fix or move it away, dnsd will not overwrite it", path, jsonErrorAt(data, err))
+	}
+	if dec.More() {
+		return st, fmt.Errorf("dnsd: state file %s is corrupt (data after the JSON object); fix or move it away", path)
+	}
+	if st.Version != stateVersion {
+		return st, fmt.Errorf("dnsd: state file %s: version %d, want %d", path, st.Version, stateVersion)
+	}
+	if st.Members == nil {
+		st.Members = map[string][]probe.MemberInfo{}
+	}
+	if st.Drained == nil {
+		st.Drained = map[string][]string{}
+	}
+	return st, nil
+}
+
+// jsonErrorAt describes a JSON decoding error with its line and column.
+func jsonErrorAt(data []byte, err error) string {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 {
+		return err.Error()
+	}
+	line, col := 1, 1
+	for _, c := range data[:min(int(off), len(data))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
+}
+
+// writeState writes st to path atomically: a temporary file in the same
+// directory, fsync, rename over path, fsync of the directory.
+func writeState(path string, st persisted) error {
+	st.Version = stateVersion
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("dnsd: state file: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("dnsd: state file: sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package dnsd
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/probe"
+)
+
+// View is GROUP-QUERY: the group's settings and every member with its live
+// state, last report and share of the answers. It shows no secret.
+func (c *Controller) View(group string) (probe.GroupView, error) {
+	set := c.current.Load()
+	if set == nil {
+		return probe.GroupView{}, ErrNoConfig
+	}
+	g := set.Group(group)
+	if g == nil {
+		return probe.GroupView{}, fmt.Errorf("%w: %s", ErrUnknownGroup, dns.CanonicalName(group))
+	}
+	now := c.now()
+	live, _ := c.disp.Live(g.Name)
+	v := probe.GroupView{
+		Name: g.Name, Policy: g.Policy.Name, Answers: g.Answers, Time: now,
+		TTL:        probe.TTLView{Min: g.TTL.Min, Max: g.TTL.Max},
+		Watermarks: probe.Watermarks{Low: g.Policy.LowWatermark, High: g.Policy.HighWatermark},
+		FailOpen:   c.disp.FailingOpen(g.Name),
+	}
+	var answers uint64
+	var capAnswered float64
+	for _, m := range g.Members {
+		l := live[m.Name]
+		answers += l.Answers
+		if l.State.State.answered() {
+			capAnswered += m.Capacity * m.Weight
+		}
+	}
+	for _, m := range g.Members {
+		l := live[m.Name]
+		mv := probe.MemberView{MemberInfo: memberInfo(m), Source: "config", State: string(l.State.State)}
+		if m.Runtime {
+			mv.Source = "runtime"
+		}
+		if mv.State == "" {
+			mv.State = string(StateUnknown)
+		}
+		if c.watch != nil {
+			if ms, ok := c.watch.State(g.Name, m.Name); ok {
+				mv.Since = ms.LastChange
+				if ms.HasReport {
+					r := ms.Report
+					mv.LastReport = &r
+					mv.ReportAge = math.Round(now.Sub(r.Time).Seconds()*10) / 10
+				}
+			}
+		}
+		mv.Load = l.State.Load
+		if m.Capacity > 0 {
+			mv.Utilization = round2((l.State.Load + l.Pending) / m.Capacity)
+		}
+		if answers > 0 {
+			mv.AnswerShare = round2(float64(l.Answers) / float64(answers))
+		}
+		if capAnswered > 0 && l.State.State.answered() {
+			mv.CapacityShare = round2(m.Capacity * m.Weight / capAnswered)
+		}
+		v.Members = append(v.Members, mv)
+	}
+	return v, nil
+}
+
+// List is the GROUP-QUERY summary of every group.
+func (c *Controller) List() probe.GroupList {
+	out := probe.GroupList{Groups: []probe.GroupSummary{}}
+	set := c.current.Load()
+	if set == nil {
+		return out
+	}
+	for _, gc := range set.Config.Groups {
+		g := set.Group(gc.Name)
+		live, _ := c.disp.Live(g.Name)
+		s := probe.GroupSummary{Name: g.Name, Policy: g.Policy.Name, Members: len(g.Members), FailOpen: c.disp.FailingOpen(g.Name)}
+		for _, m := range g.Members {
+			if live[m.Name].State.State == StateUp {
+				s.Up++
+			}
+		}
+		out.Groups = append(out.Groups, s)
+	}
+	return out
+}
