@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,6 +27,8 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	// DefaultPushInterval is dnsd.push_interval.
 	DefaultPushInterval = 5 * time.Second
+	// DefaultViewInterval is dnsd.view_interval.
+	DefaultViewInterval = 5 * time.Second
 	// DefaultCapacity is capacity, in load units.
 	DefaultCapacity = 100
 	// DefaultLowWatermark is redirect.low_watermark.
@@ -61,8 +64,13 @@ type Config struct {
 	// DNSD is where load reports are pushed; absent disables pushing.
 	DNSD DNSDConfig `yaml:"dnsd"`
 	// Root is the document root served; relative to the config file's
-	// directory. Exactly one of Root and Backends is given.
+	// directory. Exactly one of Root, Backends and Dispatcher is given.
 	Root string `yaml:"root"`
+	// Dispatcher makes this mirror a pure 302 dispatcher: it serves no
+	// content and answers every request on the group name with a redirect
+	// to the best member for the client. It needs dnsd (for the group view)
+	// and excludes root and backends.
+	Dispatcher bool `yaml:"dispatcher"`
 	// Backends are the site's back ends when this mirror is a front end.
 	Backends []BackendConfig `yaml:"backends"`
 	// Listing turns on HTML directory listings (off by default).
@@ -75,6 +83,11 @@ type Config struct {
 	Capacity float64 `yaml:"capacity"`
 	// Location is where this mirror is.
 	Location Location `yaml:"location"`
+	// Geo says where clients are, to redirect them to a sibling near
+	// them; the same settings as dnsd's geo.
+	Geo GeoConfig `yaml:"geo"`
+	// Site configures the site front end and the back-end memory cache (see SiteConfig).
+	Site SiteConfig `yaml:"site"`
 
 	// File is the path the config was read from.
 	File string `yaml:"-"`
@@ -91,6 +104,10 @@ type DNSDConfig struct {
 	SecretFile string `yaml:"secret_file"`
 	// PushInterval is the time between pushes (default 5s, > 0).
 	PushInterval Duration `yaml:"push_interval"`
+	// ViewInterval is the time between refreshes of the group view
+	// (GET {url}/v1/groups/{group}); a view older than three intervals is
+	// stale and not used for redirects (default 5s, > 0).
+	ViewInterval Duration `yaml:"view_interval"`
 }
 
 // String returns the settings with the secret redacted, so that a
@@ -100,7 +117,7 @@ func (d DNSDConfig) String() string {
 	if d.Secret != "" {
 		secret = "<redacted>"
 	}
-	return fmt.Sprintf("{URL:%s Secret:%s SecretFile:%s PushInterval:%s}", d.URL, secret, d.SecretFile, d.PushInterval.D())
+	return fmt.Sprintf("{URL:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
 }
 
 // BackendConfig is one back end of the site front end. Only its shape is
@@ -114,6 +131,10 @@ type BackendConfig struct {
 	Weight float64 `yaml:"weight"`
 	// Memory is the size of its memory cache, e.g. 8GiB.
 	Memory ByteSize `yaml:"memory"`
+	// PublicURL is where clients reach it directly (site.mode redirect).
+	PublicURL string `yaml:"public_url"`
+	// HandoffSocket is its Unix socket for connection handoff (site.mode handoff).
+	HandoffSocket string `yaml:"handoff_socket"`
 }
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
@@ -149,6 +170,30 @@ type RedirectConfig struct {
 	// Never lists request paths never redirected, each starting with "/"
 	// (default ["/"]).
 	Never []string `yaml:"never"`
+}
+
+// GeoConfig says where HTTP clients are: a static networks table that
+// wins, then a GeoIP2/GeoLite2 City or Country database, then a default.
+// Without any of them every client is at the unknown location and the
+// sibling is chosen by load alone.
+type GeoConfig struct {
+	// MMDB is a GeoIP2 or GeoLite2 (or DB-IP) City or Country database,
+	// relative to the config file's directory; "" for none. After
+	// ParseConfig it is resolved.
+	MMDB string `yaml:"mmdb"`
+	// Networks map client prefixes to locations; the longest prefix wins
+	// and the table wins over the MMDB.
+	Networks []NetworkConfig `yaml:"networks"`
+	// Default is where clients that nothing locates are.
+	Default Location `yaml:"default"`
+}
+
+// NetworkConfig is one row of the static networks table.
+type NetworkConfig struct {
+	// Prefix is the client prefix, e.g. 198.51.100.0/24.
+	Prefix netip.Prefix `yaml:"prefix"`
+	// Location is where its clients are; it must say something.
+	Location Location `yaml:"location"`
 }
 
 // Location is a place: coordinates and/or country and continent codes.
@@ -294,7 +339,9 @@ func (v *validator) validate() {
 	if !(c.Capacity > 0) || math.IsInf(c.Capacity, 1) {
 		v.errorf("capacity", "must be > 0, got %g", c.Capacity)
 	}
-	v.location()
+	v.location("location", &c.Location)
+	v.geo()
+	v.site()
 }
 
 func (v *validator) listen() {
@@ -309,7 +356,7 @@ func (v *validator) listen() {
 			v.errorf(path, "%q: %v", addr, err)
 			continue
 		}
-		if seen[addr] {
+		if seen[addr] && !anyPort(addr) {
 			v.errorf(path, "%q is listed twice", addr)
 		}
 		seen[addr] = true
@@ -317,10 +364,17 @@ func (v *validator) listen() {
 	if c.Admin != "" {
 		if err := checkHostPort(c.Admin); err != nil {
 			v.errorf("admin", "%q: %v", c.Admin, err)
-		} else if seen[c.Admin] {
+		} else if seen[c.Admin] && !anyPort(c.Admin) {
 			v.errorf("admin", "%q is also a public listen address", c.Admin)
 		}
 	}
+}
+
+// anyPort reports whether addr asks for a port picked by the kernel (port
+// 0): such addresses never clash with each other.
+func anyPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
 }
 
 // checkHostPort accepts "HOST:PORT" where PORT is a number.
@@ -362,6 +416,10 @@ func (v *validator) dnsd() {
 	d := &v.c.DNSD
 	if !v.written("dnsd") {
 		d.PushInterval = Duration(DefaultPushInterval)
+		d.ViewInterval = Duration(DefaultViewInterval)
+		if v.c.Dispatcher {
+			v.errorf("dispatcher", "needs dnsd (the group view says where to send clients)")
+		}
 		return
 	}
 	if d.URL == "" {
@@ -391,6 +449,11 @@ func (v *validator) dnsd() {
 	} else if d.PushInterval <= 0 {
 		v.errorf("dnsd.push_interval", "must be > 0, got %s", d.PushInterval.D())
 	}
+	if !v.written("dnsd.view_interval") {
+		d.ViewInterval = Duration(DefaultViewInterval)
+	} else if d.ViewInterval <= 0 {
+		v.errorf("dnsd.view_interval", "must be > 0, got %s", d.ViewInterval.D())
+	}
 }
 
 // unwrapPath drops the *PathError's operation and path, keeping the cause.
@@ -405,10 +468,14 @@ func unwrapPath(err error) error {
 func (v *validator) content() {
 	c := v.c
 	switch {
+	case c.Dispatcher && c.Root != "":
+		v.errorf("root", "a dispatcher serves no content: root must be absent")
+	case c.Dispatcher && len(c.Backends) > 0:
+		v.errorf("backends", "a dispatcher serves no content: backends must be absent")
 	case c.Root != "" && len(c.Backends) > 0:
 		v.errorf("backends", "root and backends are mutually exclusive")
-	case c.Root == "" && len(c.Backends) == 0:
-		v.errorf("root", "one of root and backends is required")
+	case c.Root == "" && len(c.Backends) == 0 && !c.Dispatcher:
+		v.errorf("root", "one of root and backends is required (or dispatcher: true)")
 	}
 	if c.Root != "" {
 		root := v.resolve(c.Root)
@@ -490,6 +557,8 @@ func (v *validator) redirect() {
 	r := &v.c.Redirect
 	if !v.written("redirect.enabled") {
 		r.Enabled = true
+	} else if !r.Enabled && v.c.Dispatcher {
+		v.errorf("redirect.enabled", "a dispatcher only redirects: it can not be false")
 	}
 	if !v.written("redirect.low_watermark") {
 		r.LowWatermark = DefaultLowWatermark
@@ -521,22 +590,22 @@ func (v *validator) redirect() {
 	}
 }
 
-func (v *validator) location() {
-	l := &v.c.Location
+// location validates and normalises the location l written at path.
+func (v *validator) location(path string, l *Location) {
 	switch {
 	case (l.Lat == nil) != (l.Lon == nil):
-		v.errorf("location", "lat and lon go together")
+		v.errorf(path, "lat and lon go together")
 	case l.Lat != nil:
 		if !(*l.Lat >= -90 && *l.Lat <= 90) {
-			v.errorf("location.lat", "%g must be in -90..90", *l.Lat)
+			v.errorf(path+".lat", "%g must be in -90..90", *l.Lat)
 		}
 		if !(*l.Lon >= -180 && *l.Lon <= 180) {
-			v.errorf("location.lon", "%g must be in -180..180", *l.Lon)
+			v.errorf(path+".lon", "%g must be in -180..180", *l.Lon)
 		}
 	}
 	if l.Country != "" {
 		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
-			v.errorf("location.country", "%q: want a two-letter code", l.Country)
+			v.errorf(path+".country", "%q: want a two-letter code", l.Country)
 		}
 		l.Country = strings.ToUpper(l.Country)
 	}
@@ -544,9 +613,52 @@ func (v *validator) location() {
 		if c := strings.ToUpper(l.Continent); slices.Contains(strings.Fields(continents), c) {
 			l.Continent = c
 		} else {
-			v.errorf("location.continent", "%q: want one of %s", l.Continent, continents)
+			v.errorf(path+".continent", "%q: want one of %s", l.Continent, continents)
 		}
 	}
+}
+
+// geo validates the client location settings, as dnsd does.
+func (v *validator) geo() {
+	g := &v.c.Geo
+	if g.MMDB != "" {
+		p := v.resolve(g.MMDB)
+		if fi, err := os.Stat(p); err != nil {
+			v.errorf("geo.mmdb", "cannot use %q: %v", g.MMDB, unwrapPath(err))
+		} else if !fi.Mode().IsRegular() {
+			v.errorf("geo.mmdb", "%q is not a file", g.MMDB)
+		} else {
+			g.MMDB = p
+		}
+	}
+	seen := make(map[netip.Prefix]bool)
+	for i := range g.Networks {
+		n := &g.Networks[i]
+		path := fmt.Sprintf("geo.networks[%d]", i)
+		if !n.Prefix.IsValid() {
+			v.errorf(path+".prefix", "is required")
+			continue
+		}
+		a := n.Prefix.Addr()
+		bits := n.Prefix.Bits()
+		if a.Is4In6() {
+			if bits < 96 {
+				v.errorf(path+".prefix", "%s: an IPv4-mapped prefix must be at least /96", n.Prefix)
+				continue
+			}
+			bits -= 96
+		}
+		n.Prefix = netip.PrefixFrom(a.Unmap(), bits).Masked()
+		if seen[n.Prefix] {
+			v.errorf(path+".prefix", "%s is listed twice", n.Prefix)
+		}
+		seen[n.Prefix] = true
+		v.location(path+".location", &n.Location)
+		if n.Location.Lat == nil && n.Location.Country == "" && n.Location.Continent == "" {
+			v.errorf(path+".location", "must say something (lat/lon, country or continent)")
+		}
+	}
+	v.location("geo.default", &g.Default)
 }
 
 // validHostName accepts a DNS host name of letters, digits and hyphens

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"mime"
@@ -28,6 +29,8 @@ type FileServerOptions struct {
 	Listing bool
 	// Logger receives unexpected file system errors (default: discard).
 	Logger *slog.Logger
+	// Cache, when not nil, serves small files from memory (see Cache).
+	Cache *Cache
 }
 
 // FileServer is an http.Handler that serves the files below a document
@@ -61,6 +64,7 @@ type FileServer struct {
 	listing bool
 	log     *slog.Logger
 	tmpl    *template.Template
+	cache   *Cache
 }
 
 var _ http.Handler = (*FileServer)(nil)
@@ -82,6 +86,7 @@ func NewFileServer(root string, o FileServerOptions) (*FileServer, error) {
 		listing: o.Listing,
 		log:     log,
 		tmpl:    template.Must(template.New("listing").Parse(listingHTML)),
+		cache:   o.Cache,
 	}, nil
 }
 
@@ -160,7 +165,11 @@ func (s *FileServer) serveFile(w http.ResponseWriter, r *http.Request, name stri
 	if ct := contentType(name); ct != "" {
 		h.Set("Content-Type", ct)
 	}
-	http.ServeContent(w, r, path.Base(name), fi.ModTime(), servedFile{f})
+	var content io.ReadSeeker = servedFile{f}
+	if s.cache != nil {
+		content = s.cache.content(r.Context(), name, f, fi)
+	}
+	http.ServeContent(w, r, path.Base(name), fi.ModTime(), content)
 }
 
 // servedFile keeps the file's path out of responses: http.ServeContent

@@ -3,6 +3,7 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 
@@ -43,6 +44,16 @@ func decodeStrict(file string, data []byte, cfg any) (positions, error) {
 		}),
 		yaml.CustomUnmarshaler(func(n *ByteSize, b []byte) error {
 			return parseText(b, "size", func(s string) error { return n.UnmarshalText([]byte(s)) })
+		}),
+		yaml.CustomUnmarshaler(func(p *netip.Prefix, b []byte) error {
+			return parseText(b, "prefix", func(s string) error {
+				v, err := netip.ParsePrefix(s)
+				if err != nil {
+					return fmt.Errorf("invalid prefix %q: want e.g. 192.0.2.0/24 or 2001:db8::/32", s)
+				}
+				*p = v
+				return nil
+			})
 		}),
 	)
 	if err != nil {

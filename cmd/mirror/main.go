@@ -192,6 +192,18 @@ func serve(ctx context.Context, cfg *mirror.Config, logger *slog.Logger) error {
 		lns = append(lns, ln)
 		logger.Info("http listening", "addr", ln.Addr().String())
 	}
+	nPublic := len(lns)
+	if cfg.Site.HandoffSocket != "" {
+		// The back-end role of connection handoff: a front end on this host
+		// passes accepted client connections over this socket.
+		ln, err := mirror.ListenHandoff(cfg.Site.HandoffSocket)
+		if err != nil {
+			return fmt.Errorf("mirror: handoff: %w", err)
+		}
+		lns = append(lns, ln)
+		nPublic++
+		logger.Info("handoff listening", "socket", cfg.Site.HandoffSocket)
+	}
 	var adminLn net.Listener
 	if cfg.Admin != "" {
 		if adminLn, err = net.Listen("tcp", cfg.Admin); err != nil {
@@ -209,7 +221,7 @@ func serve(ctx context.Context, cfg *mirror.Config, logger *slog.Logger) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
-	for _, ln := range lns[:len(cfg.Listen)] {
+	for _, ln := range lns[:nPublic] {
 		g.Go(func() error { return m.Serve(gctx, ln) })
 	}
 	if adminLn != nil {

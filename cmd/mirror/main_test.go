@@ -45,11 +45,11 @@ func TestFlags(t *testing.T) {
 	bad := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: A\nhost: a.example.test\nroot: root\n")
 	dispatcher := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: d\nhost: d.example.test\ndispatcher: true\n")
 	tests := []struct {
-		name      string
-		args      []string
-		code      int
-		stdout    string
-		stderr    string
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
 	}{
 		{"no config", nil, 2, "", "-config FILE is required"},
 		{"stray argument", []string{"-config", good, "extra"}, 2, "", `unexpected argument "extra"`},
@@ -61,7 +61,7 @@ func TestFlags(t *testing.T) {
 		{"missing config", []string{"-config", "does-not-exist.yaml", "-check"}, 1, "", "does-not-exist.yaml"},
 		{"good config", []string{"-config", good, "-check"}, 0, "ok: member a of group www.example.test, serving", ""},
 		{"listen overridden", []string{"-config", good, "-check", "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, 0, "ok:", ""},
-		{"bad config: file:line:col", []string{"-config", bad, "-check"}, 1, "", `mirror.yaml:3:9: member: "A" must match [a-z0-9-]+`},
+		{"bad config: file:line:col", []string{"-config", bad, "-check"}, 1, "", `mirror.yaml:3:1: member: "A" must match [a-z0-9-]+`},
 		{"dispatcher needs dnsd", []string{"-config", dispatcher, "-check"}, 1, "", "dispatcher: needs dnsd"},
 	}
 	for _, tt := range tests {
@@ -107,8 +107,12 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- runContext(ctx, []string{"-config", cfg}, io.Discard, &logs) }()
+	exited := false
 	defer func() {
 		cancel()
+		if exited {
+			return
+		}
 		if code := <-done; code != 0 {
 			t.Errorf("exit %d\n%s", code, logs.String())
 		}
@@ -124,6 +128,7 @@ func TestServe(t *testing.T) {
 		}
 		select {
 		case code := <-done:
+			exited = true
 			t.Fatalf("exited %d:\n%s", code, logs.String())
 		case <-time.After(5 * time.Millisecond):
 		}

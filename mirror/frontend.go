@@ -1,0 +1,253 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/transmirror/transmirror/scheduler/site"
+)
+
+// ServeHTTP hands r to a back end by the configured mode.
+func (h *siteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := siteRequest(r)
+	switch h.mode {
+	case SiteModeRedirect:
+		h.serveRedirect(w, r, req)
+	case SiteModeHandoff:
+		h.serveHandoff(w, r, req)
+	default:
+		h.serveProxy(w, r, req)
+	}
+}
+
+// attempt is one proxied request: the back end it is on (which a retry
+// changes) and what its response said. It travels in the request context
+// from ServeHTTP through Rewrite, the transport and ModifyResponse, all
+// on the request's goroutine.
+type attempt struct {
+	req     site.Request
+	in      *url.URL
+	b       *siteBackend
+	retried bool
+	status  int
+	length  int64 // the response's Content-Length, -1 unknown
+}
+
+type attemptKey struct{}
+
+func attemptOf(ctx context.Context) *attempt {
+	a, _ := ctx.Value(attemptKey{}).(*attempt)
+	return a
+}
+
+// serveProxy streams r through the back end the policy picks.
+func (h *siteHandler) serveProxy(w http.ResponseWriter, r *http.Request, req site.Request) {
+	b, err := h.pick(req, nil)
+	if err != nil {
+		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		return
+	}
+	a := &attempt{req: req, in: r.URL, b: b, length: -1}
+	cw := &countingWriter{ResponseWriter: w}
+	// Deferred: ReverseProxy panics with http.ErrAbortHandler when the
+	// body fails halfway, and the in-flight count must still drop.
+	defer func() {
+		h.m.proxiedBytes.Add(float64(cw.n))
+		size := cw.n
+		if a.status == http.StatusOK && a.length >= 0 {
+			size = a.length
+		} else if a.status != http.StatusOK {
+			size = 0
+		}
+		h.release(a.b, a.req, size)
+	}()
+	h.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), attemptKey{}, a)))
+}
+
+// rewrite points the outgoing request at the attempt's back end and sets
+// the forwarding headers (ReverseProxy has removed the client's own).
+func (h *siteHandler) rewrite(pr *httputil.ProxyRequest) {
+	a := attemptOf(pr.In.Context())
+	pr.Out.URL = targetURL(a.b.url, pr.In.URL)
+	pr.Out.Host = ""
+	pr.SetXForwarded()
+	pr.Out.Header.Set("Forwarded", forwarded(pr.In))
+}
+
+// forwarded returns the RFC 7239 Forwarded element for r.
+func forwarded(r *http.Request) string {
+	var b strings.Builder
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		b.WriteString("for=")
+		if strings.Contains(host, ":") {
+			b.WriteString(`"[` + host + `]"`)
+		} else {
+			b.WriteString(host)
+		}
+		b.WriteString(";")
+	}
+	if r.Host != "" && !strings.ContainsAny(r.Host, "\"\\\r\n") {
+		b.WriteString(`host="` + r.Host + `";`)
+	}
+	if r.TLS != nil {
+		b.WriteString("proto=https")
+	} else {
+		b.WriteString("proto=http")
+	}
+	return b.String()
+}
+
+func (h *siteHandler) modifyResponse(resp *http.Response) error {
+	if a := attemptOf(resp.Request.Context()); a != nil {
+		a.status, a.length = resp.StatusCode, resp.ContentLength
+	}
+	return nil
+}
+
+// proxyError answers a request whose back end failed before a response:
+// 504 for a timeout, else 502. Nothing is written for a client that left.
+func (h *siteHandler) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	b := ""
+	if a := attemptOf(r.Context()); a != nil {
+		b = a.b.name
+	}
+	h.log.Debug("proxy failed", "backend", b, "path", r.URL.Path, "err", err)
+	code := http.StatusBadGateway
+	if errKind(err) == errTimeout {
+		code = http.StatusGatewayTimeout
+	}
+	http.Error(w, http.StatusText(code), code)
+}
+
+// retryTransport sends the outgoing request to the attempt's back end,
+// feeds the result to passive health, and retries an idempotent request
+// without a body once on another back end when the first fails before
+// its response: ReverseProxy has written nothing to the client then.
+type retryTransport struct{ h *siteHandler }
+
+var _ http.RoundTripper = retryTransport{}
+
+func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := t.h
+	a := attemptOf(req.Context())
+	if a == nil {
+		return h.transport.RoundTrip(req)
+	}
+	for {
+		resp, err := h.transport.RoundTrip(req)
+		if err == nil {
+			h.transition(a.b, "request", "")(a.b.health.request(true, ""))
+			resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: req.Context(), h: h, b: a.b}
+			return resp, nil
+		}
+		if req.Context().Err() != nil {
+			return nil, err // the client left: not the back end's fault
+		}
+		kind := errKind(err)
+		h.backendFailed(a.b, kind, err)
+		if a.retried || !retryable(req) {
+			return nil, err
+		}
+		next, perr := h.pick(a.req, a.b)
+		if perr != nil {
+			return nil, err
+		}
+		h.release(a.b, a.req, 0)
+		a.b, a.retried = next, true
+		h.m.retries.Inc()
+		req = req.Clone(req.Context())
+		req.URL = targetURL(next.url, a.in)
+		req.Host = ""
+	}
+}
+
+// backendFailed counts a failed request on b and feeds passive health.
+func (h *siteHandler) backendFailed(b *siteBackend, kind string, err error) {
+	h.m.errors.WithLabelValues(b.name, kind).Inc()
+	h.transition(b, "requests", err.Error())(b.health.request(false, kind))
+}
+
+// retryable reports whether req may be sent again: GET or HEAD without a
+// body.
+func retryable(req *http.Request) bool {
+	return (req.Method == http.MethodGet || req.Method == http.MethodHead) &&
+		(req.Body == nil || req.Body == http.NoBody)
+}
+
+// errKind classifies a transport error for metrics and health.
+func errKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return errReset
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return errTimeout
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return errDial
+	}
+	return errOther
+}
+
+// watchedBody counts a back end's response body that fails halfway as
+// a passive error (unless the client left first).
+type watchedBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	h      *siteHandler
+	b      *siteBackend
+	failed bool
+}
+
+func (w *watchedBody) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !w.failed && w.ctx.Err() == nil {
+		w.failed = true
+		w.h.backendFailed(w.b, errBody, err)
+	}
+	return n, err
+}
+
+// countingWriter counts the response body bytes written through it. It
+// supports http.ResponseController (Flush, Hijack) through Unwrap.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// serveRedirect answers 302 to the picked back end's public URL.
+func (h *siteHandler) serveRedirect(w http.ResponseWriter, r *http.Request, req site.Request) {
+	b, err := h.pick(req, nil)
+	if err != nil {
+		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		return
+	}
+	defer h.release(b, req, 0)
+	hd := w.Header()
+	hd.Set("Location", targetURL(b.public, r.URL).String())
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusFound)
+}

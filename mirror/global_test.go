@@ -1,0 +1,631 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/transmirror/transmirror/probe"
+)
+
+const (
+	testGroup  = "www.example.test"
+	testSecret = "group-secret"
+)
+
+// fakeDNSD is dnsd's admin API as a mirror sees it: GET /v1/groups/{group}
+// answers a view of the members with the utilization of their last pushed
+// report, and POST .../members/{member}/load takes signed reports.
+type fakeDNSD struct {
+	t      *testing.T
+	url    string
+	secret []byte
+
+	mu      sync.Mutex
+	members []probe.MemberInfo
+	reports map[string][]probe.Report // accepted, by member
+	refused int                       // pushes with a bad signature
+}
+
+func newFakeDNSD(t *testing.T, members ...string) *fakeDNSD {
+	d := &fakeDNSD{t: t, secret: []byte(testSecret), reports: make(map[string][]probe.Report)}
+	for _, m := range members {
+		d.members = append(d.members, probe.MemberInfo{Name: m, Host: m + ".mirrors.test", Capacity: 1})
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/groups/{group}", d.view)
+	mux.HandleFunc("POST /v1/groups/{group}/members/{member}/load", d.push)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	d.url = srv.URL
+	return d
+}
+
+func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("group") != testGroup {
+		http.NotFound(w, r)
+		return
+	}
+	d.mu.Lock()
+	v := probe.GroupView{Name: testGroup + ".", Policy: "least-load", Watermarks: probe.Watermarks{Low: 0.7, High: 0.9}, Time: time.Now()}
+	for _, m := range d.members {
+		mv := probe.MemberView{MemberInfo: m, State: "unknown"}
+		if rs := d.reports[m.Name]; len(rs) > 0 {
+			last := rs[len(rs)-1]
+			mv.State, mv.Load, mv.Capacity = "up", last.Load, last.Capacity
+			mv.Utilization = last.Load / last.Capacity
+			mv.LastReport = &last
+		}
+		v.Members = append(v.Members, mv)
+	}
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if err := jsonEncode(w, v); err != nil {
+		d.t.Error(err)
+	}
+}
+
+func (d *fakeDNSD) push(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, probe.MaxReportSize))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := probe.VerifyRequest(r, body, d.secret, time.Now(), 0); err != nil {
+		d.mu.Lock()
+		d.refused++
+		d.mu.Unlock()
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	rep, err := probe.DecodeReport(bytes.NewReader(body), 0)
+	if err != nil || rep.Group != r.PathValue("group") || rep.Member != r.PathValue("member") {
+		http.Error(w, fmt.Sprintf("bad report: %v", err), http.StatusBadRequest)
+		return
+	}
+	d.mu.Lock()
+	d.reports[rep.Member] = append(d.reports[rep.Member], rep)
+	d.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (d *fakeDNSD) pushes(member string) []probe.Report {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]probe.Report(nil), d.reports[member]...)
+}
+
+// testMirror is one mirror daemon in-process, on 127.0.0.1:0.
+type testMirror struct {
+	*Mirror
+	name  string
+	addr  string // public listener
+	admin string // admin listener
+	reg   *prometheus.Registry
+}
+
+// content is the file every mirror serves.
+var content = strings.Repeat("transmirror ", 2000)
+
+// startMirror builds a mirror from yaml extra (appended to a common head)
+// and serves it until the test ends.
+func startMirror(t *testing.T, d *fakeDNSD, name string, extra string, o Options) *testMirror {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, body := range map[string]string{"big.bin": content, "index.html": "<title>index</title>"} {
+		if err := os.WriteFile(filepath.Join(root, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml := fmt.Sprintf(`listen: ["127.0.0.1:0"]
+group: %s
+member: %s
+host: %s.mirrors.test
+dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
+`, testGroup, name, name, d.url, testSecret) + extra
+	if !strings.Contains(extra, "dispatcher: true") {
+		yaml += "root: root\n"
+	}
+	cfg, err := ParseConfig(filepath.Join(dir, "mirror.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Registry = prometheus.NewRegistry()
+	if o.RunQueue == nil {
+		o.RunQueue = func() (float64, error) { return 0, nil }
+	}
+	m, err := New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 3)
+	go func() { errc <- m.Run(ctx) }()
+	go func() { errc <- m.Serve(ctx, ln) }()
+	go func() { errc <- m.ServeAdmin(ctx, aln) }()
+	t.Cleanup(func() {
+		cancel()
+		for range 3 {
+			if err := <-errc; err != nil {
+				t.Errorf("mirror %s: %v", name, err)
+			}
+		}
+		m.Close()
+	})
+	return &testMirror{Mirror: m, name: name, addr: ln.Addr().String(), admin: aln.Addr().String(), reg: o.Registry}
+}
+
+// net maps host names to the mirrors' listeners: a client that resolves
+// the group name to one mirror and each member host name to its mirror.
+type testNet map[string]string
+
+func (n testNet) client(maxHops int) *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				host, _, err := net.SplitHostPort(addr)
+				if err != nil {
+					return nil, err
+				}
+				to, ok := n[host]
+				if !ok {
+					return nil, fmt.Errorf("test net: no route to %s", host)
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, to)
+			},
+		},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			switch {
+			case maxHops == 0:
+				return http.ErrUseLastResponse
+			case len(via) > maxHops:
+				return fmt.Errorf("redirect hop %d to %s: a loop", len(via), req.URL)
+			}
+			return nil
+		},
+	}
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// TestRedirectCorrection runs three mirrors against a fake dnsd. Mirror a
+// has a capacity of 5 load units, so a few requests put it over its high
+// watermark; b and c have room.
+func TestRedirectCorrection(t *testing.T) {
+	d := newFakeDNSD(t, "a", "b", "c")
+	const window = 200 * time.Millisecond
+	small := "capacity: 5\nredirect: {max_share: 1, min_size: 1KiB}\n"
+	roomy := "capacity: 1000000\n"
+	ms := map[string]*testMirror{
+		"a": startMirror(t, d, "a", small, Options{ReportWindow: window, Rand: rand.New(rand.NewPCG(1, 1))}),
+		"b": startMirror(t, d, "b", roomy, Options{ReportWindow: window}),
+		"c": startMirror(t, d, "c", roomy, Options{ReportWindow: window}),
+	}
+	_, port, _ := net.SplitHostPort(ms["a"].addr)
+	tn := testNet{testGroup: ms["a"].addr} // DNS sent this client population to a
+	for name, m := range ms {
+		tn[name+".mirrors.test"] = m.addr
+	}
+	for name, m := range ms {
+		eventually(t, 5*time.Second, "group view at "+name, func() bool {
+			s := m.View().Snapshot()
+			return s != nil && s.Candidates() == 2
+		})
+	}
+	groupURL := "http://" + net.JoinHostPort(testGroup, port) + "/big.bin?v=1"
+	noFollow := tn.client(0)
+
+	t.Run("overloaded: requests on the group name are redirected to a sibling", func(t *testing.T) {
+		var loc string
+		eventually(t, 5*time.Second, "a 302 from a", func() bool {
+			resp, _ := get(t, noFollow, groupURL)
+			loc = resp.Header.Get("Location")
+			return resp.StatusCode == http.StatusFound
+		})
+		if loc != "http://b.mirrors.test:"+port+"/big.bin?v=1" && loc != "http://c.mirrors.test:"+port+"/big.bin?v=1" {
+			t.Errorf("Location %q, want b or c on port %s with the same path and query", loc, port)
+		}
+		resp, body := get(t, noFollow, groupURL)
+		if resp.StatusCode == http.StatusFound {
+			if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+				t.Errorf("Cache-Control %q", cc)
+			}
+			if len(body) > 64 {
+				t.Errorf("302 body of %d bytes", len(body))
+			}
+		}
+	})
+	t.Run("own host name is never redirected", func(t *testing.T) {
+		for range 50 {
+			resp, body := get(t, noFollow, "http://a.mirrors.test:"+port+"/big.bin")
+			if resp.StatusCode != http.StatusOK || body != content {
+				t.Fatalf("own host: %s", resp.Status)
+			}
+		}
+	})
+	t.Run("never path and small files are served", func(t *testing.T) {
+		for _, path := range []string{"/", "/index.html"} {
+			for range 10 {
+				if resp, _ := get(t, noFollow, "http://"+net.JoinHostPort(testGroup, port)+path); resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: %s", path, resp.Status)
+				}
+			}
+		}
+	})
+	t.Run("a following client always gets the file in at most one hop", func(t *testing.T) {
+		follow := tn.client(1)
+		redirected := 0
+		for range 100 {
+			resp, body := get(t, follow, groupURL)
+			if resp.StatusCode != http.StatusOK || body != content {
+				t.Fatalf("%s, %d bytes", resp.Status, len(body))
+			}
+			switch h := resp.Request.URL.Hostname(); h {
+			case testGroup:
+			case "b.mirrors.test", "c.mirrors.test":
+				redirected++
+			default:
+				t.Fatalf("served by %s: a redirect to itself or elsewhere", h)
+			}
+		}
+		if redirected == 0 {
+			t.Error("no request was redirected")
+		}
+		t.Logf("%d of 100 requests redirected", redirected)
+	})
+	t.Run("redirects are counted", func(t *testing.T) {
+		if n := counterValue(t, ms["a"].reg, "transmirror_mirror_redirects_total", "reason", ReasonOverload); n == 0 {
+			t.Error("transmirror_mirror_redirects_total{reason=overload} is 0")
+		}
+		eventually(t, 5*time.Second, "a report with redirects", func() bool {
+			for _, r := range d.pushes("a") {
+				if r.RedirectsPerSecond > 0 {
+					return true
+				}
+			}
+			return false
+		})
+	})
+	t.Run("when the load falls, redirects stop", func(t *testing.T) {
+		// No traffic now: within a window a's utilization is 0.
+		eventually(t, 5*time.Second, "a serving the group name again", func() bool {
+			resp, _ := get(t, noFollow, groupURL)
+			return resp.StatusCode == http.StatusOK
+		})
+	})
+	t.Run("promlint", func(t *testing.T) {
+		for name, m := range ms {
+			mfs, err := m.reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("%s: %s: %s", name, p.Metric, p.Text)
+			}
+			if len(mfs) < 8 {
+				t.Errorf("%s: only %d metric families", name, len(mfs))
+			}
+		}
+	})
+	t.Run("admin server", func(t *testing.T) {
+		c := &http.Client{Timeout: 5 * time.Second}
+		for _, tc := range []struct {
+			path, want string
+		}{
+			{probe.LoadPath, `"member":"a"`},
+			{"/metrics", "transmirror_mirror_redirects_total"},
+			{"/-/healthy", "OK"},
+		} {
+			resp, body := get(t, c, "http://"+ms["a"].admin+tc.path)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, tc.want) {
+				t.Errorf("%s: %s, body lacks %q", tc.path, resp.Status, tc.want)
+			}
+		}
+	})
+}
+
+// counterValue returns the value of the counter name{label=value} in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s=%q}", name, label, value)
+	return 0
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+func TestPush(t *testing.T) {
+	d := newFakeDNSD(t, "a", "b")
+	good := startMirror(t, d, "a", "", Options{})
+	t.Run("signed reports arrive at the interval", func(t *testing.T) {
+		start := time.Now()
+		eventually(t, 5*time.Second, "5 pushes", func() bool { return len(d.pushes("a")) >= 5 })
+		rs := d.pushes("a")
+		if el := time.Since(start); el < 150*time.Millisecond {
+			t.Errorf("5 pushes in %v, faster than a 50ms interval", el)
+		}
+		for i, r := range rs {
+			if r.Member != "a" || r.Group != testGroup || r.Capacity != DefaultCapacity {
+				t.Errorf("report %d: %+v", i, r)
+			}
+			if i > 0 && r.Seq <= rs[i-1].Seq {
+				t.Errorf("report %d: seq %d after %d", i, r.Seq, rs[i-1].Seq)
+			}
+		}
+		eventually(t, 5*time.Second, "pushes counted", func() bool {
+			return counterValue(t, good.reg, "transmirror_mirror_pushes_total", "result", "ok") >= 5
+		})
+	})
+	t.Run("a wrong secret is refused and counted", func(t *testing.T) {
+		bad := newFakeDNSD(t, "b")
+		bad.secret = []byte("another secret")
+		m := startMirror(t, bad, "b", "", Options{})
+		eventually(t, 5*time.Second, "unauthorized pushes", func() bool {
+			return counterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized") >= 2
+		})
+		if n := len(bad.pushes("b")); n != 0 {
+			t.Errorf("%d reports accepted with a wrong secret", n)
+		}
+	})
+	t.Run("dnsd down: network failures, logged once", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + ln.Addr().String()
+		ln.Close() // nothing listens there now
+		var logs syncBuffer
+		reg := prometheus.NewRegistry()
+		p, err := NewPusher(PusherOptions{
+			URL: url, Group: testGroup, Member: "a", Secret: []byte("s"),
+			Snapshot:   func(now time.Time) probe.Report { return probe.Report{Group: testGroup, Member: "a", Time: now} },
+			Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
+			Registerer: reg,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := p.Push(context.Background()); err == nil {
+				t.Fatal("push to a closed port succeeded")
+			}
+		}
+		if n := counterValue(t, reg, "transmirror_mirror_pushes_total", "result", "network"); n != 3 {
+			t.Errorf("network failures counted %g, want 3", n)
+		}
+		if n := strings.Count(logs.String(), "load push failing"); n != 1 {
+			t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+		}
+	})
+}
+
+func TestViewWatcher(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    error
+		result  string
+	}{
+		{"good", func(w http.ResponseWriter, r *http.Request) {
+			_ = jsonEncode(w, testView(nil))
+		}, nil, viewOK},
+		{"error status", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no such group", http.StatusNotFound)
+		}, ErrBadView, viewHTTPError},
+		{"not JSON", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "<html>")
+		}, ErrBadView, viewInvalid},
+		{"another group", func(w http.ResponseWriter, r *http.Request) {
+			v := testView(nil)
+			v.Name = "ftp.example.org."
+			_ = jsonEncode(w, v)
+		}, ErrBadView, viewInvalid},
+		{"too large", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, `{"name":"`+strings.Repeat("x", MaxViewSize)+`"}`)
+		}, ErrBadView, viewInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			reg := prometheus.NewRegistry()
+			now := t0
+			w, err := NewViewWatcher(ViewWatcherOptions{
+				URL: srv.URL, Group: "www.example.org", Self: "fra1", Interval: time.Second,
+				Clock: func() time.Time { return now }, Registerer: reg,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Refresh(context.Background())
+			if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+				t.Fatalf("Refresh: %v, want %v", err, tt.want)
+			}
+			if n := counterValue(t, reg, "transmirror_mirror_view_refreshes_total", "result", tt.result); n != 1 {
+				t.Errorf("result %s counted %g times", tt.result, n)
+			}
+			s := w.Snapshot()
+			if (s != nil) != (tt.want == nil) {
+				t.Fatalf("snapshot %v after %v", s, err)
+			}
+			if s != nil {
+				if s.Stale(t0.Add(3 * time.Second)) {
+					t.Error("stale at 3 intervals")
+				}
+				if !s.Stale(t0.Add(3*time.Second + 1)) {
+					t.Error("not stale after 3 intervals")
+				}
+			}
+		})
+	}
+	t.Run("a failed refresh keeps the last good view", func(t *testing.T) {
+		fail := false
+		var mu sync.Mutex
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if fail {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			_ = jsonEncode(w, testView(nil))
+		}))
+		defer srv.Close()
+		w, err := NewViewWatcher(ViewWatcherOptions{URL: srv.URL, Group: "www.example.org"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		first := w.Snapshot()
+		mu.Lock()
+		fail = true
+		mu.Unlock()
+		if err := w.Refresh(context.Background()); err == nil {
+			t.Fatal("no error from a 503")
+		}
+		if w.Snapshot() != first {
+			t.Error("the last good view was dropped")
+		}
+	})
+}
+
+// TestDispatcher runs a mirror with dispatcher: true against a fake dnsd
+// whose members a and b have room.
+func TestDispatcher(t *testing.T) {
+	d := newFakeDNSD(t, "a", "b")
+	m := startMirror(t, d, "d", "dispatcher: true\n", Options{})
+	eventually(t, 5*time.Second, "group view", func() bool {
+		s := m.View().Snapshot()
+		return s != nil && s.Candidates() == 2
+	})
+	_, port, _ := net.SplitHostPort(m.addr)
+	c := testNet{testGroup: m.addr, "d.mirrors.test": m.addr, "other.test": m.addr}.client(0)
+	tests := []struct {
+		name, method, host string
+		code               int
+	}{
+		{"group name: redirected", http.MethodGet, testGroup, http.StatusFound},
+		{"group name, HEAD: redirected", http.MethodHead, testGroup, http.StatusFound},
+		{"group name, POST: 405", http.MethodPost, testGroup, http.StatusMethodNotAllowed},
+		{"own host: 404", http.MethodGet, "d.mirrors.test", http.StatusNotFound},
+		{"other host: 421", http.MethodGet, "other.test", http.StatusMisdirectedRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := make(map[string]bool)
+			for range 20 {
+				req, err := http.NewRequest(tt.method, "http://"+net.JoinHostPort(tt.host, port)+"/", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tt.code {
+					t.Fatalf("%s, want %d", resp.Status, tt.code)
+				}
+				if tt.code == http.StatusFound {
+					seen[resp.Header.Get("Location")] = true
+				}
+			}
+			if tt.code != http.StatusFound {
+				return
+			}
+			for loc := range seen {
+				if loc != "http://a.mirrors.test:"+port+"/" && loc != "http://b.mirrors.test:"+port+"/" {
+					t.Errorf("Location %q", loc)
+				}
+			}
+			if len(seen) != 2 {
+				t.Errorf("redirected to %d members, want both", len(seen))
+			}
+		})
+	}
+	if n := len(d.pushes("d")); n != 0 {
+		t.Errorf("a dispatcher pushed %d load reports", n)
+	}
+}

@@ -1,0 +1,336 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/scheduler"
+)
+
+// MaxViewSize is the largest group view body, in bytes, that a
+// ViewWatcher reads; a view of a hundred members is about 100 KiB.
+const MaxViewSize = 1 << 20
+
+// StaleViews is how many refresh intervals a group view stays usable:
+// older, it is stale and no request is redirected on its word.
+const StaleViews = 3
+
+// Results of a view refresh, the values of the result label of
+// transmirror_mirror_view_refreshes_total.
+const (
+	viewOK        = "ok"
+	viewHTTPError = "http_error" // a status other than 200
+	viewInvalid   = "invalid"    // too large, not JSON, wrong group, unknown policy
+	viewNetwork   = "network"
+)
+
+// GroupSnapshot is an immutable picture of the group for the redirect
+// decision, built once per refreshed view (never per request): the view
+// with the time it was fetched, and the candidate siblings as a scheduler
+// group under the group's own policy. Candidates are the members that are
+// up or unknown, have a valid host name and are not this mirror.
+type GroupSnapshot struct {
+	// View is the group view as dnsd sent it.
+	View probe.GroupView
+	// Fetched is when the view was received.
+	Fetched time.Time
+	// StaleAfter is how long after Fetched the view is stale.
+	StaleAfter time.Duration
+
+	policy scheduler.Policy
+	group  *scheduler.Group
+	hosts  []string  // host name of each candidate, by group index
+	util   []float64 // utilization of each candidate
+	high   float64   // the policy's high watermark
+}
+
+// NewGroupSnapshot builds the snapshot of view for the member self
+// (excluded from the candidates; "" for a dispatcher, which is no member),
+// fetched at fetched and stale after staleAfter. It fails for a policy or
+// watermarks that the scheduler refuses.
+//
+// A candidate's load is its utilization in the view times its capacity,
+// so the scheduler sees the same utilization that dnsd used, hidden load
+// of recent answers included. Its weight is the view's weight, or 1 when
+// the view shows none (weight is omitted from the JSON when zero, so a
+// zero can not be told from an absent one).
+func NewGroupSnapshot(view probe.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
+	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
+	policy, err := scheduler.New(view.Policy, p)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: group view: %w", err)
+	}
+	high := view.Watermarks.High
+	if view.Watermarks.Low == 0 && high == 0 {
+		high = scheduler.DefaultHighWatermark
+	}
+	s := &GroupSnapshot{View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high}
+	var members []scheduler.Member
+	for _, m := range view.Members {
+		if m.Name == self || (m.State != "up" && m.State != "unknown") {
+			continue
+		}
+		host := strings.TrimSuffix(m.Host, ".")
+		if !validTargetHost(host) {
+			continue
+		}
+		u := m.Utilization
+		if !(u >= 0) || math.IsInf(u, 0) {
+			continue // not a utilization: a member to stay away from
+		}
+		w := m.Weight
+		if !(w > 0) {
+			w = 1
+		}
+		members = append(members, scheduler.Member{
+			Name: m.Name, Up: true, Load: u * m.Capacity, Capacity: m.Capacity,
+			Weight: w, Loc: locationOf(m.Location),
+		})
+		if m.Capacity <= 0 {
+			u = math.Inf(1)
+		}
+		s.hosts = append(s.hosts, host)
+		s.util = append(s.util, u)
+	}
+	s.group = scheduler.NewGroup(members)
+	return s, nil
+}
+
+// validTargetHost accepts a host name, or a host name with a port, that is
+// safe to put into a Location header.
+func validTargetHost(h string) bool {
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		return validHostName(host) && checkHostPort(h) == nil && port != ""
+	}
+	return validHostName(h)
+}
+
+// locationOf converts a view's location to the scheduler's.
+func locationOf(l probe.LocationView) scheduler.Location {
+	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
+	if l.Lat != nil && l.Lon != nil {
+		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
+	}
+	return s
+}
+
+// Stale reports whether the view is too old to act on at now.
+func (s *GroupSnapshot) Stale(now time.Time) bool { return now.Sub(s.Fetched) > s.StaleAfter }
+
+// Candidates returns the number of siblings a redirect may go to.
+func (s *GroupSnapshot) Candidates() int { return s.group.Len() }
+
+// Pick returns the host name of the best candidate for client, chosen by
+// the group's policy with rnd, that is below the policy's high watermark.
+// When none is and anyRoom is false it returns ok false; with anyRoom
+// (a dispatcher, which has nothing else to offer) it returns the policy's
+// first choice regardless. ok is false when there is no candidate at all.
+func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.Time, anyRoom bool) (host string, ok bool) {
+	n := s.group.Len()
+	if n == 0 {
+		return "", false
+	}
+	var buf [16]int
+	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now}, buf[:0])
+	for _, i := range picked {
+		if s.util[i] < s.high {
+			return s.hosts[i], true
+		}
+	}
+	if anyRoom && len(picked) > 0 {
+		return s.hosts[picked[0]], true
+	}
+	return "", false
+}
+
+// ViewWatcherOptions configure a ViewWatcher.
+type ViewWatcherOptions struct {
+	// URL is dnsd's admin base URL (required); the view is
+	// GET {URL}/v1/groups/{Group}.
+	URL string
+	// Group is the group's name (required).
+	Group string
+	// Self is this mirror's member name, left out of the candidates; ""
+	// for a dispatcher.
+	Self string
+	// Interval is the time between refreshes (default DefaultViewInterval).
+	// A view is stale StaleViews intervals after it was fetched.
+	Interval time.Duration
+	// Timeout bounds one refresh (default the smaller of Interval and
+	// DefaultPushTimeout).
+	Timeout time.Duration
+	// Client fetches the view (default: a client without redirects).
+	Client *http.Client
+	// Clock gives the time a view is fetched (default time.Now).
+	Clock func() time.Time
+	// Logger gets failures, once per failing spell (default: discard).
+	Logger *slog.Logger
+	// Registerer, when set, gets transmirror_mirror_view_refreshes_total
+	// {result} and transmirror_mirror_view_last_success_timestamp_seconds.
+	Registerer prometheus.Registerer
+}
+
+// ViewWatcher keeps the group view fresh (GROUP-QUERY): it fetches it from
+// dnsd every interval and keeps the last good one, with the time it was
+// fetched, as a GroupSnapshot. A failed refresh keeps the old snapshot,
+// which goes stale on its own. Snapshot is safe for concurrent use.
+type ViewWatcher struct {
+	o      ViewWatcherOptions
+	target string
+	log    *slog.Logger
+	cur    atomic.Pointer[GroupSnapshot]
+
+	refreshes *prometheus.CounterVec
+	lastOK    prometheus.Gauge
+	mu        sync.Mutex // one refresh at a time; guards failing
+	failing   int
+}
+
+// NewViewWatcher checks o and returns a ViewWatcher without a view yet.
+func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
+	if err := checkURL(o.URL); err != nil {
+		return nil, fmt.Errorf("mirror: view: %w", err)
+	}
+	if o.Group == "" {
+		return nil, errors.New("mirror: view: group is required")
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultViewInterval
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = min(o.Interval, DefaultPushTimeout)
+	}
+	if o.Client == nil {
+		o.Client = newAPIClient()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	w := &ViewWatcher{
+		o:      o,
+		target: strings.TrimSuffix(o.URL, "/") + "/v1/groups/" + url.PathEscape(o.Group),
+		log:    o.Logger,
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "view_refreshes_total",
+			Help: "Group view refreshes from dnsd, by result (ok, http_error, invalid, network).",
+		}, []string{"result"}),
+		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "view_last_success_timestamp_seconds",
+			Help: "When the group view was last refreshed, in seconds since the epoch (0: never).",
+		}),
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	for _, r := range []string{viewOK, viewHTTPError, viewInvalid, viewNetwork} {
+		w.refreshes.WithLabelValues(r)
+	}
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("mirror: view: register metrics: %w", err)
+			}
+		}
+	}
+	return w, nil
+}
+
+// Snapshot returns the last good view, or nil when there has been none.
+func (w *ViewWatcher) Snapshot() *GroupSnapshot { return w.cur.Load() }
+
+// Run refreshes at once and then every interval until ctx is done; it
+// returns nil then. Failures do not stop it.
+func (w *ViewWatcher) Run(ctx context.Context) error {
+	t := time.NewTicker(w.o.Interval)
+	defer t.Stop()
+	for {
+		_ = w.Refresh(ctx) // counted and logged by Refresh
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh fetches the view now, bounded by the timeout, and swaps it in
+// when it is good. The result is counted and a change between failing
+// and working is logged.
+func (w *ViewWatcher) Refresh(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	result, err := w.refresh(ctx)
+	w.refreshes.WithLabelValues(result).Inc()
+	switch {
+	case err == nil && w.failing > 0:
+		w.log.Info("group view refresh recovered", "url", w.target, "failures", w.failing)
+		w.failing = 0
+	case err != nil && ctx.Err() != nil:
+	case err != nil:
+		if w.failing == 0 {
+			w.log.Warn("group view refresh failing", "url", w.target, "result", result, "err", err)
+		}
+		w.failing++
+	}
+	return err
+}
+
+func (w *ViewWatcher) refresh(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.target, nil)
+	if err != nil {
+		return viewInvalid, fmt.Errorf("mirror: view: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := w.o.Client.Do(req)
+	if err != nil {
+		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxViewSize+1))
+	switch {
+	case err != nil:
+		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
+	case resp.StatusCode != http.StatusOK:
+		return viewHTTPError, fmt.Errorf("%w: %s: %s", ErrBadView, resp.Status, bodyExcerpt(body))
+	case len(body) > MaxViewSize:
+		return viewInvalid, fmt.Errorf("%w: more than %d bytes", ErrBadView, MaxViewSize)
+	}
+	var v probe.GroupView
+	if err := json.Unmarshal(body, &v); err != nil {
+		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
+	}
+	if !sameHost(v.Name, w.o.Group) {
+		return viewInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
+	}
+	now := w.o.Clock()
+	s, err := NewGroupSnapshot(v, w.o.Self, now, StaleViews*w.o.Interval)
+	if err != nil {
+		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
+	}
+	w.cur.Store(s)
+	w.lastOK.Set(float64(now.UnixNano()) / 1e9)
+	return viewOK, nil
+}
+
+// sameHost compares host names case-insensitively, ignoring a trailing dot.
+func sameHost(a, b string) bool {
+	return a != "" && strings.EqualFold(strings.TrimSuffix(a, "."), strings.TrimSuffix(b, "."))
+}

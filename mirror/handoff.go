@@ -1,0 +1,401 @@
+//go:build unix
+
+package mirror
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/transmirror/transmirror/scheduler/site"
+)
+
+// Connection handoff.
+//
+// The front end passes an accepted client connection to a back end
+// process on the same host: it hijacks the connection (http.Hijacker),
+// and sends its file descriptor (SCM_RIGHTS) over the back end's Unix
+// socket, together with the bytes the front end has already taken from
+// it. Those bytes are the request head, written again from the parsed
+// request (method, request URI exactly as received, protocol, Host, then
+// the header fields in canonical form and sorted order), followed by
+// whatever the server had read beyond the head (pipelined requests).
+// Re-serializing was chosen over recording the raw bytes with a wrapping
+// listener because it works with any server and listener the handler is
+// mounted on; only header order and case change, which HTTP does not
+// give meaning to. The back end (ListenHandoff) returns the connection
+// from Accept with those bytes in front of what it reads next, and
+// serves it like any other: the response goes from the back end straight
+// to the client, and its peer address is the real client.
+//
+// Only GET and HEAD requests without a body, over HTTP/1.x without TLS,
+// are handed off; others are proxied (handoffs_total{result="fallback"}),
+// as is a request whose back end's socket cannot be reached. After a
+// handoff the connection belongs to the back end for the rest of its life:
+// further requests on a keep-alive connection go to the same back end
+// without the front end seeing them, so the policy decides per
+// connection, not per request, for clients that reuse connections, and
+// the policy's in-flight counts only cover handoffs in progress.
+//
+// The wire format on the Unix stream socket, per handoff: one connection,
+// the front end writes a 4-byte big-endian length and that many prefix
+// bytes, with the descriptor attached to the first byte; the back end
+// answers one byte "k" once it owns the connection. The socket is not
+// authenticated: protect it with file system permissions.
+
+// maxHandoffPrefix bounds the bytes sent with a connection.
+const maxHandoffPrefix = 1 << 20
+
+// handoffTimeout bounds dialing, sending and the acknowledgement.
+const handoffTimeout = 2 * time.Second
+
+// handoffAck is the back end's acknowledgement byte.
+const handoffAck = 'k'
+
+// handoffable reports whether r can be handed off as it is.
+func handoffable(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.TLS == nil &&
+		(r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		r.ContentLength == 0 && len(r.TransferEncoding) == 0 &&
+		r.Header.Get("Upgrade") == ""
+}
+
+// serveHandoff hands the client connection to the picked back end.
+func (h *siteHandler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
+	if !handoffable(r) {
+		h.m.handoffs.WithLabelValues(handoffFallback).Inc()
+		h.serveProxy(w, r, req)
+		return
+	}
+	b, err := h.pick(req, nil)
+	if err != nil {
+		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		return
+	}
+	// Dial first: while the connection is not hijacked yet, a back end
+	// whose socket is gone can still be served by proxy.
+	d := net.Dialer{Timeout: handoffTimeout}
+	c, err := d.DialContext(r.Context(), "unix", b.socket)
+	if err != nil {
+		h.backendFailed(b, errHandoff, err)
+		h.release(b, req, 0)
+		h.m.handoffs.WithLabelValues(handoffFallback).Inc()
+		h.serveProxy(w, r, req)
+		return
+	}
+	uc := c.(*net.UnixConn)
+	defer uc.Close()
+	defer h.release(b, req, 0)
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		h.m.handoffs.WithLabelValues(handoffFallback).Inc()
+		h.serveProxy(w, r, req)
+		return
+	}
+	defer conn.Close() // the back end holds its own descriptor
+	var prefix bytes.Buffer
+	writeRequestHead(&prefix, r)
+	if n := brw.Reader.Buffered(); n > 0 {
+		pending, _ := brw.Reader.Peek(n)
+		prefix.Write(pending)
+	}
+	if err := sendConn(uc, conn, prefix.Bytes()); err != nil {
+		h.backendFailed(b, errHandoff, err)
+		h.m.handoffs.WithLabelValues(handoffError).Inc()
+		_ = conn.SetWriteDeadline(time.Now().Add(handoffTimeout))
+		_, _ = io.WriteString(conn, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n\r\nBad Gateway\n")
+		return
+	}
+	h.transition(b, "request", "")(b.health.request(true, ""))
+	h.m.handoffs.WithLabelValues(handoffOK).Inc()
+}
+
+// writeRequestHead writes r's request line and header as received, in
+// canonical form.
+func writeRequestHead(w *bytes.Buffer, r *http.Request) {
+	fmt.Fprintf(w, "%s %s %s\r\n", r.Method, r.RequestURI, r.Proto)
+	if r.Host != "" {
+		fmt.Fprintf(w, "Host: %s\r\n", r.Host)
+	}
+	_ = r.Header.Write(w)
+	w.WriteString("\r\n")
+}
+
+// sendConn sends conn's descriptor and prefix over uc and waits for the
+// back end's acknowledgement.
+func sendConn(uc *net.UnixConn, conn net.Conn, prefix []byte) error {
+	if len(prefix) > maxHandoffPrefix {
+		return fmt.Errorf("mirror: handoff: %d bytes read ahead, more than %d", len(prefix), maxHandoffPrefix)
+	}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return fmt.Errorf("mirror: handoff: %T has no file descriptor", conn)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("mirror: handoff: %w", err)
+	}
+	if err := uc.SetDeadline(time.Now().Add(handoffTimeout)); err != nil {
+		return fmt.Errorf("mirror: handoff: %w", err)
+	}
+	msg := make([]byte, 4+len(prefix))
+	binary.BigEndian.PutUint32(msg, uint32(len(prefix)))
+	copy(msg[4:], prefix)
+	var n int
+	var werr error
+	err = rc.Control(func(fd uintptr) {
+		n, _, werr = uc.WriteMsgUnix(msg, syscall.UnixRights(int(fd)), nil)
+	})
+	if err == nil {
+		err = werr
+	}
+	if err == nil && n < len(msg) {
+		_, err = uc.Write(msg[n:])
+	}
+	if err != nil {
+		return fmt.Errorf("mirror: handoff: send: %w", err)
+	}
+	var ack [1]byte
+	if _, err := io.ReadFull(uc, ack[:]); err != nil {
+		return fmt.Errorf("mirror: handoff: no acknowledgement: %w", err)
+	}
+	if ack[0] != handoffAck {
+		return fmt.Errorf("mirror: handoff: bad acknowledgement %q", ack[0])
+	}
+	return nil
+}
+
+// ListenHandoff listens on the Unix socket path for connections handed
+// off by a site front end in handoff mode, and returns them from Accept
+// as net.Conns whose first reads yield the bytes the front end had read
+// (the request head), so that an http.Server (or Server.Serve) serving
+// the listener answers the client directly. The connections are TCP
+// connections to the clients: RemoteAddr is the client, and responses
+// still go out with sendfile. A stale socket file left by a process that
+// died is replaced; one that a live process listens on is an error.
+// Close stops accepting and removes the socket file.
+func ListenHandoff(path string) (net.Listener, error) {
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: handoff: listen: %w", err)
+	}
+	l := &handoffListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
+	l.wg.Go(l.acceptLoop)
+	return l, nil
+}
+
+// removeStaleSocket removes path when it is a socket nobody listens on.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil // absent, or not a socket: Listen reports it
+	}
+	c, err := net.DialTimeout("unix", path, handoffTimeout)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("mirror: handoff: %s is in use", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return nil
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("mirror: handoff: remove stale socket: %w", err)
+	}
+	return nil
+}
+
+// handoffListener is the back end's side of connection handoff; see
+// ListenHandoff.
+type handoffListener struct {
+	ln        *net.UnixListener
+	conns     chan net.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+var _ net.Listener = (*handoffListener)(nil)
+
+func (l *handoffListener) acceptLoop() {
+	for {
+		uc, err := l.ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// EMFILE and the like: back off briefly rather than spin.
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-l.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		l.wg.Go(func() { l.receive(uc) })
+	}
+}
+
+// receive takes one connection from uc and queues it for Accept.
+func (l *handoffListener) receive(uc *net.UnixConn) {
+	defer uc.Close()
+	conn, err := recvConn(uc)
+	if err != nil {
+		return // the front end sees no acknowledgement and answers 502
+	}
+	// Acknowledge first: from then on the connection is the back end's
+	// alone, and if this listener closes before Accept takes it, the
+	// client sees the connection close rather than two answers.
+	if _, err := uc.Write([]byte{handoffAck}); err != nil {
+		conn.Close()
+		return
+	}
+	select {
+	case l.conns <- conn:
+	case <-l.done:
+		conn.Close()
+	}
+}
+
+// recvConn reads one handed-off connection from uc.
+func recvConn(uc *net.UnixConn) (net.Conn, error) {
+	if err := uc.SetDeadline(time.Now().Add(handoffTimeout)); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+	fds := parseRights(oob[:oobn])
+	if err == nil && len(fds) != 1 {
+		err = fmt.Errorf("mirror: handoff: %d descriptors, want 1", len(fds))
+	}
+	if err == nil && n < 4 {
+		_, err = io.ReadFull(uc, buf[n:4])
+		n = 4
+	}
+	if err != nil {
+		closeFDs(fds)
+		return nil, err
+	}
+	size := int(binary.BigEndian.Uint32(buf))
+	if size > maxHandoffPrefix {
+		closeFDs(fds)
+		return nil, fmt.Errorf("mirror: handoff: prefix of %d bytes", size)
+	}
+	prefix := make([]byte, size)
+	got := copy(prefix, buf[4:n])
+	if _, err := io.ReadFull(uc, prefix[got:]); err != nil {
+		closeFDs(fds)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fds[0]), "handoff")
+	c, err := net.FileConn(f) // dups the descriptor
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("mirror: handoff: %T is not a TCP connection", c)
+	}
+	return &handoffConn{TCPConn: tc, prefix: prefix}, nil
+}
+
+func parseRights(oob []byte) []int {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if r, err := syscall.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = syscall.Close(fd)
+	}
+}
+
+// Accept returns the next handed-off connection.
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting, removes the socket file and waits for handoffs
+// being received; it is idempotent.
+func (l *handoffListener) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.done)
+		err = l.ln.Close()
+		l.wg.Wait()
+	})
+	return err
+}
+
+// Addr returns the Unix socket's address.
+func (l *handoffListener) Addr() net.Addr { return l.ln.Addr() }
+
+// handoffConn is a handed-off client connection: reads yield the prefix
+// the front end sent first. ReadFrom (sendfile) comes from the TCPConn.
+type handoffConn struct {
+	*net.TCPConn
+	prefix []byte
+}
+
+// Read reads the prefix, then the connection.
+func (c *handoffConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.TCPConn.Read(p)
+}
+
+// WriteTo writes the prefix, then what the connection reads, to w.
+func (c *handoffConn) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	if len(c.prefix) > 0 {
+		m, err := w.Write(c.prefix)
+		n += int64(m)
+		c.prefix = c.prefix[m:]
+		if err != nil {
+			return n, err
+		}
+	}
+	m, err := c.TCPConn.WriteTo(w)
+	return n + m, err
+}

@@ -1,0 +1,307 @@
+//go:build unix
+
+package mirror
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// shortTempDir returns a fresh directory with a short path: a Unix
+// socket's path is limited to about 100 bytes, and t.TempDir's carry the
+// test's name.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tmh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// serveOn serves h on ln with a Server until the test ends.
+func serveOn(t *testing.T, ln net.Listener, h http.Handler) {
+	t.Helper()
+	srv, err := NewServer(ServerOptions{Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve %s: %v", ln.Addr(), err)
+		}
+	})
+}
+
+func TestSiteHandoff(t *testing.T) {
+	dir := shortTempDir(t)
+	root := filepath.Join(dir, "root")
+	big := make([]byte, 1<<20)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"big.bin": big, "small.txt": []byte("small\n"), "healthy": []byte("ok\n")}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(root, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := NewFileServer(root, FileServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+
+	// The back end: one handler on its TCP port (health checks, proxy
+	// fallback) and on its handoff socket; it records who it talked to.
+	var served atomic.Int64
+	var lastRemote atomic.Value
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthy" {
+			served.Add(1)
+			lastRemote.Store(r.RemoteAddr)
+		}
+		fs.ServeHTTP(w, r)
+	})
+	sock := filepath.Join(dir, "b1.sock")
+	hl, err := ListenHandoff(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, hl, backend)
+	tcpURL := startServer(t, ServerOptions{Handler: backend})
+
+	hc := quietHealth
+	hc.Path = "/healthy"
+	base, _, reg := startSite(t, siteCfg(SiteConfig{Mode: SiteModeHandoff, Policy: SitePolicyConfig{Name: "lard"}, Health: hc},
+		BackendConfig{Name: "b1", URL: tcpURL, HandoffSocket: sock}))
+
+	// The client remembers its connection's local address: the back end
+	// must see it as the peer.
+	var local atomic.Value
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				local.Store(c.LocalAddr().String())
+			}
+			return c, err
+		},
+	}}
+	t.Cleanup(client.CloseIdleConnections)
+	handoffs := func(result string) float64 {
+		return sampleSum(t, reg, "transmirror_mirror_handoffs_total", map[string]string{"result": result})
+	}
+	get := func(t *testing.T, method, target string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"1 MiB goes from the back end straight to the client", func(t *testing.T) {
+			resp, body := get(t, http.MethodGet, "/big.bin")
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(body, big) {
+				t.Fatalf("status %d, %d bytes, want 200 and the 1 MiB file", resp.StatusCode, len(body))
+			}
+			if got := sampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil); got != 0 {
+				t.Errorf("proxied_bytes_total %g, want 0", got)
+			}
+			eventually(t, 5*time.Second, "handoffs_total{ok} 1", func() bool { return handoffs(handoffOK) == 1 })
+			if got, want := lastRemote.Load(), local.Load(); got != want {
+				t.Errorf("back end's peer %v, want the client %v", got, want)
+			}
+		}},
+		{"a keep-alive connection stays with the back end", func(t *testing.T) {
+			before := served.Load()
+			resp, body := get(t, http.MethodGet, "/small.txt")
+			if resp.StatusCode != http.StatusOK || string(body) != "small\n" {
+				t.Fatalf("status %d body %q", resp.StatusCode, body)
+			}
+			if got := handoffs(handoffOK); got != 1 {
+				t.Errorf("handoffs_total{ok} %g, want still 1", got)
+			}
+			if served.Load() != before+1 {
+				t.Errorf("the back end did not serve the second request")
+			}
+		}},
+		{"pipelined requests go along with the connection", func(t *testing.T) {
+			c := rawConn(t, strings.TrimPrefix(base, "http://"))
+			req := "GET /small.txt HTTP/1.1\r\nHost: www.example.org\r\n\r\n" +
+				"HEAD /big.bin HTTP/1.1\r\nHost: www.example.org\r\nConnection: close\r\n\r\n"
+			if _, err := io.WriteString(c, req); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(c)
+			for i, want := range []string{"small\n", ""} {
+				resp, err := http.ReadResponse(br, &http.Request{Method: []string{http.MethodGet, http.MethodHead}[i]})
+				if err != nil {
+					t.Fatalf("response %d: %v", i, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || string(body) != want {
+					t.Errorf("response %d: status %d body %q, want 200 %q", i, resp.StatusCode, body, want)
+				}
+			}
+			// Counted once the back end's acknowledgement is in, which
+			// may be after the client has its answers.
+			eventually(t, 5*time.Second, "handoffs_total{ok} 2", func() bool { return handoffs(handoffOK) == 2 })
+		}},
+		{"a POST is proxied instead", func(t *testing.T) {
+			client.CloseIdleConnections() // a new connection, to the front end
+			resp, _ := get(t, http.MethodPost, "/small.txt")
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("status %d, want the back end's 405", resp.StatusCode)
+			}
+			if got := handoffs(handoffFallback); got != 1 {
+				t.Errorf("handoffs_total{fallback} %g, want 1", got)
+			}
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, s.run)
+	}
+}
+
+func TestSiteHandoffSocketDown(t *testing.T) {
+	be := newSiteTestBackend(t, "b1", nil)
+	sock := filepath.Join(shortTempDir(t), "none.sock")
+	base, _, reg := startSite(t, siteCfg(SiteConfig{Mode: SiteModeHandoff, Health: quietHealth},
+		BackendConfig{Name: "b1", URL: be.url, HandoffSocket: sock}))
+	resp, body := do(t, newRequest(t, http.MethodGet, base+"/f", nil))
+	if resp.StatusCode != http.StatusOK || body != "b1 /f" {
+		t.Errorf("status %d body %q, want the back end's answer by proxy", resp.StatusCode, body)
+	}
+	for _, tt := range []struct {
+		name   string
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"fallback counted", "transmirror_mirror_handoffs_total", map[string]string{"result": handoffFallback}, 1},
+		{"handoff error counted", "transmirror_mirror_backend_errors_total", map[string]string{"backend": "b1", "kind": errHandoff}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sampleSum(t, reg, tt.metric, tt.labels); got != tt.want {
+				t.Errorf("%s%v = %g, want %g", tt.metric, tt.labels, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestListenHandoff(t *testing.T) {
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, path string)
+		wantErr bool
+	}{
+		{"fresh path", func(*testing.T, string) {}, false},
+		{"stale socket is replaced", func(t *testing.T, path string) {
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.SetUnlinkOnClose(false)
+			ln.Close()
+		}, false},
+		{"socket in use is refused", func(t *testing.T, path string) {
+			ln, err := ListenHandoff(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(shortTempDir(t), "h.sock")
+			tt.prepare(t, path)
+			ln, err := ListenHandoff(path)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if err := ln.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("socket file left behind: %v", err)
+			}
+		})
+	}
+}
+
+// TestRequestHead checks the head that a handoff sends again.
+func TestRequestHead(t *testing.T) {
+	raw := "GET /a%20b/c?x=1&y=%2F HTTP/1.1\r\nHost: www.example.org\r\nUser-Agent: curl/8\r\nAccept: */*\r\nX-Multi: 1\r\nX-Multi: 2\r\n\r\n"
+	r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	writeRequestHead(&buf, r)
+	again, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(buf.Bytes())))
+	if err != nil {
+		t.Fatalf("re-read %q: %v", buf.String(), err)
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"request URI exactly as sent", again.RequestURI, "/a%20b/c?x=1&y=%2F"},
+		{"method", again.Method, "GET"},
+		{"proto", again.Proto, "HTTP/1.1"},
+		{"host", again.Host, "www.example.org"},
+		{"user agent not invented", again.UserAgent(), "curl/8"},
+		{"repeated field", strings.Join(again.Header.Values("X-Multi"), ","), "1,2"},
+		{"nothing after the head", bytes.HasSuffix(buf.Bytes(), []byte("\r\n\r\n")), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package mirror
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/transmirror/transmirror/probe"
+)
+
+// minMeterRefresh bounds how often a LoadMeter takes a new snapshot.
+const minMeterRefresh = 10 * time.Millisecond
+
+// LoadMeter is this mirror's own utilization as the redirect decision
+// needs it, taken from a probe.Reporter's live snapshot. Taking a snapshot
+// reads the run queue, so the figure is cached for a short refresh period
+// (a tenth of the report window: one bucket of the Reporter) instead of
+// being taken for every request. A LoadMeter is safe for concurrent use.
+type LoadMeter struct {
+	rep      *probe.Reporter
+	capacity float64
+	refresh  time.Duration
+
+	mu sync.Mutex
+	at time.Time // when u was taken; zero: never
+	u  float64
+}
+
+// NewLoadMeter returns a LoadMeter over rep for a mirror of this capacity
+// (load units, > 0) that caches a figure for refresh (at least 10ms).
+func NewLoadMeter(rep *probe.Reporter, capacity float64, refresh time.Duration) *LoadMeter {
+	return &LoadMeter{rep: rep, capacity: capacity, refresh: max(refresh, minMeterRefresh)}
+}
+
+// Utilization returns the mirror's serving utilization at now:
+// 10·(r − redirects + m) / capacity, where r is the request rate, redirects
+// the rate of 302 answers and m the run queue, all from the Reporter. The
+// redirects are left out because a 302 costs next to nothing next to
+// serving a file: counting them would keep a mirror that sheds load at the
+// utilization of all the requests it receives, and the share it redirects
+// could never settle at the point where what it serves fits its capacity.
+// The load report pushed to dnsd still counts every request.
+func (m *LoadMeter) Utilization(now time.Time) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.at.IsZero() && now.Sub(m.at) < m.refresh && !now.Before(m.at) {
+		return m.u
+	}
+	r := m.rep.Snapshot(now)
+	m.at = now
+	m.u = probe.LoadOf(max(r.R-r.RedirectsPerSecond, 0), r.M) / m.capacity
+	return m.u
+}
+
+// AdminOptions configure NewAdminHandler.
+type AdminOptions struct {
+	// Reporter serves GET /v1/load (required).
+	Reporter *probe.Reporter
+	// Gatherer serves /metrics; nil answers 404 there.
+	Gatherer prometheus.Gatherer
+	// Logger receives errors of the metrics handler (default: discard).
+	Logger *slog.Logger
+}
+
+// NewAdminHandler returns the admin server's handler: GET /v1/load (the
+// load report, LOAD-QUERY), GET /metrics and GET /-/healthy.
+func NewAdminHandler(o AdminOptions) http.Handler {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+probe.LoadPath, o.Reporter)
+	if o.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		}))
+	}
+	mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("OK\n"))
+	})
+	return mux
+}

@@ -1,0 +1,267 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/scheduler"
+	"github.com/transmirror/transmirror/scheduler/geo"
+)
+
+// Errors of the mirror's global role.
+var (
+	// ErrPushRefused is returned when dnsd answers a load push with a
+	// status other than 2xx.
+	ErrPushRefused = errors.New("mirror: push refused")
+	// ErrBadView is returned when dnsd's group view can not be used: an
+	// error status, too large, not JSON, another group, unknown policy.
+	ErrBadView = errors.New("mirror: bad group view")
+	// ErrNoContent is returned by New for a config with backends but no
+	// content handler (the site front end) in Options.
+	ErrNoContent = errors.New("mirror: backends need a content handler")
+)
+
+// adminShutdownTimeout is the admin server's grace on shutdown.
+const adminShutdownTimeout = 5 * time.Second
+
+// Options are what New needs besides the Config. The zero value works.
+type Options struct {
+	// Logger receives the mirror's log lines (default: discard).
+	Logger *slog.Logger
+	// Registry gets every metric of the mirror and serves /metrics on the
+	// admin server (default: a new registry).
+	Registry *prometheus.Registry
+	// Content serves a site front end's content (required with backends,
+	// typically from NewSiteHandler; ignored with root; must be nil for a
+	// dispatcher).
+	Content http.Handler
+	// Clock is the time of reports, signatures, views and decisions
+	// (default time.Now).
+	Clock func() time.Time
+	// Rand is the randomness of the redirect decisions (default: seeded at
+	// random).
+	Rand *rand.Rand
+	// RunQueue is the host's run-queue length (default probe.ReadRunQueue).
+	RunQueue func() (float64, error)
+	// ReportWindow is the Reporter's sliding window (default
+	// probe.DefaultReportWindow).
+	ReportWindow time.Duration
+	// Client talks to dnsd (default: a client without redirects; each
+	// call is bounded by its own timeout).
+	Client *http.Client
+}
+
+// Mirror is the assembled mirror daemon: the public handler chain
+// (metrics → load Reporter → Redirector → content), the admin handler,
+// and, when dnsd is configured, the Pusher (LOAD-INFORM) and the
+// ViewWatcher (GROUP-QUERY). Build it with New, run Run and one Serve per
+// public listener (and ServeAdmin) under one context, then Close it.
+type Mirror struct {
+	cfg      *Config
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	reporter *probe.Reporter
+	meter    *LoadMeter
+	view     *ViewWatcher // nil without dnsd
+	pusher   *Pusher      // nil without dnsd, and for a dispatcher
+	files    *FileServer  // nil without root
+	redirect *Redirector
+	handler  http.Handler // without the server's metrics
+	public   *Server
+	admin    *Server
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a Mirror for cfg, a config from ParseConfig. It opens the
+// document root and the GeoIP database and registers the metrics; nothing
+// runs until Run and Serve.
+func New(cfg *Config, o Options) (m *Mirror, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	m = &Mirror{cfg: cfg, log: o.Logger, reg: o.Registry}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+
+	var content http.Handler
+	switch {
+	case cfg.Dispatcher:
+		if o.Content != nil {
+			return nil, errors.New("mirror: a dispatcher serves no content")
+		}
+	case cfg.Root != "":
+		// The back-end role: a memory cache in front of the disk, so that a
+		// locality-aware front end makes the site's caches add up.
+		cache, cerr := NewCache(cfg.Site.Cache, CacheOptions{Registerer: o.Registry})
+		if cerr != nil {
+			return nil, cerr
+		}
+		if m.files, err = NewFileServer(cfg.Root, FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache}); err != nil {
+			return nil, err
+		}
+		content = m.files
+	case o.Content == nil:
+		return nil, ErrNoContent
+	default:
+		content = o.Content
+	}
+
+	m.reporter, err = probe.NewReporter(probe.ReporterConfig{
+		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity,
+		Window: o.ReportWindow, RunQueue: o.RunQueue, Clock: o.Clock, Logger: o.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: reporter: %w", err)
+	}
+	window := o.ReportWindow
+	if window <= 0 {
+		window = probe.DefaultReportWindow
+	}
+	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, window/10)
+
+	if d := cfg.DNSD; d.URL != "" {
+		self := cfg.Member
+		if cfg.Dispatcher {
+			self = "" // not a member: every member is a candidate
+		}
+		m.view, err = NewViewWatcher(ViewWatcherOptions{
+			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(),
+			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !cfg.Dispatcher {
+			m.pusher, err = NewPusher(PusherOptions{
+				URL: d.URL, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
+				Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot,
+				Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	loc, err := NewLocator(cfg.Geo)
+	if err != nil {
+		return nil, err
+	}
+	ro := RedirectorOptions{
+		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Locator: loc,
+		Files: m.files, Clock: o.Clock, Rand: o.Rand, Logger: o.Logger, Registerer: o.Registry,
+	}
+	if m.view != nil {
+		ro.View = m.view
+	}
+	if m.redirect, err = NewRedirector(ro); err != nil {
+		return nil, err
+	}
+	m.handler = m.reporter.Wrap(m.redirect)
+
+	po := ServerOptionsFromConfig(cfg, m.handler)
+	po.Logger, po.Registerer = o.Logger, o.Registry
+	if m.public, err = NewServer(po); err != nil {
+		return nil, err
+	}
+	m.admin, err = NewServer(ServerOptions{
+		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger}),
+		Logger:  o.Logger, ShutdownTimeout: adminShutdownTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewLocator builds the geo.Locator that g describes (see GeoConfig).
+func NewLocator(g GeoConfig) (*geo.Locator, error) {
+	opts := geo.Options{MMDB: g.MMDB, Default: schedLocation(g.Default)}
+	for _, n := range g.Networks {
+		opts.Static = append(opts.Static, geo.Row{Network: n.Prefix, Loc: schedLocation(n.Location)})
+	}
+	loc, err := geo.NewLocator(opts)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: geo: %w", err)
+	}
+	return loc, nil
+}
+
+// schedLocation converts a configured location to the scheduler's.
+func schedLocation(l Location) scheduler.Location {
+	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
+	if l.Lat != nil && l.Lon != nil {
+		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
+	}
+	return s
+}
+
+// Handler returns the public handler chain without the HTTP server's
+// request metrics: the load Reporter around the Redirector around the
+// content.
+func (m *Mirror) Handler() http.Handler { return m.handler }
+
+// AdminHandler returns the admin handler (/v1/load, /metrics, /-/healthy).
+func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
+
+// Reporter returns the load Reporter that counts the public requests.
+func (m *Mirror) Reporter() *probe.Reporter { return m.reporter }
+
+// View returns the group view watcher, nil when dnsd is not configured.
+func (m *Mirror) View() *ViewWatcher { return m.view }
+
+// Serve serves the public handler on ln until ctx is done, then drains
+// (see Server.Serve). Call it once per public listener.
+func (m *Mirror) Serve(ctx context.Context, ln net.Listener) error { return m.public.Serve(ctx, ln) }
+
+// ServeAdmin serves the admin handler on ln until ctx is done.
+func (m *Mirror) ServeAdmin(ctx context.Context, ln net.Listener) error {
+	return m.admin.Serve(ctx, ln)
+}
+
+// Run pushes load reports and refreshes the group view until ctx is done
+// (nothing to do without dnsd); it returns nil then.
+func (m *Mirror) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if m.view != nil {
+		g.Go(func() error { return m.view.Run(ctx) })
+	}
+	if m.pusher != nil {
+		g.Go(func() error { return m.pusher.Run(ctx) })
+	}
+	<-ctx.Done()
+	return g.Wait()
+}
+
+// Close releases the document root. Requests still in flight may fail
+// after it; call it once every Serve has returned. It is idempotent.
+func (m *Mirror) Close() error {
+	m.closeOnce.Do(func() {
+		if m.files != nil {
+			m.closeErr = m.files.Close()
+		}
+	})
+	return m.closeErr
+}

@@ -1,0 +1,216 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/probe"
+)
+
+// DefaultPushTimeout bounds one push (and one view refresh) when the
+// interval is longer.
+const DefaultPushTimeout = 5 * time.Second
+
+// maxDrainBytes is how much of an answer body is read to reuse the
+// connection; the rest is dropped with the connection.
+const maxDrainBytes = 4 << 10
+
+// Results of a push, the values of the result label of
+// transmirror_mirror_pushes_total.
+const (
+	pushOK           = "ok"           // 2xx
+	pushUnauthorized = "unauthorized" // 401, 403: wrong secret or clock
+	pushRejected     = "rejected"     // any other 4xx
+	pushServerError  = "server_error" // 5xx or another status
+	pushNetwork      = "network"      // no answer: connect, timeout, reset
+)
+
+// PusherOptions configure a Pusher.
+type PusherOptions struct {
+	// URL is dnsd's admin base URL (required); reports go to
+	// {URL}/v1/groups/{Group}/members/{Member}/load.
+	URL string
+	// Group and Member name this mirror (required).
+	Group, Member string
+	// Secret is the group's push secret (required).
+	Secret []byte
+	// Interval is the time between pushes (default DefaultPushInterval).
+	Interval time.Duration
+	// Timeout bounds one push (default the smaller of Interval and
+	// DefaultPushTimeout).
+	Timeout time.Duration
+	// Snapshot makes the report to push, usually probe.Reporter.Snapshot
+	// (required).
+	Snapshot func(now time.Time) probe.Report
+	// Client sends the pushes (default: a client without redirects).
+	Client *http.Client
+	// Clock gives the time of reports and signatures (default time.Now).
+	Clock func() time.Time
+	// Logger gets failures, once per failing spell (default: discard).
+	Logger *slog.Logger
+	// Registerer, when set, gets transmirror_mirror_pushes_total{result}
+	// and transmirror_mirror_push_last_success_timestamp_seconds.
+	Registerer prometheus.Registerer
+}
+
+// Pusher is LOAD-INFORM: it POSTs this mirror's signed load report to dnsd
+// every interval. A failing push is counted and retried at the next tick;
+// the first failure of a spell is logged at Warn, the recovery at Info.
+type Pusher struct {
+	o      PusherOptions
+	target string
+	log    *slog.Logger
+
+	pushes  *prometheus.CounterVec
+	lastOK  prometheus.Gauge
+	mu      sync.Mutex // one push at a time; guards the spell below
+	failing int        // consecutive failures
+}
+
+// NewPusher checks o and returns a Pusher.
+func NewPusher(o PusherOptions) (*Pusher, error) {
+	if err := checkURL(o.URL); err != nil {
+		return nil, fmt.Errorf("mirror: pusher: %w", err)
+	}
+	if o.Group == "" || o.Member == "" || len(o.Secret) == 0 || o.Snapshot == nil {
+		return nil, errors.New("mirror: pusher: group, member, secret and snapshot are required")
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultPushInterval
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = min(o.Interval, DefaultPushTimeout)
+	}
+	if o.Client == nil {
+		o.Client = newAPIClient()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	p := &Pusher{
+		o:      o,
+		target: strings.TrimSuffix(o.URL, "/") + "/v1/groups/" + url.PathEscape(o.Group) + "/members/" + url.PathEscape(o.Member) + "/load",
+		log:    o.Logger,
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "pushes_total",
+			Help: "Load reports pushed to dnsd, by result (ok, unauthorized, rejected, server_error, network).",
+		}, []string{"result"}),
+		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "push_last_success_timestamp_seconds",
+			Help: "When a load report was last accepted by dnsd, in seconds since the epoch (0: never).",
+		}),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	for _, r := range []string{pushOK, pushUnauthorized, pushRejected, pushServerError, pushNetwork} {
+		p.pushes.WithLabelValues(r)
+	}
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{p.pushes, p.lastOK} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("mirror: pusher: register metrics: %w", err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// newAPIClient is the client for dnsd's admin API: no redirects followed
+// (a signature covers one URL), timeouts from the caller's context.
+func newAPIClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Run pushes at once and then every interval until ctx is done; it
+// returns nil then. Failures do not stop it.
+func (p *Pusher) Run(ctx context.Context) error {
+	t := time.NewTicker(p.o.Interval)
+	defer t.Stop()
+	for {
+		_ = p.Push(ctx) // counted and logged by Push
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Push sends one report now, bounded by the push timeout, and returns why
+// it failed, if it did. The result is counted and a change between
+// failing and working is logged.
+func (p *Pusher) Push(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	result, err := p.push(ctx)
+	p.pushes.WithLabelValues(result).Inc()
+	switch {
+	case err == nil && p.failing > 0:
+		p.log.Info("load push recovered", "url", p.target, "failures", p.failing)
+		p.failing = 0
+	case err != nil && ctx.Err() != nil:
+		// Shutting down: not a failure of dnsd.
+	case err != nil:
+		if p.failing == 0 {
+			p.log.Warn("load push failing", "url", p.target, "result", result, "err", err)
+		}
+		p.failing++
+	}
+	return err
+}
+
+func (p *Pusher) push(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	now := p.o.Clock()
+	body, err := json.Marshal(p.o.Snapshot(now))
+	if err != nil { // a Report always marshals
+		return pushRejected, fmt.Errorf("mirror: push: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.target, bytes.NewReader(body))
+	if err != nil {
+		return pushRejected, fmt.Errorf("mirror: push: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	probe.SignRequest(req, p.o.Secret, body, now)
+	resp, err := p.o.Client.Do(req)
+	if err != nil {
+		return pushNetwork, fmt.Errorf("mirror: push: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxDrainBytes))
+	switch c := resp.StatusCode; {
+	case c >= 200 && c < 300:
+		p.lastOK.Set(float64(now.UnixNano()) / 1e9)
+		return pushOK, nil
+	case c == http.StatusUnauthorized || c == http.StatusForbidden:
+		return pushUnauthorized, fmt.Errorf("%w: %s: %s", ErrPushRefused, resp.Status, bodyExcerpt(msg))
+	case c >= 400 && c < 500:
+		return pushRejected, fmt.Errorf("%w: %s: %s", ErrPushRefused, resp.Status, bodyExcerpt(msg))
+	default:
+		return pushServerError, fmt.Errorf("%w: %s: %s", ErrPushRefused, resp.Status, bodyExcerpt(msg))
+	}
+}
+
+// bodyExcerpt returns the first line of an error body, at most 200 bytes,
+// for a log line.
+func bodyExcerpt(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(s), "?")
+}

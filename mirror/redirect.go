@@ -1,0 +1,498 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/scheduler"
+	"github.com/transmirror/transmirror/scheduler/geo"
+)
+
+// Action is what Decide says to do with a request.
+type Action int
+
+// Actions of a Decision.
+const (
+	// Serve hands the request to the content handler.
+	Serve Action = iota
+	// Redirect answers 302 Found to the same path on Decision.Target.
+	Redirect
+	// Refuse answers Decision.Status without content (a dispatcher, which
+	// has none, for a request it can not redirect).
+	Refuse
+)
+
+// String returns the action's name.
+func (a Action) String() string {
+	switch a {
+	case Serve:
+		return "serve"
+	case Redirect:
+		return "redirect"
+	case Refuse:
+		return "refuse"
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Reasons of a Decision: a bounded set, the label values of the redirect
+// metrics.
+const (
+	// ReasonOtherHost: the Host is not the group name (e.g. this mirror's
+	// own host name): always served, which makes redirects loop-free.
+	ReasonOtherHost = "other_host"
+	// ReasonMethod: not GET or HEAD.
+	ReasonMethod = "method"
+	// ReasonDisabled: redirect.enabled is false.
+	ReasonDisabled = "disabled"
+	// ReasonNever: the path is listed in redirect.never.
+	ReasonNever = "never"
+	// ReasonSmall: the file is smaller than redirect.min_size.
+	ReasonSmall = "small"
+	// ReasonBelowWatermark: the utilization is at or below the low watermark.
+	ReasonBelowWatermark = "below_watermark"
+	// ReasonDraw: the random draw fell outside the redirected share.
+	ReasonDraw = "draw"
+	// ReasonNoView: no group view yet.
+	ReasonNoView = "no_view"
+	// ReasonStaleView: the group view is older than StaleViews intervals.
+	ReasonStaleView = "stale_view"
+	// ReasonNoSibling: no sibling below its high watermark (a dispatcher:
+	// no member at all).
+	ReasonNoSibling = "no_sibling"
+	// ReasonOverload: redirected because this mirror is over its low
+	// watermark and the draw said so.
+	ReasonOverload = "overload"
+	// ReasonDispatch: redirected by a dispatcher.
+	ReasonDispatch = "dispatch"
+	// ReasonOwnHost: a dispatcher asked for its own host name, where it
+	// has nothing to serve (404).
+	ReasonOwnHost = "own_host"
+	// ReasonMisdirected: a dispatcher asked for a host it does not answer
+	// for (421).
+	ReasonMisdirected = "misdirected"
+)
+
+// RedirectRules are the static inputs of the redirect decision, from the
+// configuration.
+type RedirectRules struct {
+	// Group is the group host name; only requests on it are redirected.
+	Group string
+	// Host is this mirror's own host name.
+	Host string
+	// Dispatcher redirects every GET and HEAD on the group name (share
+	// 100%, no never paths, no size rule) and serves nothing itself.
+	Dispatcher bool
+	// Enabled turns redirects on (a dispatcher ignores it).
+	Enabled bool
+	// LowWatermark, HighWatermark and MaxShare shape the redirected share
+	// of the utilization; see RedirectShare.
+	LowWatermark, HighWatermark, MaxShare float64
+	// MinSize is the smallest file redirected, when its size is known.
+	MinSize int64
+	// Never are request paths never redirected (exact match).
+	Never []string
+}
+
+// RedirectRulesFromConfig returns the rules that cfg describes.
+func RedirectRulesFromConfig(cfg *Config) RedirectRules {
+	r := cfg.Redirect
+	return RedirectRules{
+		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled,
+		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
+		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never),
+	}
+}
+
+// RedirectShare is the share of the redirectable requests that a mirror
+// at utilization u redirects: 0 up to the low watermark, rising linearly
+// to MaxShare at the high watermark, MaxShare above it:
+//
+//	share(u) = 0                                    u ≤ low
+//	         = max_share · (u − low) / (high − low)  low < u < high
+//	         = max_share                            u ≥ high
+//
+// With low = high it is a step from 0 to max_share. A dispatcher's share
+// is 1.
+func RedirectShare(rules RedirectRules, u float64) float64 {
+	switch {
+	case rules.Dispatcher:
+		return 1
+	case !(u > rules.LowWatermark):
+		return 0
+	case u >= rules.HighWatermark:
+		return rules.MaxShare
+	}
+	return rules.MaxShare * (u - rules.LowWatermark) / (rules.HighWatermark - rules.LowWatermark)
+}
+
+// RedirectRequest is what the decision needs to know about one request.
+// The functions are asked only when the decision gets that far, so that a
+// request that is served anyway costs no stat and no geo lookup.
+type RedirectRequest struct {
+	// Method is the request method.
+	Method string
+	// Host is the Host header (a port and a trailing dot are allowed).
+	Host string
+	// Path is the decoded request path (r.URL.Path).
+	Path string
+	// Size returns the size of the file the path names and whether it is
+	// known; nil means unknown (a site front end), which skips the
+	// min_size rule.
+	Size func() (int64, bool)
+	// Client returns who the client is, for choosing a sibling near it;
+	// nil means the unknown location.
+	Client func() scheduler.Client
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	// Action is what to do.
+	Action Action
+	// Target is the sibling's host name, for Redirect.
+	Target string
+	// Status is the status code, for Refuse.
+	Status int
+	// Reason is why, one of the Reason constants.
+	Reason string
+}
+
+// Decide decides what to do with one request, purely from its inputs:
+// the rules, the request, this mirror's utilization u (see
+// LoadMeter.Utilization), the group snapshot (nil: none yet), the time
+// and the randomness.
+//
+// A mirror serves every request that did not come in on the group name,
+// every method but GET and HEAD, the never paths and files smaller than
+// min_size. Of the rest it redirects RedirectShare(u): a draw from rnd in
+// [0, 1) below the share redirects. The sibling is chosen with the group's
+// own policy (the scheduler code that dnsd runs) for the client's
+// location, among the members that are up or unknown, not this mirror,
+// and below the policy's high watermark. With no view, a stale view or no
+// such sibling the request is served rather than sent into overload.
+//
+// A dispatcher redirects every GET and HEAD on the group name to the best
+// member for the client; when all are above the high watermark it still
+// sends the client to the policy's first choice, and it uses a stale view
+// rather than none. It refuses what it can not redirect: 503 without a
+// view or a member, 405 for other methods, 404 on its own host name and
+// 421 on any other.
+func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
+	onGroup := hostMatches(req.Host, rules.Group)
+	get := req.Method == http.MethodGet || req.Method == http.MethodHead
+	if rules.Dispatcher {
+		switch {
+		case !onGroup && hostMatches(req.Host, rules.Host):
+			return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonOwnHost}
+		case !onGroup:
+			return Decision{Action: Refuse, Status: http.StatusMisdirectedRequest, Reason: ReasonMisdirected}
+		case !get:
+			return Decision{Action: Refuse, Status: http.StatusMethodNotAllowed, Reason: ReasonMethod}
+		case snap == nil:
+			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
+		}
+		host, ok := snap.Pick(clientOf(req), rnd, now, true)
+		if !ok {
+			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
+		}
+		return Decision{Action: Redirect, Target: host, Reason: ReasonDispatch}
+	}
+	switch {
+	case !onGroup:
+		return Decision{Action: Serve, Reason: ReasonOtherHost}
+	case !get:
+		return Decision{Action: Serve, Reason: ReasonMethod}
+	case !rules.Enabled:
+		return Decision{Action: Serve, Reason: ReasonDisabled}
+	case slices.Contains(rules.Never, req.Path):
+		return Decision{Action: Serve, Reason: ReasonNever}
+	}
+	share := RedirectShare(rules, u)
+	switch {
+	case share <= 0:
+		return Decision{Action: Serve, Reason: ReasonBelowWatermark}
+	case share < 1 && rnd.Float64() >= share:
+		return Decision{Action: Serve, Reason: ReasonDraw}
+	}
+	if rules.MinSize > 0 && req.Size != nil {
+		if n, ok := req.Size(); ok && n < rules.MinSize {
+			return Decision{Action: Serve, Reason: ReasonSmall}
+		}
+	}
+	switch {
+	case snap == nil:
+		return Decision{Action: Serve, Reason: ReasonNoView}
+	case snap.Stale(now):
+		return Decision{Action: Serve, Reason: ReasonStaleView}
+	}
+	host, ok := snap.Pick(clientOf(req), rnd, now, false)
+	if !ok {
+		return Decision{Action: Serve, Reason: ReasonNoSibling}
+	}
+	return Decision{Action: Redirect, Target: host, Reason: ReasonOverload}
+}
+
+func clientOf(req RedirectRequest) scheduler.Client {
+	if req.Client == nil {
+		return scheduler.Client{}
+	}
+	return req.Client()
+}
+
+// hostMatches reports whether the Host header h names host: the port
+// stripped, case-insensitive, a trailing dot on either side tolerated.
+func hostMatches(h, host string) bool {
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
+	}
+	return sameHost(h, host)
+}
+
+// RedirectLocation is the Location of a redirect of r to the host target:
+// the same scheme (https when r came over TLS), the target host, the port
+// of r's Host header unless it is the scheme's default (members of a
+// group listen on the same port; on 80 and 443 the port is left out), or
+// the target's own port when the view gives one, then r's path (as
+// escaped) and query unchanged.
+func RedirectLocation(r *http.Request, target string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host := target
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" &&
+			!(scheme == "http" && port == "80") && !(scheme == "https" && port == "443") {
+			host = net.JoinHostPort(target, port)
+		}
+	}
+	loc := scheme + "://" + host + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	return loc
+}
+
+// UtilizationSource gives this mirror's utilization; *LoadMeter is one.
+type UtilizationSource interface {
+	Utilization(now time.Time) float64
+}
+
+// ViewSource gives the current group snapshot (nil: none yet);
+// *ViewWatcher is one.
+type ViewSource interface {
+	Snapshot() *GroupSnapshot
+}
+
+var (
+	_ UtilizationSource = (*LoadMeter)(nil)
+	_ ViewSource        = (*ViewWatcher)(nil)
+	_ http.Handler      = (*Redirector)(nil)
+)
+
+// RedirectorOptions configure a Redirector.
+type RedirectorOptions struct {
+	// Rules are the static rules (required: Group).
+	Rules RedirectRules
+	// Next serves what is not redirected; nil only for a dispatcher.
+	Next http.Handler
+	// Load is this mirror's utilization (required unless Rules.Dispatcher).
+	Load UtilizationSource
+	// View is the group view; nil means none, so nothing is redirected.
+	View ViewSource
+	// Locator tells where clients are; nil puts everyone at the unknown
+	// location.
+	Locator *geo.Locator
+	// Files, when set, gives file sizes for the min_size rule; nil skips
+	// the rule (a site front end, whose back ends hold the files).
+	Files *FileServer
+	// Clock gives the time of a decision (default time.Now).
+	Clock func() time.Time
+	// Rand is the randomness of the decisions (default: seeded at
+	// random). Each request draws from its own generator, seeded from
+	// Rand, so Rand is only locked briefly.
+	Rand *rand.Rand
+	// Logger gets nothing per request; it is kept for the future
+	// (default: discard).
+	Logger *slog.Logger
+	// Registerer, when set, gets transmirror_mirror_redirects_total{reason}
+	// and transmirror_mirror_redirects_skipped_total{reason}.
+	Registerer prometheus.Registerer
+}
+
+// Redirector is the http.Handler of 302 correction: it runs Decide for
+// every request and redirects, refuses or hands it to the next handler.
+// It is safe for concurrent use.
+type Redirector struct {
+	o RedirectorOptions
+
+	mu  sync.Mutex // guards rnd
+	rnd *rand.Rand
+
+	redirects *prometheus.CounterVec
+	skipped   *prometheus.CounterVec
+}
+
+// NewRedirector checks o and returns a Redirector, with its metrics
+// registered when o.Registerer is set.
+func NewRedirector(o RedirectorOptions) (*Redirector, error) {
+	switch {
+	case o.Rules.Group == "":
+		return nil, errors.New("mirror: redirector: no group")
+	case o.Next == nil && !o.Rules.Dispatcher:
+		return nil, errors.New("mirror: redirector: no next handler")
+	case o.Load == nil && !o.Rules.Dispatcher:
+		return nil, errors.New("mirror: redirector: no utilization source")
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	rd := &Redirector{
+		o:   o,
+		rnd: o.Rand,
+		redirects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "redirects_total",
+			Help: "Requests answered with 302 to a sibling, by reason (overload: this mirror over its watermark; dispatch: a dispatcher).",
+		}, []string{"reason"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "redirects_skipped_total",
+			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, no_sibling).",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{ReasonOverload, ReasonDispatch} {
+		rd.redirects.WithLabelValues(r)
+	}
+	for _, r := range []string{ReasonNoView, ReasonStaleView, ReasonNoSibling} {
+		rd.skipped.WithLabelValues(r)
+	}
+	if o.Registerer != nil {
+		for _, c := range []prometheus.Collector{rd.redirects, rd.skipped} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("mirror: redirector: register metrics: %w", err)
+			}
+		}
+	}
+	return rd, nil
+}
+
+// ServeHTTP decides and acts.
+func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rules := &rd.o.Rules
+	if !rules.Dispatcher && !hostMatches(r.Host, rules.Group) {
+		rd.o.Next.ServeHTTP(w, r) // the common case, without a draw
+		return
+	}
+	now := rd.o.Clock()
+	var u float64
+	if !rules.Dispatcher {
+		u = rd.o.Load.Utilization(now)
+	}
+	var snap *GroupSnapshot
+	if rd.o.View != nil {
+		snap = rd.o.View.Snapshot()
+	}
+	rd.mu.Lock()
+	rnd := rand.New(rand.NewPCG(rd.rnd.Uint64(), rd.rnd.Uint64()))
+	rd.mu.Unlock()
+	d := Decide(*rules, RedirectRequest{
+		Method: r.Method,
+		Host:   r.Host,
+		Path:   r.URL.Path,
+		Size:   rd.sizeFunc(r),
+		Client: func() scheduler.Client { return rd.client(r) },
+	}, u, snap, now, rnd)
+	rd.act(w, r, d)
+}
+
+// act carries out d.
+func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision) {
+	switch d.Reason {
+	case ReasonNoView, ReasonStaleView, ReasonNoSibling:
+		rd.skipped.WithLabelValues(d.Reason).Inc()
+	}
+	switch d.Action {
+	case Redirect:
+		rd.redirects.WithLabelValues(d.Reason).Inc()
+		h := w.Header()
+		h.Set("Location", RedirectLocation(r, d.Target))
+		h.Set("Cache-Control", "no-store")
+		writeTiny(w, r, http.StatusFound)
+	case Refuse:
+		w.Header().Set("Cache-Control", "no-store")
+		if d.Status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", "GET, HEAD")
+		}
+		if d.Status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "5")
+		}
+		writeTiny(w, r, d.Status)
+	default:
+		rd.o.Next.ServeHTTP(w, r)
+	}
+}
+
+// writeTiny writes the status with its text as a plain-text body (none
+// for HEAD).
+func writeTiny(w http.ResponseWriter, r *http.Request, code int) {
+	body := strconv.Itoa(code) + " " + http.StatusText(code) + "\n"
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+// client locates the request's remote address (no ECS over HTTP).
+func (rd *Redirector) client(r *http.Request) scheduler.Client {
+	var src netip.Addr
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		src = ap.Addr()
+	} else if a, err := netip.ParseAddr(strings.Trim(r.RemoteAddr, "[]")); err == nil {
+		src = a
+	}
+	p := geo.ClientPrefix(src, netip.Prefix{}, false)
+	c := scheduler.Client{Key: scheduler.ScopeKey(p)}
+	if rd.o.Locator != nil {
+		c.Loc = rd.o.Locator.Locate(p).Loc
+	}
+	return c
+}
+
+// sizeFunc returns the size lookup for r: a stat through the FileServer's
+// root. A path that is bad, missing or a directory counts as size 0: it
+// is answered by a small error or listing, so not worth a redirect.
+func (rd *Redirector) sizeFunc(r *http.Request) func() (int64, bool) {
+	fs := rd.o.Files
+	if fs == nil {
+		return nil
+	}
+	return func() (int64, bool) {
+		name, isDir, err := CleanPath(r.URL.EscapedPath())
+		if err != nil || isDir {
+			return 0, true
+		}
+		fi, err := fs.root.Stat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, true
+		}
+		return fi.Size(), true
+	}
+}

@@ -1,0 +1,370 @@
+package mirror
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/scheduler/site"
+)
+
+// SiteOptions configure the site front end built by NewSiteHandler.
+type SiteOptions struct {
+	// Logger receives health flips and proxy errors (default: discard).
+	Logger *slog.Logger
+	// Registerer, when not nil, gets the front end's metrics
+	// (transmirror_mirror_backend_*, ...). A handler built from a reloaded
+	// config shares the collectors of the one it replaces; the label
+	// values of a back end are deleted when the last handler that has it
+	// is closed.
+	Registerer prometheus.Registerer
+	// Rand is the policy's random source, owned by the policy from then
+	// on (default: a ChaCha8 source seeded from crypto/rand).
+	Rand *rand.Rand
+	// Now is the clock given to the policy (default time.Now).
+	Now func() time.Time
+	// Transport carries requests and health checks to the back ends
+	// (default: a keep-alive http.Transport, see NewSiteHandler). The
+	// handler's Close closes its idle connections.
+	Transport *http.Transport
+}
+
+// Response header timeout and connection pool of the default transport.
+const (
+	siteDialTimeout           = 5 * time.Second
+	siteResponseHeaderTimeout = time.Minute
+	siteMaxIdleConnsPerHost   = 256
+)
+
+// siteHandler is the site front end; see NewSiteHandler.
+type siteHandler struct {
+	mode      string
+	policy    site.Policy
+	backends  []*siteBackend
+	health    SiteHealthConfig
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+	m         *siteMetrics
+	log       *slog.Logger
+	now       func() time.Time
+
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+var (
+	_ http.Handler = (*siteHandler)(nil)
+	_ io.Closer    = (*siteHandler)(nil)
+)
+
+// siteBackend is one back end and the front end's live view of it.
+type siteBackend struct {
+	name     string
+	url      *url.URL
+	public   *url.URL // redirect mode
+	socket   string   // handoff mode
+	checkURL string
+	weight   float64
+	memory   int64
+
+	active   atomic.Int64 // requests in flight (site.Backend.Active)
+	routable atomic.Bool  // health is not down
+	health   backendHealth
+}
+
+// NewSiteHandler returns the site front end for cfg.Backends with
+// cfg.Site's policy, mode and health checks, and a Closer that stops the
+// health checks and closes idle back-end connections (call it after the
+// servers using the handler have stopped).
+//
+// For each request the policy picks among the back ends that are not
+// down, given a site.Request with Key = the request URI (escaped path and
+// query), Client = the remote address and Size = 0 (unknown), and the
+// number of requests each back end has in flight. When every back end is
+// down the front end fails open and picks among all of them
+// (transmirror_mirror_all_backends_down_total). The pick is handed over
+// by cfg.Site.Mode:
+//
+//   - proxy: the request is streamed through httputil.ReverseProxy with
+//     X-Forwarded-For (the client address only: what the client sent is
+//     dropped), X-Forwarded-Host, X-Forwarded-Proto and Forwarded set; the
+//     back end sees its own host name in Host. Bodies are never buffered.
+//     A GET or HEAD without a body that fails on the back end before a
+//     response arrives (dial error, refused, reset, timeout) is retried
+//     once on another back end, which the policy picks with the failed
+//     one excluded; nothing has been sent to the client by then. After
+//     that, or for other methods, the client gets 502 (504 on timeout).
+//   - redirect: 302 to the back end's public_url + path + query, with
+//     Cache-Control: no-store, so that the client asks the front end
+//     again next time.
+//   - handoff: the client connection itself is passed to the back end
+//     process (see ListenHandoff); the response goes from the back end
+//     straight to the client.
+//
+// Policy.Done is called when the request completes, with the response's
+// Content-Length (200 only) or the bytes relayed as its Size, 0 when
+// neither is known (redirect, handoff).
+func NewSiteHandler(cfg *Config, o SiteOptions) (http.Handler, io.Closer, error) {
+	if len(cfg.Backends) == 0 {
+		return nil, nil, errors.New("mirror: site: no back ends")
+	}
+	sc := cfg.Site
+	if sc.Policy.Name == "" {
+		sc.Policy.Name = DefaultSitePolicy
+	}
+	if sc.Mode == "" {
+		sc.Mode = SiteModeProxy
+	}
+	if o.Rand == nil {
+		var seed [32]byte
+		if _, err := crand.Read(seed[:]); err != nil {
+			return nil, nil, fmt.Errorf("mirror: site: seed: %w", err)
+		}
+		o.Rand = rand.New(rand.NewChaCha8(seed))
+	}
+	pol, err := site.New(sc.Policy.Name, sc.Policy.Params(), o.Rand)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mirror: site: %w", err)
+	}
+	h := &siteHandler{
+		mode:      sc.Mode,
+		policy:    pol,
+		health:    withHealthDefaults(sc.Health),
+		transport: o.Transport,
+		log:       o.Logger,
+		now:       o.Now,
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.transport == nil {
+		h.transport = newSiteTransport()
+	}
+	for _, bc := range cfg.Backends {
+		b, err := newSiteBackend(bc, h.health, sc.Mode)
+		if err != nil {
+			return nil, nil, err
+		}
+		h.backends = append(h.backends, b)
+	}
+	h.m = newSiteMetrics()
+	if o.Registerer != nil {
+		if h.m, err = registerShared(o.Registerer, h.m); err != nil {
+			return nil, nil, fmt.Errorf("mirror: site: register metrics: %w", err)
+		}
+	}
+	h.m.adopt(pol.Name(), h.backends)
+	h.proxy = &httputil.ReverseProxy{
+		Rewrite:        h.rewrite,
+		Transport:      retryTransport{h},
+		ModifyResponse: h.modifyResponse,
+		ErrorHandler:   h.proxyError,
+		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+		BufferPool:     newBufferPool(),
+		// Flush after every write: what the back end sent is on its way
+		// to the client before the next read (writes of a whole buffer
+		// bypass the response's small buffers anyway).
+		FlushInterval: -1,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	for _, b := range h.backends {
+		h.wg.Go(func() { h.runHealthChecks(ctx, b) })
+	}
+	return h, h, nil
+}
+
+// newSiteTransport returns the keep-alive transport to the back ends.
+func newSiteTransport() *http.Transport {
+	d := &net.Dialer{Timeout: siteDialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           d.DialContext,
+		MaxIdleConns:          0, // per host only
+		MaxIdleConnsPerHost:   siteMaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: siteResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		WriteBufferSize:       32 << 10,
+		ReadBufferSize:        32 << 10,
+	}
+}
+
+// withHealthDefaults fills the zero fields of a health config that did
+// not go through ParseConfig.
+func withHealthDefaults(c SiteHealthConfig) SiteHealthConfig {
+	if c.Path == "" {
+		c.Path = DefaultHealthPath
+	}
+	if c.Interval <= 0 {
+		c.Interval = Duration(DefaultHealthInterval)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = Duration(DefaultHealthTimeout)
+	}
+	if c.Rise <= 0 {
+		c.Rise = DefaultHealthRise
+	}
+	if c.Fall <= 0 {
+		c.Fall = DefaultHealthFall
+	}
+	return c
+}
+
+func newSiteBackend(bc BackendConfig, hc SiteHealthConfig, mode string) (*siteBackend, error) {
+	u, err := url.Parse(bc.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("mirror: site: back end %q: bad url %q", bc.Name, bc.URL)
+	}
+	b := &siteBackend{
+		name:     bc.Name,
+		url:      u,
+		socket:   bc.HandoffSocket,
+		checkURL: targetURL(u, &url.URL{Path: hc.Path}).String(),
+		weight:   bc.Weight,
+		memory:   int64(bc.Memory),
+		health:   backendHealth{rise: hc.Rise, fall: hc.Fall, passive: hc.PassiveErrors},
+	}
+	if bc.PublicURL != "" {
+		if b.public, err = url.Parse(bc.PublicURL); err != nil {
+			return nil, fmt.Errorf("mirror: site: back end %q: bad public_url %q", bc.Name, bc.PublicURL)
+		}
+	}
+	switch {
+	case mode == SiteModeRedirect && b.public == nil:
+		return nil, fmt.Errorf("mirror: site: back end %q: redirect mode needs public_url", bc.Name)
+	case mode == SiteModeHandoff && b.socket == "":
+		return nil, fmt.Errorf("mirror: site: back end %q: handoff mode needs handoff_socket", bc.Name)
+	}
+	b.routable.Store(true)
+	return b, nil
+}
+
+// Close stops the health checks, closes idle back-end connections and
+// removes the metric label values of back ends no other handler has. It
+// is idempotent.
+func (h *siteHandler) Close() error {
+	h.closeOnce.Do(func() {
+		h.cancel()
+		h.wg.Wait()
+		h.transport.CloseIdleConnections()
+		h.m.release(h.policy.Name(), h.backends)
+	})
+	return nil
+}
+
+// siteRequest is what the policy is told about r.
+func siteRequest(r *http.Request) site.Request {
+	req := site.Request{Key: r.URL.RequestURI()}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		req.Client = ap.Addr().Unmap()
+	}
+	return req
+}
+
+// pick asks the policy for a back end other than exclude and counts the
+// request in flight on it; release undoes that.
+func (h *siteHandler) pick(req site.Request, exclude *siteBackend) (*siteBackend, error) {
+	bs := make([]site.Backend, len(h.backends))
+	anyUp := false
+	for i, b := range h.backends {
+		up := b != exclude && b.routable.Load()
+		bs[i] = site.Backend{Name: b.name, Weight: b.weight, MemoryBytes: b.memory, Up: up, Active: int(b.active.Load())}
+		anyUp = anyUp || up
+	}
+	if !anyUp {
+		// Every back end is down: fail open rather than answer nothing;
+		// health checks can be wrong, and a failed try costs one 502.
+		n := 0
+		for i, b := range h.backends {
+			if b != exclude {
+				bs[i].Up = true
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, site.ErrNoBackend
+		}
+		h.m.allDown.Inc()
+	}
+	i, err := h.policy.Pick(req, bs, h.now())
+	if err != nil {
+		return nil, err
+	}
+	b := h.backends[i]
+	b.active.Add(1)
+	h.m.picks.WithLabelValues(h.policy.Name(), b.name).Inc()
+	h.m.inFlight.WithLabelValues(b.name).Inc()
+	return b, nil
+}
+
+// release ends a request on b that pick started and tells the policy,
+// with the response size when known.
+func (h *siteHandler) release(b *siteBackend, req site.Request, size int64) {
+	b.active.Add(-1)
+	h.m.inFlight.WithLabelValues(b.name).Dec()
+	req.Size = size
+	h.policy.Done(req, b.name, h.now())
+}
+
+// targetURL is in (a request's path and query) on base: base's scheme and
+// host, base's path followed by in's path, base's query before in's.
+func targetURL(base, in *url.URL) *url.URL {
+	u := &url.URL{
+		Scheme:   base.Scheme,
+		Host:     base.Host,
+		Path:     in.Path,
+		RawPath:  in.RawPath,
+		RawQuery: in.RawQuery,
+	}
+	if p := strings.TrimSuffix(base.Path, "/"); p != "" {
+		u.Path = p + in.Path
+		if in.RawPath != "" || base.RawPath != "" {
+			u.RawPath = strings.TrimSuffix(base.EscapedPath(), "/") + in.EscapedPath()
+		}
+	}
+	switch {
+	case base.RawQuery == "":
+	case u.RawQuery == "":
+		u.RawQuery = base.RawQuery
+	default:
+		u.RawQuery = base.RawQuery + "&" + u.RawQuery
+	}
+	return u
+}
+
+// bufferPool recycles ReverseProxy's copy buffers.
+type bufferPool struct{ p sync.Pool }
+
+var _ httputil.BufferPool = (*bufferPool)(nil)
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (p *bufferPool) Get() []byte { return *(p.p.Get().(*[]byte)) }
+
+func (p *bufferPool) Put(b []byte) {
+	if cap(b) >= 32<<10 {
+		b = b[:32<<10]
+		p.p.Put(&b)
+	}
+}

@@ -1,0 +1,292 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/transmirror/transmirror/scheduler/site"
+)
+
+// Site modes: how the front end hands a request to the back end it picked.
+const (
+	// SiteModeProxy streams the request and the response through the
+	// front end (httputil.ReverseProxy); the default.
+	SiteModeProxy = "proxy"
+	// SiteModeRedirect answers 302 to the back end's public_url.
+	SiteModeRedirect = "redirect"
+	// SiteModeHandoff passes the client's TCP connection to a back end
+	// process on the same host over its handoff_socket.
+	SiteModeHandoff = "handoff"
+)
+
+// Defaults of the site section.
+const (
+	// DefaultSitePolicy is site.policy.name.
+	DefaultSitePolicy = site.LARD
+	// DefaultHealthPath is site.health.path.
+	DefaultHealthPath = "/-/healthy"
+	// DefaultHealthInterval is site.health.interval.
+	DefaultHealthInterval = 2 * time.Second
+	// DefaultHealthTimeout is site.health.timeout.
+	DefaultHealthTimeout = time.Second
+	// DefaultHealthRise is site.health.rise.
+	DefaultHealthRise = 2
+	// DefaultHealthFall is site.health.fall.
+	DefaultHealthFall = 3
+	// DefaultPassiveErrors is site.health.passive_errors.
+	DefaultPassiveErrors = 5
+	// DefaultCacheMemory is site.cache.memory.
+	DefaultCacheMemory = 256 << 20
+	// DefaultCacheMaxObject is site.cache.max_object.
+	DefaultCacheMaxObject = 1 << 20
+)
+
+// SiteConfig is the site section of mirror.yaml. Policy, Mode and Health
+// are the front end's (a mirror with backends); Cache is the back end's
+// (a mirror with a root). Sections of the other role are defaulted and
+// validated but unused.
+type SiteConfig struct {
+	// Policy picks the back end of each request.
+	Policy SitePolicyConfig `yaml:"policy"`
+	// Mode is proxy (default), redirect or handoff.
+	Mode string `yaml:"mode"`
+	// Health configures the active and passive health checks of back ends.
+	Health SiteHealthConfig `yaml:"health"`
+	// Cache is the back-end role's memory cache in front of the root.
+	Cache SiteCacheConfig `yaml:"cache"`
+	// HandoffSocket is, for a back end (a mirror with root), the Unix
+	// socket on which it takes connections handed off by a front end in
+	// handoff mode (see ListenHandoff), relative to the config file's
+	// directory; "" for none. The front end's backends[].handoff_socket
+	// names the same path.
+	HandoffSocket string `yaml:"handoff_socket"`
+}
+
+// SitePolicyConfig names a policy of scheduler/site and sets its
+// parameters. An absent parameter takes the policy's default (see
+// site.DefaultParams); a written one must be > 0.
+type SitePolicyConfig struct {
+	// Name is one of wrr, least-conn, client-hash, lard (default), lard-r,
+	// ward, tb-ccrd, chbl.
+	Name string `yaml:"name"`
+	// TLow and THigh are LARD's load thresholds (lard, lard-r, tb-ccrd).
+	TLow  float64 `yaml:"t_low"`
+	THigh float64 `yaml:"t_high"`
+	// MaxTargets bounds the target tables (lard, lard-r, tb-ccrd).
+	MaxTargets int `yaml:"max_targets"`
+	// ReplicaHold is LARD/R's K.
+	ReplicaHold Duration `yaml:"replica_hold"`
+	// WardInterval is how often ward re-plans its core.
+	WardInterval Duration `yaml:"ward_interval"`
+	// ForwardCost is ward's relative cost of forwarding.
+	ForwardCost float64 `yaml:"forward_cost"`
+	// SketchEntries is the number of files ward counts.
+	SketchEntries int `yaml:"sketch_entries"`
+	// MaxObjectBytes is the largest object tb-ccrd models as cached; keep
+	// it equal to the back ends' site.cache.max_object.
+	MaxObjectBytes ByteSize `yaml:"max_object_bytes"`
+	// BalanceFactor is chbl's c (>= 1).
+	BalanceFactor float64 `yaml:"balance_factor"`
+	// VirtualNodes is chbl's ring points per unit of weight.
+	VirtualNodes int `yaml:"virtual_nodes"`
+	// PrefixV4 and PrefixV6 are client-hash's prefix lengths.
+	PrefixV4 int `yaml:"prefix_v4"`
+	PrefixV6 int `yaml:"prefix_v6"`
+}
+
+// Params returns the policy parameters as scheduler/site takes them.
+func (p SitePolicyConfig) Params() site.Params {
+	return site.Params{
+		TLow:           p.TLow,
+		THigh:          p.THigh,
+		MaxTargets:     p.MaxTargets,
+		ReplicaHold:    p.ReplicaHold.D(),
+		WardInterval:   p.WardInterval.D(),
+		ForwardCost:    p.ForwardCost,
+		SketchEntries:  p.SketchEntries,
+		MaxObjectBytes: int64(p.MaxObjectBytes),
+		BalanceFactor:  p.BalanceFactor,
+		VirtualNodes:   p.VirtualNodes,
+		PrefixV4:       p.PrefixV4,
+		PrefixV6:       p.PrefixV6,
+	}
+}
+
+// SiteHealthConfig configures the health checks of back ends: an active
+// GET of Path on each back end's url every Interval, with rise/fall
+// hysteresis, plus passive counting of failed proxied requests.
+type SiteHealthConfig struct {
+	// Path is requested on each back end's url (default /-/healthy); any
+	// 2xx answer is a success.
+	Path string `yaml:"path"`
+	// Interval is the time between checks of one back end (default 2s).
+	Interval Duration `yaml:"interval"`
+	// Timeout bounds one check (default 1s). Checks of one back end never
+	// overlap: a slow one delays the next.
+	Timeout Duration `yaml:"timeout"`
+	// Rise is the consecutive successes that bring a down back end up
+	// (default 2).
+	Rise int `yaml:"rise"`
+	// Fall is the consecutive failed checks that take it down (default 3).
+	Fall int `yaml:"fall"`
+	// PassiveErrors is the consecutive failed requests (connection
+	// refused, reset, timed out) that take it down (default 5; 0 turns
+	// passive checks off).
+	PassiveErrors int `yaml:"passive_errors"`
+}
+
+// SiteCacheConfig is the back-end role's memory cache (see Cache).
+type SiteCacheConfig struct {
+	// Memory is the cache's size (default 256MiB; 0 turns it off).
+	Memory ByteSize `yaml:"memory"`
+	// MaxObject is the largest file cached (default 1MiB, > 0).
+	MaxObject ByteSize `yaml:"max_object"`
+	// MissDelayPerMiB is a test and benchmark knob, not for production:
+	// a cache miss sleeps this long per MiB of the file before serving
+	// it, to stand in for a disk that the page cache of a test machine
+	// hides; misses take turns, as on one disk (default 0: off).
+	MissDelayPerMiB Duration `yaml:"miss_delay_per_mib"`
+}
+
+// site defaults and validates the site section and the back ends'
+// site-specific keys.
+func (v *validator) site() {
+	s := &v.c.Site
+	v.sitePolicy()
+	if !v.written("site.mode") {
+		s.Mode = SiteModeProxy
+	}
+	switch s.Mode {
+	case SiteModeProxy, SiteModeRedirect, SiteModeHandoff:
+	default:
+		v.errorf("site.mode", "%q: want one of proxy, redirect, handoff", s.Mode)
+	}
+	for i := range v.c.Backends {
+		b := &v.c.Backends[i]
+		path := fmt.Sprintf("backends[%d]", i)
+		switch {
+		case b.PublicURL != "":
+			if err := checkURL(b.PublicURL); err != nil {
+				v.errorf(path+".public_url", "%v", err)
+			}
+		case s.Mode == SiteModeRedirect:
+			v.errorf(path+".public_url", "is required by site.mode redirect")
+		}
+		switch {
+		case b.HandoffSocket != "":
+			b.HandoffSocket = v.resolve(b.HandoffSocket)
+		case s.Mode == SiteModeHandoff:
+			v.errorf(path+".handoff_socket", "is required by site.mode handoff")
+		}
+		if (s.Policy.Name == site.TBCCRD || s.Policy.Name == site.WARD) && b.Memory <= 0 {
+			v.errorf(path+".memory", "is required by policy %s (it models the back ends' caches)", s.Policy.Name)
+		}
+	}
+	v.siteHealth()
+	v.siteCache()
+	if s.HandoffSocket != "" {
+		if v.c.Root == "" {
+			v.errorf("site.handoff_socket", "is for a back end (a mirror with root)")
+		}
+		s.HandoffSocket = v.resolve(s.HandoffSocket)
+	}
+}
+
+func (v *validator) sitePolicy() {
+	p := &v.c.Site.Policy
+	if !v.written("site.policy.name") {
+		if v.written("site.policy") {
+			v.errorf("site.policy.name", "is required")
+		}
+		p.Name = DefaultSitePolicy
+	}
+	// A written zero would silently mean "default": refuse it.
+	for key, zero := range map[string]bool{
+		"t_low": p.TLow == 0, "t_high": p.THigh == 0, "max_targets": p.MaxTargets == 0,
+		"replica_hold": p.ReplicaHold == 0, "ward_interval": p.WardInterval == 0,
+		"forward_cost": p.ForwardCost == 0, "sketch_entries": p.SketchEntries == 0,
+		"max_object_bytes": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
+		"virtual_nodes": p.VirtualNodes == 0, "prefix_v4": p.PrefixV4 == 0, "prefix_v6": p.PrefixV6 == 0,
+	} {
+		if zero && v.written("site.policy."+key) {
+			v.errorf("site.policy."+key, "must not be 0 (leave it out for the default)")
+		}
+	}
+	_, err := site.New(p.Name, p.Params(), rand.New(rand.NewPCG(0, 0)))
+	switch {
+	case err == nil:
+	case errors.Is(err, site.ErrUnknownPolicy):
+		v.errorf("site.policy.name", "%q: want one of %s", p.Name, strings.Join(site.Names(), ", "))
+	default:
+		// The joined parameter errors read "site: bad parameters: t_low
+		// -1 must be positive"; put each at its key.
+		for _, e := range unjoin(errors.Unwrap(err)) {
+			msg := e.Error()
+			if _, rest, ok := strings.Cut(msg, site.ErrBadParams.Error()+": "); ok {
+				msg = rest
+			}
+			key, _, _ := strings.Cut(msg, " ")
+			v.errorf("site.policy."+key, "%s", msg)
+		}
+	}
+}
+
+// unjoin returns the errors that errors.Join put together, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+func (v *validator) siteHealth() {
+	h := &v.c.Site.Health
+	if !v.written("site.health.path") {
+		h.Path = DefaultHealthPath
+	} else if !strings.HasPrefix(h.Path, "/") {
+		v.errorf("site.health.path", "%q: want a path starting with /", h.Path)
+	}
+	positive := func(key string, d *Duration, def time.Duration) {
+		if !v.written("site.health." + key) {
+			*d = Duration(def)
+		} else if *d <= 0 {
+			v.errorf("site.health."+key, "must be > 0, got %s", d.D())
+		}
+	}
+	positive("interval", &h.Interval, DefaultHealthInterval)
+	positive("timeout", &h.Timeout, DefaultHealthTimeout)
+	count := func(key string, n *int, def, least int) {
+		if !v.written("site.health." + key) {
+			*n = def
+		} else if *n < least {
+			v.errorf("site.health."+key, "must be >= %d, got %d", least, *n)
+		}
+	}
+	count("rise", &h.Rise, DefaultHealthRise, 1)
+	count("fall", &h.Fall, DefaultHealthFall, 1)
+	count("passive_errors", &h.PassiveErrors, DefaultPassiveErrors, 0)
+}
+
+func (v *validator) siteCache() {
+	c := &v.c.Site.Cache
+	if v.written("site.cache") && v.c.Root == "" && len(v.c.Backends) > 0 {
+		v.errorf("site.cache", "is for a back end (a mirror with root), not a front end")
+	}
+	if !v.written("site.cache.memory") {
+		c.Memory = DefaultCacheMemory
+	}
+	if !v.written("site.cache.max_object") {
+		c.MaxObject = DefaultCacheMaxObject
+	} else if c.MaxObject <= 0 {
+		v.errorf("site.cache.max_object", "must be > 0")
+	}
+	if c.MissDelayPerMiB < 0 {
+		v.errorf("site.cache.miss_delay_per_mib", "must be >= 0, got %s", c.MissDelayPerMiB.D())
+	}
+}

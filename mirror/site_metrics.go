@@ -1,0 +1,151 @@
+package mirror
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Error kinds of transmirror_mirror_backend_errors_total.
+const (
+	errDial    = "dial"    // could not connect (other than refused)
+	errRefused = "refused" // connection refused
+	errReset   = "reset"   // connection reset or broken pipe
+	errTimeout = "timeout" // dial, response header or body timeout
+	errBody    = "body"    // the response body failed after the headers
+	errHandoff = "handoff" // handing a connection off failed
+	errHealth  = "health"  // an active health check failed
+	errOther   = "other"
+)
+
+var errKinds = []string{errDial, errRefused, errReset, errTimeout, errBody, errHandoff, errHealth, errOther}
+
+// Results of transmirror_mirror_handoffs_total.
+const (
+	handoffOK       = "ok"       // the back end took the connection
+	handoffError    = "error"    // sending it failed after the hijack: 502
+	handoffFallback = "fallback" // not handed off (TLS, HTTP/2, a body, socket down): proxied
+)
+
+// siteMetrics are the front end's collectors, one Collector so that a
+// handler built from a reloaded config shares them (registerShared). It
+// counts which handlers use each back end name, so that a name's label
+// values go away with the last handler that has it.
+type siteMetrics struct {
+	picks        *prometheus.CounterVec
+	inFlight     *prometheus.GaugeVec
+	up           *prometheus.GaugeVec
+	errors       *prometheus.CounterVec
+	changes      *prometheus.CounterVec
+	retries      prometheus.Counter
+	handoffs     *prometheus.CounterVec
+	proxiedBytes prometheus.Counter
+	allDown      prometheus.Counter
+
+	mu     sync.Mutex
+	owners map[string]int    // back end name → handlers using it
+	pairs  map[[2]string]int // (policy, back end) → handlers using it
+}
+
+func newSiteMetrics() *siteMetrics {
+	const ns, sub = "transmirror", "mirror"
+	m := &siteMetrics{
+		picks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "backend_picks_total",
+			Help: "Back ends picked by the site policy, including retries.",
+		}, []string{"policy", "backend"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "backend_requests_in_flight",
+			Help: "Requests the front end has in flight on each back end (the policies' load).",
+		}, []string{"backend"}),
+		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "backend_up",
+			Help: "1 when the back end takes requests (health up or not yet known), 0 when down.",
+		}, []string{"backend"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "backend_errors_total",
+			Help: "Failed requests, handoffs and health checks, by back end and kind.",
+		}, []string{"backend", "kind"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "backend_health_changes_total",
+			Help: "Flips of back-end health, by the state entered.",
+		}, []string{"backend", "state"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "retries_total",
+			Help: "Idempotent requests retried on another back end after a failure before the response.",
+		}),
+		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "handoffs_total",
+			Help: "Connection handoffs to back ends, by result (ok, error, fallback).",
+		}, []string{"result"}),
+		proxiedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "proxied_bytes_total",
+			Help: "Response body bytes relayed from back ends to clients through the front end.",
+		}),
+		allDown: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "all_backends_down_total",
+			Help: "Picks made while every back end was down (the front end fails open).",
+		}),
+		owners: make(map[string]int),
+		pairs:  make(map[[2]string]int),
+	}
+	for _, r := range []string{handoffOK, handoffError, handoffFallback} {
+		m.handoffs.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *siteMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.picks, m.inFlight, m.up, m.errors, m.changes, m.retries, m.handoffs, m.proxiedBytes, m.allDown}
+}
+
+// Describe implements prometheus.Collector.
+func (m *siteMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *siteMetrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// adopt makes the series of a new handler's back ends exist.
+func (m *siteMetrics) adopt(policy string, bs []*siteBackend) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range bs {
+		m.owners[b.name]++
+		m.pairs[[2]string{policy, b.name}]++
+		m.picks.WithLabelValues(policy, b.name)
+		m.inFlight.WithLabelValues(b.name)
+		m.up.WithLabelValues(b.name).Set(1)
+		for _, k := range errKinds {
+			m.errors.WithLabelValues(b.name, k)
+		}
+	}
+}
+
+// release deletes the series of back ends that no handler has any more.
+func (m *siteMetrics) release(policy string, bs []*siteBackend) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range bs {
+		pair := [2]string{policy, b.name}
+		if m.pairs[pair]--; m.pairs[pair] <= 0 {
+			delete(m.pairs, pair)
+			m.picks.DeleteLabelValues(policy, b.name)
+		}
+		if m.owners[b.name]--; m.owners[b.name] > 0 {
+			continue
+		}
+		delete(m.owners, b.name)
+		m.inFlight.DeleteLabelValues(b.name)
+		m.up.DeleteLabelValues(b.name)
+		m.errors.DeletePartialMatch(prometheus.Labels{"backend": b.name})
+		m.changes.DeletePartialMatch(prometheus.Labels{"backend": b.name})
+	}
+}
