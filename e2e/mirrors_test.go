@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mirrorProc is a running mirror with the addresses it reported.
+type mirrorProc struct {
+	*proc
+	HTTP  string // public host:port
+	Admin string // admin host:port
+}
+
+var httpAddrRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+
+// startMirror writes a mirror config into dir and starts the real mirror.
+func startMirror(t testing.TB, dir, name, dnsdAdmin, secret string, extra string) *mirrorProc {
+	t.Helper()
+	root := filepath.Join(dir, name+"-root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, "hello.txt", "hello from "+name+"\n")
+	cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+group: www.example.test
+member: %s
+host: %s.mirrors.example.test
+dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
+root: %s
+capacity: 1000
+%s`, name, name, dnsdAdmin, secret, root, extra)
+	path := writeFile(t, dir, name+".yaml", cfg)
+	m := &mirrorProc{}
+	m.proc = start(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
+		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {
+			m.HTTP = mm[1]
+		}
+		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
+			m.Admin = mm[1]
+		}
+		return strings.Contains(line, `msg="mirror started"`)
+	})
+	if m.HTTP == "" || m.Admin == "" {
+		t.Fatalf("mirror %s did not report its addresses:\n%s", name, m.Logs())
+	}
+	return m
+}
+
+// groupctl runs the real groupctl against a dnsd admin address.
+func groupctl(t testing.TB, admin, secret string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin("groupctl"), append([]string{"-server", "http://" + admin}, args...)...)
+	cmd.Env = append(os.Environ(), "TRANSMIRROR_SECRET="+secret)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// startMembersDNSD starts dnsd on testdata/members.yaml in dir.
+func startMembersDNSD(t *testing.T, dir string) *dnsdProc {
+	t.Helper()
+	for _, f := range []struct{ src, dst string }{
+		{filepath.Join("testdata", "members.yaml"), "dnsd.yaml"},
+		{filepath.Join("testdata", "example.test.zone"), "example.test.zone"},
+	} {
+		if _, err := os.Stat(filepath.Join(dir, f.dst)); err == nil {
+			continue
+		}
+		data, err := os.ReadFile(f.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, f.dst, string(data))
+	}
+	return startDNSD(t, true, "-config", filepath.Join(dir, "dnsd.yaml"))
+}
+
+// answers returns the A records dig gets for the group.
+func answers(t *testing.T, d *dnsdProc) []string {
+	r := d.Dig(t, "www.example.test", "A")
+	if r.Status != "NOERROR" {
+		t.Fatalf("dig: %s\n%s", r.Status, r.Raw)
+	}
+	var out []string
+	for _, x := range r.Answer {
+		out = append(out, x.Data)
+	}
+	return out
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMembershipWithRealMirror drives the real binaries: groupctl adds a
+// mirror, dig sees it; the mirror process stops, dig stops seeing it
+// within fall × interval + one interval; a restart of dnsd keeps the
+// run-time member; groupctl remove takes it out at once.
+func TestMembershipWithRealMirror(t *testing.T) {
+	const secret = "e2e-group-secret"
+	dir := t.TempDir()
+	d := startMembersDNSD(t, dir)
+	m := startMirror(t, dir, "fra9", d.Admin, secret, "")
+
+	out, err := groupctl(t, d.Admin, secret, "add", "www.example.test", "-name", "fra9", "-host", "fra9.mirrors.example.test",
+		"-addr", "127.0.9.1", "-capacity", "1000", "-lat", "50.11", "-lon", "8.68", "-country", "DE",
+		"-probe", "http://"+m.Admin+"/v1/load")
+	if err != nil {
+		t.Fatalf("groupctl add: %v\n%s", err, out)
+	}
+	eventually(t, 5*time.Second, func() string {
+		if a := answers(t, d); !has(a, "127.0.9.1") {
+			return fmt.Sprintf("dig does not see the added mirror: %v", a)
+		}
+		return ""
+	})
+	eventually(t, 5*time.Second, func() string {
+		out, err := groupctl(t, d.Admin, secret, "status", "www.example.test")
+		if err != nil || !regexp.MustCompile(`fra9\s+up\s+runtime`).MatchString(out) {
+			return fmt.Sprintf("groupctl status does not show fra9 up: %v\n%s", err, out)
+		}
+		return ""
+	})
+	out, _ = groupctl(t, d.Admin, secret, "status", "www.example.test")
+	t.Logf("groupctl status:\n%s", out)
+
+	// Stop the mirror process: out within fall × interval + one interval.
+	const interval, fall = 300 * time.Millisecond, 3
+	bound := (fall+1)*interval + 2*30*time.Millisecond // + the jitter of two pulls
+	stopped := time.Now()
+	m.Stop()
+	var gone time.Duration
+	eventually(t, 10*time.Second, func() string {
+		if a := answers(t, d); has(a, "127.0.9.1") {
+			return fmt.Sprintf("dig still sees the stopped mirror %v after the stop", time.Since(stopped).Round(time.Millisecond))
+		}
+		gone = time.Since(stopped)
+		return ""
+	})
+	t.Logf("the stopped mirror left the answers after %v (bound: fall %d × interval %v + one interval + jitter = %v)",
+		gone.Round(time.Millisecond), fall, interval, bound)
+	if gone > bound+200*time.Millisecond { // + dig and process start-up
+		t.Errorf("the stopped mirror left after %v, want within %v", gone, bound)
+	}
+
+	// Restart dnsd: the run-time member is still there (down now).
+	d.Stop()
+	d2 := startMembersDNSD(t, dir)
+	out, err = groupctl(t, d2.Admin, secret, "-o", "json", "status", "www.example.test")
+	if err != nil || !strings.Contains(out, `"name":"fra9"`) || !strings.Contains(out, `"source":"runtime"`) {
+		t.Fatalf("after a restart fra9 must still be a member: %v\n%s", err, out)
+	}
+
+	// Remove it: gone at once, and stays gone after another restart.
+	if out, err := groupctl(t, d2.Admin, secret, "remove", "www.example.test", "fra9"); err != nil {
+		t.Fatalf("groupctl remove: %v\n%s", err, out)
+	}
+	if out, _ := groupctl(t, d2.Admin, secret, "-o", "json", "status", "www.example.test"); strings.Contains(out, `"fra9"`) {
+		t.Errorf("fra9 still listed after remove:\n%s", out)
+	}
+	// A write without the secret changes nothing.
+	if out, err := groupctl(t, d2.Admin, "wrong-secret", "remove", "www.example.test", "sin1"); err == nil || !strings.Contains(out, "401") {
+		t.Errorf("remove with a wrong secret: %v\n%s", err, out)
+	}
+}
