@@ -9,7 +9,7 @@ APT_BINS    ?= dig unbound
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz bench deps demo clean
+.PHONY: all build test unit e2e race lint fuzz bench bench-site deps demo clean
 
 all: build
 
@@ -52,6 +52,11 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## bench-site: the site policies compared on one front end and four back-end
+## mirror processes on loopback (about 2-3 minutes).
+bench-site:
+	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=20m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
 
 ## deps: install the Debian packages the tests start, only when missing.
 deps:
