@@ -3,9 +3,9 @@ GO          ?= go
 BIN         ?= bin
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 10s
-# Debian packages the tests start for real: dig, unbound.
-APT_PKGS    ?= dnsutils unbound
-APT_BINS    ?= dig unbound
+# Debian packages the tests start for real: dig, unbound, headless chromium.
+APT_PKGS    ?= dnsutils unbound chromium
+APT_BINS    ?= dig unbound chromium
 
 export CGO_ENABLED ?= 1
 

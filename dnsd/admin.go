@@ -43,10 +43,18 @@ type AdminOptions struct {
 	Verifier *probe.Verifier
 	// Now is the clock for signatures; nil means time.Now.
 	Now func() time.Time
+	// AdminToken returns the configured admin token, which drain and
+	// undrain accept as "Authorization: Bearer TOKEN" instead of a
+	// signature; nil or "" accepts signatures only.
+	AdminToken func() string
+	// Dashboard serves the operator's page at / with GET /v1/dashboard
+	// and GET /v1/stream; nil leaves them out.
+	Dashboard *Dashboard
 }
 
 // NewAdmin returns dnsd's admin HTTP handler: /metrics, /-/healthy,
-// /-/ready and POST /-/reload (loopback callers only).
+// /-/ready and POST /-/reload (loopback callers only), plus the groups API
+// and the dashboard when configured.
 func NewAdmin(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelError)}))
@@ -72,8 +80,11 @@ func NewAdmin(o AdminOptions) http.Handler {
 		if now == nil {
 			now = time.Now
 		}
-		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now}
+		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now, token: o.AdminToken}
 		api.register(mux)
+	}
+	if o.Dashboard != nil {
+		o.Dashboard.register(mux)
 	}
 	if o.Explainer != nil {
 		mux.HandleFunc("GET /v1/groups/{group}/explain", func(w http.ResponseWriter, r *http.Request) {

@@ -62,6 +62,13 @@ type DispatcherOptions struct {
 	// MaxScopes bounds the client scopes whose rate is tracked per group
 	// (default 16,384, about 2.4 MiB per group; see scheduler.ScopeRates).
 	MaxScopes int
+	// OnAnswer, when set, is called for every member named in a group
+	// answer with where the client is (the dashboard's answer flows). It
+	// runs on the query path: it must be fast and must not block.
+	OnAnswer func(group, member string, client scheduler.Location)
+	// OnFailOpen, when set, is called once when a group starts answering
+	// with all members because none is up (on) and once when that ends.
+	OnFailOpen func(group string, on bool)
 }
 
 // Dispatcher answers group names with the scheduler's policies: it locates
@@ -85,6 +92,9 @@ type Dispatcher struct {
 	failOpen *prometheus.CounterVec
 	ecs      *prometheus.CounterVec
 	lookups  *prometheus.CounterVec
+
+	onAnswer   func(group, member string, client scheduler.Location)
+	onFailOpen func(group string, on bool)
 }
 
 var _ GroupAnswerer = (*Dispatcher)(nil)
@@ -140,7 +150,8 @@ const (
 // NewDispatcher returns a Dispatcher with its metrics registered. It answers
 // nothing until the first Load.
 func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
-	d := &Dispatcher{log: o.Logger, now: o.Now, maxScopes: o.MaxScopes, seed: o.Seed}
+	d := &Dispatcher{log: o.Logger, now: o.Now, maxScopes: o.MaxScopes, seed: o.Seed,
+		onAnswer: o.OnAnswer, onFailOpen: o.OnFailOpen}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -230,6 +241,7 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 			g.rates = scheduler.NewScopeRates(scheduler.ScopeRatesConfig{MaxScopes: d.maxScopes})
 			g.failOpen = new(atomic.Bool)
 			g.shares = newAnswerCounts()
+			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
 		}
 		g.build(prev, d.now())
 		next[name] = g
@@ -472,6 +484,9 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, 
 		name := g.cfg.Members[f.idx[k]].Name
 		d.answers.WithLabelValues(g.cfg.Name, name).Inc()
 		g.shares.add(name, now)
+		if d.onAnswer != nil {
+			d.onAnswer(g.cfg.Name, name, c.res.Loc)
+		}
 	}
 	d.noteFailOpen(g, failOpen)
 	return ans, nil
@@ -501,6 +516,9 @@ func (d *Dispatcher) noteFailOpen(g *dgroup, failOpen bool) {
 			d.log.Warn("no member is up: answering with all members", "group", g.cfg.Name)
 		} else {
 			d.log.Info("members are up again: fail-open over", "group", g.cfg.Name)
+		}
+		if d.onFailOpen != nil {
+			d.onFailOpen(g.cfg.Name, failOpen)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -224,4 +225,11 @@ func fieldIndex(key string) int {
 		}
 	}
 	return -1
+}
+
+// SameGroup reports whether a and b name the same group: domain names
+// compare without case and with or without the trailing dot
+// ("www.example.org" is "WWW.example.org.").
+func SameGroup(a, b string) bool {
+	return strings.EqualFold(strings.TrimSuffix(a, "."), strings.TrimSuffix(b, "."))
 }

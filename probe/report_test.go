@@ -146,3 +146,23 @@ func FuzzDecodeReport(f *testing.F) {
 		}
 	})
 }
+
+func TestSameGroup(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"www.example.org", "www.example.org.", true},
+		{"WWW.Example.org.", "www.example.org", true},
+		{"www.example.org", "www.example.org", true},
+		{"www.example.org", "ftp.example.org", false},
+		{"www.example.org..", "www.example.org", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.a+"|"+tc.b, func(t *testing.T) {
+			if got := SameGroup(tc.a, tc.b); got != tc.want {
+				t.Errorf("SameGroup(%q, %q) = %v", tc.a, tc.b, got)
+			}
+		})
+	}
+}

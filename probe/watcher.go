@@ -542,7 +542,7 @@ func (w *Watcher) probe(ctx context.Context, m *member, target string, timeout t
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	res := ProbeLoad(pctx, w.cfg.Client, target, w.log)
 	cancel()
-	if res.Success && (res.Report.Group != m.key.group || res.Report.Member != m.key.member) {
+	if res.Success && (!SameGroup(res.Report.Group, m.key.group) || res.Report.Member != m.key.member) {
 		res.Success, res.Reason = false, ReasonValidate
 		res.Err = fmt.Errorf("%w: %s: report is for %s/%s", ErrProbe, ReasonValidate, res.Report.Group, res.Report.Member)
 	}

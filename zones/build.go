@@ -80,6 +80,7 @@ func Build(cfg *Config) (*Set, error) {
 	b.groups()
 	b.geo()
 	b.health()
+	b.adminToken()
 	if b.c.StateFile != "" {
 		b.stateFile = b.resolve(b.c.StateFile)
 	}
@@ -665,5 +666,42 @@ func (b *builder) health() {
 	}
 	if h.SignatureWindow.D() < time.Second || h.SignatureWindow.D() > time.Hour {
 		b.errorf("health.signature_window", "health: signature_window %s must be in 1s..1h", h.SignatureWindow.D())
+	}
+}
+
+// MinAdminTokenLen is the shortest admin_token Build accepts.
+const MinAdminTokenLen = 16
+
+// adminToken reads admin_token_file and checks the token: long enough to
+// resist guessing and free of white space (it travels in a header).
+func (b *builder) adminToken() {
+	c := b.c
+	switch {
+	case c.AdminTokenFile != "" && c.AdminToken != "" && !c.adminTokenFromFile:
+		b.errorf("admin_token_file", "admin_token and admin_token_file are mutually exclusive")
+		return
+	case c.AdminTokenFile != "":
+		data, err := os.ReadFile(b.resolve(c.AdminTokenFile))
+		if err != nil {
+			b.errorf("admin_token_file", "admin_token_file: %v", err)
+			return
+		}
+		c.AdminToken = strings.TrimSpace(string(data))
+		c.adminTokenFromFile = true
+		if c.AdminToken == "" {
+			b.errorf("admin_token_file", "admin_token_file %s is empty", c.AdminTokenFile)
+			return
+		}
+	}
+	key := "admin_token"
+	if c.adminTokenFromFile {
+		key = "admin_token_file"
+	}
+	switch {
+	case c.AdminToken == "":
+	case len(c.AdminToken) < MinAdminTokenLen:
+		b.errorf(key, "admin_token must be at least %d characters", MinAdminTokenLen)
+	case strings.IndexFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		b.errorf(key, "admin_token must not contain white space or control characters")
 	}
 }

@@ -28,11 +28,22 @@ type Config struct {
 	// drained members) across restarts, relative to the config file's
 	// directory; "" keeps it in memory only.
 	StateFile string `yaml:"state_file"`
+	// AdminToken lets an operator drain and undrain members through the
+	// admin API and the dashboard with "Authorization: Bearer TOKEN", as an
+	// alternative to a request signed with the group's secret; "" allows
+	// signed requests only. After Build it holds the token whichever way
+	// it was given.
+	AdminToken string `yaml:"admin_token"`
+	// AdminTokenFile reads AdminToken from a file instead (relative to
+	// the config file's directory).
+	AdminTokenFile string `yaml:"admin_token_file"`
 
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
 
 	pos positions // where each object was written (Parse), for errors
+
+	adminTokenFromFile bool // AdminToken was read from AdminTokenFile by Build
 }
 
 // ServerConfig holds protocol settings of the DNS edge.

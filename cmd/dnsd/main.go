@@ -186,7 +186,10 @@ func (l *loader) load() (*zones.Set, error) {
 func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	disp, err := dnsd.NewDispatcher(dnsd.DispatcherOptions{Logger: logger, Registry: reg})
+	events := dnsd.NewEventLog(0, nil)
+	flows := dnsd.NewAnswerFlows(0, nil)
+	disp, err := dnsd.NewDispatcher(dnsd.DispatcherOptions{Logger: logger, Registry: reg,
+		OnAnswer: flows.Add, OnFailOpen: events.FailOpen})
 	if err != nil {
 		return err
 	}
@@ -201,7 +204,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		Rand:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		Logger:     logger,
 		Health:     probe.HealthConfig{Rise: h.Rise, Fall: h.Fall},
-		OnEvent:    func(probe.Event) { ctl.Kick() },
+		OnEvent:    func(ev probe.Event) { ctl.Kick(); events.ProbeEvent(ev) },
 	})
 	if err != nil {
 		return err
@@ -216,7 +219,15 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err := ctl.Load(set); err != nil {
 		return err
 	}
-	rl := newReloader(ld, ctl, logger, reg)
+	rl := events.Reloader(newReloader(ld, ctl, logger, reg))
+	adminToken := func() string { return ctl.Current().Config.AdminToken }
+	dash, err := dnsd.NewDashboard(dnsd.DashboardOptions{
+		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
+		TokenAuth: func() bool { return adminToken() != "" },
+	})
+	if err != nil {
+		return err
+	}
 
 	var socks []socketPair
 	defer func() {
@@ -252,6 +263,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return watcher.Run(gctx) })
 	g.Go(func() error { return ctl.Run(gctx) })
+	g.Go(func() error { return dash.Run(gctx) })
 	for _, sp := range socks {
 		g.Go(func() error { return srv.ServeUDP(gctx, sp.pc) })
 		g.Go(func() error { return srv.ServeTCP(gctx, sp.ln) })
@@ -260,7 +272,8 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		hs := &http.Server{
 			Handler: dnsd.NewAdmin(dnsd.AdminOptions{
 				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-				Membership: ctl, Verifier: probe.NewVerifier(h.SignatureWindow.D(), 0),
+				Membership: events.Membership(ctl), Verifier: probe.NewVerifier(h.SignatureWindow.D(), 0),
+				AdminToken: adminToken, Dashboard: dash,
 			}),
 			ReadHeaderTimeout: 5 * time.Second,
 			IdleTimeout:       60 * time.Second,
@@ -288,6 +301,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 			}
 		}
 	})
+	events.Add(dnsd.Event{Kind: dnsd.EventStart, Message: fmt.Sprintf("dnsd started: %d zones, %d groups", len(set.Zones), len(set.Groups))})
 	logger.Info("dnsd started", "zones", len(set.Zones), "groups", len(set.Groups))
 	err = g.Wait()
 	logger.Info("dnsd stopped")

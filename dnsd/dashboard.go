@@ -1,0 +1,427 @@
+package dnsd
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/probe"
+)
+
+// Dashboard defaults.
+const (
+	// DefaultStreamInterval is how often a stream sends a snapshot.
+	DefaultStreamInterval = 2 * time.Second
+	// DefaultStreamHeartbeat is how often a stream sends a comment line
+	// that keeps proxies from closing it.
+	DefaultStreamHeartbeat = 15 * time.Second
+	// DefaultMaxStreams bounds the concurrent event streams.
+	DefaultMaxStreams = 16
+	// streamWriteTimeout bounds one write to a stream's client.
+	streamWriteTimeout = 10 * time.Second
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// DashboardSource is what the dashboard needs of the groups (implemented
+// by Controller).
+type DashboardSource interface {
+	List() probe.GroupList
+	View(group string) (probe.GroupView, error)
+}
+
+var _ DashboardSource = (*Controller)(nil)
+
+// DashboardOptions configure a Dashboard.
+type DashboardOptions struct {
+	// Logger gets the dashboard's logs; nil discards them.
+	Logger *slog.Logger
+	// Registry gets the member gauges and the stream gauge; nil keeps
+	// them private.
+	Registry prometheus.Registerer
+	// Source is the groups (required).
+	Source DashboardSource
+	// Flows are the answer flows the Dispatcher feeds (OnAnswer); nil
+	// shows none.
+	Flows *AnswerFlows
+	// Events is the recent-events list; nil makes an empty one.
+	Events *EventLog
+	// History keeps the charts' samples; nil makes NewHistory(0).
+	History *History
+	// HistoryInterval is the time between samples (default
+	// DefaultHistoryInterval).
+	HistoryInterval time.Duration
+	// StreamInterval, StreamHeartbeat and MaxStreams tune GET /v1/stream
+	// (defaults DefaultStreamInterval, DefaultStreamHeartbeat,
+	// DefaultMaxStreams).
+	StreamInterval  time.Duration
+	StreamHeartbeat time.Duration
+	MaxStreams      int
+	// TokenAuth reports whether an admin token is configured, so that the
+	// page offers drain buttons that use it; nil means no.
+	TokenAuth func() bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Dashboard is the operator's page and its read-only JSON: the groups and
+// members with their live state, the answer flows of the last minute, the
+// last hour of answers and utilization per member, and the recent events,
+// pushed to the page as Server-Sent Events. Run samples the history and
+// ends the streams when its context is done.
+type Dashboard struct {
+	log       *slog.Logger
+	src       DashboardSource
+	flows     *AnswerFlows
+	events    *EventLog
+	history   *History
+	histEvery time.Duration
+	every     time.Duration
+	heartbeat time.Duration
+	tokenAuth func() bool
+	now       func() time.Time
+	web       fs.FS         // the page's files
+	slots     chan struct{} // one per stream allowed
+	stop      chan struct{} // closed when Run ends
+	stopOnce  sync.Once
+
+	streams prometheus.Gauge
+	rejects prometheus.Counter
+}
+
+// NewDashboard returns a Dashboard and registers its metrics: the stream
+// gauge and the per-member gauges transmirror_dnsd_member_up and
+// transmirror_dnsd_member_utilization_ratio (read from Source at each
+// scrape, so a removed member's series goes with it).
+func NewDashboard(o DashboardOptions) (*Dashboard, error) {
+	if o.Source == nil {
+		return nil, errors.New("dnsd: dashboard needs a source")
+	}
+	d := &Dashboard{
+		log: o.Logger, src: o.Source, flows: o.Flows, events: o.Events, history: o.History,
+		histEvery: o.HistoryInterval, every: o.StreamInterval, heartbeat: o.StreamHeartbeat,
+		tokenAuth: o.TokenAuth, now: o.Now, stop: make(chan struct{}),
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	web, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		return nil, fmt.Errorf("dnsd: dashboard files: %w", err)
+	}
+	d.web = web
+	if d.events == nil {
+		d.events = NewEventLog(0, d.now)
+	}
+	if d.history == nil {
+		d.history = NewHistory(0)
+	}
+	if d.flows == nil {
+		d.flows = NewAnswerFlows(0, d.now)
+	}
+	if d.histEvery <= 0 {
+		d.histEvery = DefaultHistoryInterval
+	}
+	if d.every <= 0 {
+		d.every = DefaultStreamInterval
+	}
+	if d.heartbeat <= 0 {
+		d.heartbeat = DefaultStreamHeartbeat
+	}
+	if d.tokenAuth == nil {
+		d.tokenAuth = func() bool { return false }
+	}
+	maxStreams := o.MaxStreams
+	if maxStreams <= 0 {
+		maxStreams = DefaultMaxStreams
+	}
+	d.slots = make(chan struct{}, maxStreams)
+	d.streams = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "dashboard_streams",
+		Help: "Dashboard event streams (GET /v1/stream) open now.",
+	})
+	d.rejects = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "dashboard_streams_rejected_total",
+		Help: "Dashboard event streams refused because the maximum was open.",
+	})
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	for _, c := range []prometheus.Collector{d.streams, d.rejects, newMemberCollector(d.src)} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// Events returns the dashboard's event log.
+func (d *Dashboard) Events() *EventLog { return d.events }
+
+// Run samples the history every HistoryInterval until ctx is done, then
+// ends the open streams and returns nil.
+func (d *Dashboard) Run(ctx context.Context) error {
+	defer d.stopOnce.Do(func() { close(d.stop) })
+	t := time.NewTicker(d.histEvery)
+	defer t.Stop()
+	for {
+		d.Sample()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sample records one history point of every member now, and lets the
+// answer flows forget groups and members that are gone.
+func (d *Dashboard) Sample() {
+	var samples []MemberSample
+	keep := make(map[string][]string)
+	for _, gs := range d.src.List().Groups {
+		v, err := d.src.View(gs.Name)
+		if err != nil {
+			continue
+		}
+		for _, m := range v.Members {
+			keep[v.Name] = append(keep[v.Name], m.Name)
+			samples = append(samples, MemberSample{
+				Group: v.Name, Member: m.Name, Utilization: m.Utilization,
+				AnswersTotal: d.flows.Total(v.Name, m.Name),
+			})
+		}
+	}
+	d.flows.Keep(keep)
+	d.history.Record(d.now(), samples)
+}
+
+// DashboardSnapshot is the JSON of GET /v1/dashboard and of the stream's
+// "snapshot" events. It holds no secret.
+type DashboardSnapshot struct {
+	// Time is when it was made.
+	Time time.Time `json:"time"`
+	// TokenAuth is true when an admin token is configured (drains from
+	// the page need it).
+	TokenAuth bool `json:"token_auth"`
+	// Groups are the groups in config order.
+	Groups []DashboardGroup `json:"groups"`
+	// Events are the recent events, oldest first.
+	Events []Event `json:"events"`
+	// History is the last hour per group and member; only in
+	// GET /v1/dashboard and the stream's "history" events.
+	History *DashboardHistory `json:"history,omitempty"`
+}
+
+// DashboardGroup is one group of a snapshot: its view and the answer
+// flows of the last minute.
+type DashboardGroup struct {
+	probe.GroupView
+	// Flows are the answers of the last minute by client country and
+	// member, largest first.
+	Flows []Flow `json:"flows"`
+}
+
+// DashboardHistory is the charts' data.
+type DashboardHistory struct {
+	// IntervalSeconds is the time between points.
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// Groups maps group → member → points, oldest first.
+	Groups map[string]map[string][]HistoryPoint `json:"groups"`
+}
+
+// Snapshot returns the dashboard's data now, with the history when
+// withHistory.
+func (d *Dashboard) Snapshot(withHistory bool) DashboardSnapshot {
+	s := DashboardSnapshot{Time: d.now(), TokenAuth: d.tokenAuth(), Groups: []DashboardGroup{}, Events: d.events.Snapshot()}
+	for _, gs := range d.src.List().Groups {
+		v, err := d.src.View(gs.Name)
+		if err != nil {
+			continue
+		}
+		s.Groups = append(s.Groups, DashboardGroup{GroupView: v, Flows: d.flows.Flows(v.Name)})
+	}
+	if withHistory {
+		s.History = d.historyData(s.Groups)
+	}
+	return s
+}
+
+func (d *Dashboard) historyData(groups []DashboardGroup) *DashboardHistory {
+	h := &DashboardHistory{IntervalSeconds: d.histEvery.Seconds(), Groups: make(map[string]map[string][]HistoryPoint)}
+	for _, g := range groups {
+		h.Groups[g.Name] = d.history.Series(g.Name)
+	}
+	return h
+}
+
+// register adds the dashboard's routes to mux: the page at /, its JSON at
+// GET /v1/dashboard and the live stream at GET /v1/stream.
+func (d *Dashboard) register(mux *http.ServeMux) {
+	files := http.FileServerFS(d.web)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		pageHeaders(w)
+		files.ServeHTTP(w, r)
+	})
+	mux.Handle("GET /ui/", http.StripPrefix("/ui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pageHeaders(w)
+		files.ServeHTTP(w, r)
+	})))
+	mux.HandleFunc("GET /v1/dashboard", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, d.Snapshot(true))
+	})
+	mux.HandleFunc("GET /v1/stream", d.serveStream)
+}
+
+// pageHeaders are the headers of the page and its assets: nothing from
+// elsewhere may load, and no other site may frame it.
+func pageHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+}
+
+// serveStream is GET /v1/stream: Server-Sent Events with a "snapshot"
+// event at once, every StreamInterval and right after each new event, a
+// "history" event at once and after each new sample, and a comment line
+// every StreamHeartbeat. It ends when the client goes away or the
+// Dashboard stops.
+func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
+	select {
+	case d.slots <- struct{}{}:
+	default:
+		d.rejects.Inc()
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "too many dashboard streams open"})
+		return
+	}
+	defer func() { <-d.slots }()
+	d.streams.Inc()
+	defer d.streams.Dec()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+
+	send := func(event string, v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	comment := func(s string) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := fmt.Fprintf(w, ": %s\n\n", s); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := fmt.Fprintf(w, ": transmirror dashboard stream\nretry: %d\n\n", 2*d.every.Milliseconds()); err != nil {
+		return
+	}
+	tick := time.NewTicker(d.every)
+	defer tick.Stop()
+	beat := time.NewTicker(d.heartbeat)
+	defer beat.Stop()
+	var histSeq uint64
+	for {
+		changed := d.events.Changed()
+		s := d.Snapshot(false)
+		if seq := d.history.Seq(); seq != histSeq {
+			histSeq = seq
+			if err := send("history", d.historyData(s.Groups)); err != nil {
+				return
+			}
+		}
+		if err := send("snapshot", s); err != nil {
+			return
+		}
+		for next := false; !next; {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-d.stop:
+				return
+			case <-changed:
+				next = true
+			case <-tick.C:
+				next = true
+			case <-beat.C:
+				if err := comment("heartbeat"); err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// memberCollector exports every member's state and utilization at scrape
+// time from the source, so that removed members disappear with their
+// series.
+type memberCollector struct {
+	src      DashboardSource
+	up, util *prometheus.Desc
+}
+
+func newMemberCollector(src DashboardSource) *memberCollector {
+	return &memberCollector{
+		src: src,
+		up: prometheus.NewDesc("transmirror_dnsd_member_up",
+			"Whether the member is up (1) or unknown, down or draining (0).", []string{"group", "member"}, nil),
+		util: prometheus.NewDesc("transmirror_dnsd_member_utilization_ratio",
+			"The member's last reported load plus the hidden load of recent answers, over its capacity.", []string{"group", "member"}, nil),
+	}
+}
+
+// Describe sends the two descriptors.
+func (c *memberCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	ch <- c.util
+}
+
+// Collect sends one gauge of each kind per member.
+func (c *memberCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, gs := range c.src.List().Groups {
+		v, err := c.src.View(gs.Name)
+		if err != nil {
+			continue
+		}
+		for _, m := range v.Members {
+			up := 0.0
+			if m.State == string(StateUp) {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, v.Name, m.Name)
+			ch <- prometheus.MustNewConstMetric(c.util, prometheus.GaugeValue, m.Utilization, v.Name, m.Name)
+		}
+	}
+}
+
+var _ prometheus.Collector = (*memberCollector)(nil)

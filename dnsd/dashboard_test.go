@@ -1,0 +1,559 @@
+package dnsd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/scheduler"
+	"github.com/transmirror/transmirror/zones"
+)
+
+const dashToken = "dashboard-token-0123456789"
+
+// dashEnv is a Controller, Watcher and Dispatcher with the dashboard on a
+// real admin server on 127.0.0.1:0.
+type dashEnv struct {
+	disp   *Dispatcher
+	ctl    *Controller
+	dash   *Dashboard
+	events *EventLog
+	reg    *prometheus.Registry
+	admin  *httptest.Server
+	cancel context.CancelFunc
+	mirror *fakeMirror
+}
+
+func startDash(t *testing.T, maxStreams int) *dashEnv {
+	t.Helper()
+	dir := t.TempDir()
+	e := &dashEnv{reg: prometheus.NewRegistry(), events: NewEventLog(8, nil)}
+	e.mirror = newFakeMirror(t, "www.example.org.", "fra1")
+	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(ctlConfig(e.mirror.srv.URL), "addresses: [10.0.1.1], capacity: 1000,",
+		"addresses: [10.0.1.1], capacity: 1000, location: {lat: 50.1, lon: 8.7, country: DE, continent: EU},", 1) +
+		"      - {name: nyc1, host: nyc1.example.org., addresses: [10.0.2.1], capacity: 1000}\n"
+	if err := os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := zones.Load(filepath.Join(dir, "dnsd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := NewAnswerFlows(0, nil)
+	if e.disp, err = NewDispatcher(DispatcherOptions{Registry: e.reg, Seed: 7, OnAnswer: flows.Add, OnFailOpen: e.events.FailOpen}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := probe.NewWatcher(probe.WatcherConfig{Registerer: e.reg, Rand: rand.New(rand.NewPCG(1, 2)),
+		Health:  probe.HealthConfig{Rise: 2, Fall: 3, FlapLimit: -1},
+		OnEvent: func(ev probe.Event) { e.ctl.Kick(); e.events.ProbeEvent(ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ctl, err = NewController(ControllerOptions{Registry: e.reg, Dispatcher: e.disp, Watcher: w, Apply: e.disp.Load}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ctl.Load(set); err != nil {
+		t.Fatal(err)
+	}
+	if e.dash, err = NewDashboard(DashboardOptions{
+		Registry: e.reg, Source: e.ctl, Flows: flows, Events: e.events, MaxStreams: maxStreams,
+		HistoryInterval: 20 * time.Millisecond, StreamInterval: 20 * time.Millisecond, StreamHeartbeat: 10 * time.Millisecond,
+		TokenAuth: func() bool { return true },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	done := make(chan struct{}, 3)
+	go func() { _ = w.Run(ctx); done <- struct{}{} }()
+	go func() { _ = e.ctl.Run(ctx); done <- struct{}{} }()
+	go func() { _ = e.dash.Run(ctx); done <- struct{}{} }()
+	e.admin = httptest.NewServer(NewAdmin(AdminOptions{
+		Logger: discardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl),
+		Verifier: probe.NewVerifier(30*time.Second, 0), Dashboard: e.dash,
+		AdminToken: func() string { return dashToken },
+	}))
+	t.Cleanup(func() {
+		e.admin.CloseClientConnections()
+		cancel()
+		for range 3 {
+			<-done
+		}
+		e.admin.Close()
+	})
+	return e
+}
+
+func (e *dashEnv) get(t *testing.T, path string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(e.admin.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (e *dashEnv) snapshot(t *testing.T) DashboardSnapshot {
+	t.Helper()
+	_, body := e.get(t, "/v1/dashboard")
+	var s DashboardSnapshot
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatalf("GET /v1/dashboard: %v\n%s", err, body)
+	}
+	return s
+}
+
+func TestDashboardPage(t *testing.T) {
+	e := startDash(t, 0)
+	tests := []struct {
+		path, ctype, contains string
+	}{
+		{"/", "text/html", `src="ui/app.js"`},
+		{"/ui/app.js", "text/javascript", "EventSource"},
+		{"/ui/style.css", "text/css", "--up"},
+		{"/ui/world.js", "text/javascript", "TM_LAND"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, body := e.get(t, tt.path)
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.ctype) {
+				t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			if !strings.Contains(body, tt.contains) {
+				t.Errorf("body lacks %q", tt.contains)
+			}
+			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+				t.Errorf("Content-Security-Policy %q", csp)
+			}
+		})
+	}
+	t.Run("no external references", func(t *testing.T) {
+		for _, p := range []string{"/", "/ui/app.js", "/ui/style.css"} {
+			if _, body := e.get(t, p); strings.Contains(body, "http://") && !strings.Contains(body, "http://www.w3.org/2000/svg") || strings.Contains(body, "https://") {
+				t.Errorf("%s refers to another site", p)
+			}
+		}
+	})
+}
+
+func TestDashboardData(t *testing.T) {
+	e := startDash(t, 0)
+	waitFor(t, 5*time.Second, "fra1 up", func() bool {
+		v, err := e.ctl.View("www.example.org.")
+		return err == nil && v.Members[0].State == "up"
+	})
+	ecs := netip.MustParsePrefix("198.51.100.0/24")
+	for range 20 {
+		if _, err := e.disp.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
+			Client: netip.MustParseAddr("127.0.0.1"), ECS: ecs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "history with a rate", func() bool {
+		for _, pts := range e.dash.history.Series("www.example.org.") {
+			if len(pts) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	s := e.snapshot(t)
+	t.Run("groups", func(t *testing.T) {
+		if len(s.Groups) != 1 || len(s.Groups[0].Members) != 2 || s.Groups[0].Members[0].State != "up" || !s.TokenAuth {
+			t.Fatalf("snapshot: %+v", s)
+		}
+	})
+	t.Run("flows", func(t *testing.T) {
+		var n uint64
+		for _, f := range s.Groups[0].Flows {
+			n += f.Answers
+		}
+		if n != 20*2 { // answers: 4 but two members
+			t.Errorf("flows count %d answers, want 40: %+v", n, s.Groups[0].Flows)
+		}
+	})
+	t.Run("history", func(t *testing.T) {
+		if s.History == nil || s.History.Groups["www.example.org."]["fra1"] == nil {
+			t.Fatalf("history: %+v", s.History)
+		}
+	})
+	t.Run("events", func(t *testing.T) {
+		if len(s.Events) == 0 || s.Events[0].Kind != EventMemberState || s.Events[0].Member != "fra1" {
+			t.Errorf("events: %+v", s.Events)
+		}
+	})
+	t.Run("member gauges and lint", func(t *testing.T) {
+		mfs := mustGather(t, e.reg)
+		want := map[string]bool{"transmirror_dnsd_member_up": false, "transmirror_dnsd_member_utilization_ratio": false}
+		for _, mf := range mfs {
+			if _, ok := want[mf.GetName()]; ok {
+				want[mf.GetName()] = len(mf.GetMetric()) == 2
+			}
+		}
+		for name, ok := range want {
+			if !ok {
+				t.Errorf("%s: want one series per member", name)
+			}
+		}
+		if problems, err := promlint.NewWithMetricFamilies(mfs).Lint(); err != nil || len(problems) > 0 {
+			t.Errorf("promlint: %v %v", problems, err)
+		}
+	})
+}
+
+func TestDashboardDrainAuth(t *testing.T) {
+	e := startDash(t, 0)
+	post := func(path, auth string, secret []byte) int {
+		req, err := http.NewRequest(http.MethodPost, e.admin.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if secret != nil {
+			probe.SignRequest(req, secret, nil, time.Now())
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const drain = "/v1/groups/www.example.org./members/nyc1/drain"
+	tests := []struct {
+		name   string
+		path   string
+		auth   string
+		secret []byte
+		want   int
+		state  string
+	}{
+		{"no credentials", drain, "", nil, http.StatusUnauthorized, "unknown"},
+		{"wrong token", drain, "Bearer not-the-token-at-all", nil, http.StatusUnauthorized, "unknown"},
+		{"token of another length", drain, "Bearer x", nil, http.StatusUnauthorized, "unknown"},
+		{"basic scheme is not a token", drain, "Basic " + dashToken, nil, http.StatusUnauthorized, "unknown"},
+		{"admin token drains", drain, "Bearer " + dashToken, nil, http.StatusOK, "draining"},
+		{"admin token undrains", "/v1/groups/www.example.org./members/nyc1/undrain", "bearer " + dashToken, nil, http.StatusOK, "unknown"},
+		{"signature still works", drain, "", []byte(ctlSecret), http.StatusOK, "draining"},
+		{"token does not add members", "/v1/groups/www.example.org./members", "Bearer " + dashToken, nil, http.StatusUnauthorized, "draining"},
+		{"unknown member", "/v1/groups/www.example.org./members/nope/drain", "Bearer " + dashToken, nil, http.StatusNotFound, "draining"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := post(tt.path, tt.auth, tt.secret); got != tt.want {
+				t.Fatalf("status %d, want %d", got, tt.want)
+			}
+			v, err := e.ctl.View("www.example.org.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.Members[1].State; got != tt.state {
+				t.Errorf("nyc1 is %s, want %s", got, tt.state)
+			}
+		})
+	}
+	var kinds []EventKind
+	for _, ev := range e.events.Snapshot() {
+		if ev.Member == "nyc1" {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	if want := []EventKind{EventDrain, EventUndrain, EventDrain}; strings.Join(kindStrings(kinds), ",") != strings.Join(kindStrings(want), ",") {
+		t.Errorf("events %v, want %v", kinds, want)
+	}
+}
+
+func kindStrings(ks []EventKind) []string {
+	var s []string
+	for _, k := range ks {
+		s = append(s, string(k))
+	}
+	return s
+}
+
+// sseReader reads events from a stream.
+type sseReader struct{ sc *bufio.Scanner }
+
+// next returns the next event's name and data, skipping comments.
+func (r *sseReader) next() (string, string, bool) {
+	var name, data string
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		switch {
+		case line == "" && name != "":
+			return name, data, true
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	return "", "", false
+}
+
+func TestDashboardStream(t *testing.T) {
+	e := startDash(t, 2)
+	open := func(t *testing.T) (*http.Response, *sseReader) {
+		t.Helper()
+		resp, err := http.Get(e.admin.URL + "/v1/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		return resp, &sseReader{sc: sc}
+	}
+	resp, r := open(t)
+	t.Run("headers", func(t *testing.T) {
+		for k, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"} {
+			if got := resp.Header.Get(k); got != want {
+				t.Errorf("%s: %q, want %q", k, got, want)
+			}
+		}
+	})
+	t.Run("history then snapshot", func(t *testing.T) {
+		seen := map[string]bool{}
+		for !seen["snapshot"] || !seen["history"] {
+			name, data, ok := r.next()
+			if !ok {
+				t.Fatalf("stream ended; seen %v", seen)
+			}
+			seen[name] = true
+			if name == "snapshot" {
+				var s DashboardSnapshot
+				if err := json.Unmarshal([]byte(data), &s); err != nil || len(s.Groups) != 1 || s.History != nil {
+					t.Fatalf("snapshot %v: %.200s", err, data)
+				}
+			}
+		}
+	})
+	t.Run("event arrives", func(t *testing.T) {
+		e.events.Add(Event{Kind: EventReload, Message: "marker-event"})
+		for {
+			name, data, ok := r.next()
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			if name == "snapshot" && strings.Contains(data, "marker-event") {
+				return
+			}
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		open(t)
+		waitFor(t, 5*time.Second, "two streams", func() bool {
+			return testGauge(e.dash.streams) == 2
+		})
+		resp, err := http.Get(e.admin.URL + "/v1/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("third stream: status %d", resp.StatusCode)
+		}
+	})
+	t.Run("ends on shutdown", func(t *testing.T) {
+		e.cancel()
+		ended := make(chan struct{})
+		go func() {
+			for {
+				if _, _, ok := r.next(); !ok {
+					close(ended)
+					return
+				}
+			}
+		}()
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatal("stream still open 5s after the dashboard stopped")
+		}
+		waitFor(t, 5*time.Second, "no stream open", func() bool { return testGauge(e.dash.streams) == 0 })
+	})
+}
+
+func testGauge(g prometheus.Gauge) float64 {
+	ch := make(chan prometheus.Metric, 1)
+	g.Collect(ch)
+	m := <-ch
+	pb := new(dto.Metric)
+	_ = m.Write(pb)
+	return pb.GetGauge().GetValue()
+}
+
+func TestEventLog(t *testing.T) {
+	tests := []struct {
+		name      string
+		size, add int
+		wantFirst uint64
+		wantLen   int
+	}{
+		{"empty", 3, 0, 0, 0},
+		{"partly full", 3, 2, 1, 2},
+		{"exactly full", 3, 3, 1, 3},
+		{"wrapped", 3, 7, 5, 3},
+		{"default size", 0, 501, 2, DefaultEventLogSize},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewEventLog(tt.size, nil)
+			ch := l.Changed()
+			for range tt.add {
+				l.Add(Event{Kind: EventReload})
+			}
+			got := l.Snapshot()
+			if len(got) != tt.wantLen {
+				t.Fatalf("len %d, want %d", len(got), tt.wantLen)
+			}
+			for i, ev := range got {
+				if ev.Seq != tt.wantFirst+uint64(i) || ev.Time.IsZero() {
+					t.Fatalf("event %d: %+v", i, ev)
+				}
+			}
+			select {
+			case <-ch:
+				if tt.add == 0 {
+					t.Error("Changed closed without an Add")
+				}
+			default:
+				if tt.add > 0 {
+					t.Error("Changed not closed by Add")
+				}
+			}
+		})
+	}
+}
+
+func TestHistory(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	h := NewHistory(3)
+	for i := range 5 {
+		h.Record(t0.Add(time.Duration(i)*10*time.Second), []MemberSample{
+			{Group: "g.", Member: "a", AnswersTotal: uint64(i) * 100, Utilization: float64(i) / 10},
+			{Group: "g.", Member: "b", AnswersTotal: 7},
+		})
+	}
+	tests := []struct {
+		name   string
+		member string
+		want   []HistoryPoint
+	}{
+		{"rate from the counter, last three kept", "a", []HistoryPoint{
+			{Time: t0.Add(20 * time.Second).Unix(), Answers: 10, Utilization: 0.2},
+			{Time: t0.Add(30 * time.Second).Unix(), Answers: 10, Utilization: 0.3},
+			{Time: t0.Add(40 * time.Second).Unix(), Answers: 10, Utilization: 0.4},
+		}},
+		{"idle member", "b", []HistoryPoint{
+			{Time: t0.Add(20 * time.Second).Unix()}, {Time: t0.Add(30 * time.Second).Unix()}, {Time: t0.Add(40 * time.Second).Unix()},
+		}},
+	}
+	got := h.Series("g.")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(got[tt.member]) != len(tt.want) {
+				t.Fatalf("got %+v", got[tt.member])
+			}
+			for i := range tt.want {
+				if got[tt.member][i] != tt.want[i] {
+					t.Errorf("point %d: %+v, want %+v", i, got[tt.member][i], tt.want[i])
+				}
+			}
+		})
+	}
+	t.Run("removed members are forgotten", func(t *testing.T) {
+		h.Record(t0.Add(time.Minute), []MemberSample{{Group: "g.", Member: "a", AnswersTotal: 500}})
+		if s := h.Series("g."); len(s) != 1 || s["b"] != nil {
+			t.Errorf("series %v", s)
+		}
+		if h.Seq() != 6 {
+			t.Errorf("seq %d, want 6", h.Seq())
+		}
+	})
+}
+
+func TestAnswerFlows(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1_700_000_000)
+	clock := func() time.Time { return time.Unix(now.Load(), 0) }
+	de := scheduler.Location{Country: "DE", Continent: "EU", Lat: 50, Lon: 8, HasCoords: true}
+	us := scheduler.Location{Country: "US", Continent: "NA"}
+	tests := []struct {
+		name    string
+		max     int
+		adds    func(a *AnswerFlows)
+		advance int64
+		want    map[string]uint64 // "country>member" → answers
+	}{
+		{"counted by country and member", 0, func(a *AnswerFlows) {
+			a.Add("g.", "fra1", de)
+			a.Add("g.", "fra1", de)
+			a.Add("g.", "nyc1", us)
+		}, 0, map[string]uint64{"DE>fra1": 2, "US>nyc1": 1}},
+		{"gone after a minute", 0, func(a *AnswerFlows) { a.Add("g.", "fra1", de) }, 60, map[string]uint64{}},
+		{"still there at 59s", 0, func(a *AnswerFlows) { a.Add("g.", "fra1", de) }, 59, map[string]uint64{"DE>fra1": 1}},
+		{"bounded: the overflow has no country", 1, func(a *AnswerFlows) {
+			a.Add("g.", "fra1", de)
+			a.Add("g.", "fra1", us)
+			a.Add("g.", "nyc1", us)
+		}, 0, map[string]uint64{"DE>fra1": 1, ">fra1": 1, ">nyc1": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := NewAnswerFlows(tt.max, clock)
+			tt.adds(a)
+			now.Add(tt.advance)
+			defer now.Add(-tt.advance)
+			got := map[string]uint64{}
+			for _, f := range a.Flows("g.") {
+				got[f.Country+">"+f.Member] = f.Answers
+				if f.Country == "DE" && (!f.HasCoords || f.Lat != 50 || f.Lon != 8) {
+					t.Errorf("DE flow without its coordinates: %+v", f)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("flows %v, want %v", got, tt.want)
+			}
+			for k, n := range tt.want {
+				if got[k] != n {
+					t.Errorf("%s: %d, want %d", k, got[k], n)
+				}
+			}
+		})
+	}
+	t.Run("totals and Keep", func(t *testing.T) {
+		a := NewAnswerFlows(0, clock)
+		a.Add("g.", "fra1", de)
+		a.Add("g.", "nyc1", us)
+		a.Add("h.", "x", us)
+		a.Keep(map[string][]string{"g.": {"fra1"}})
+		if a.Total("g.", "fra1") != 1 || a.Total("g.", "nyc1") != 0 || a.Total("h.", "x") != 0 || len(a.Flows("g.")) != 1 {
+			t.Errorf("after Keep: %+v", a.Flows("g."))
+		}
+	})
+}
