@@ -68,9 +68,11 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \
 	fi
 
-## demo: the whole thing on an embedded default, on loopback.
+## demo: the whole mirror group on loopback: dnsd with a generated GeoIP
+## database, three sites of a front end and two back ends each, generated
+## content; everything in a temporary directory, removed on Ctrl-C.
 demo: build
-	$(BIN)/dnsd -demo
+	$(BIN)/tmdemo -bin $(BIN)
 
 clean:
 	rm -rf $(BIN)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -179,7 +180,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if m.redirect, err = NewRedirector(ro); err != nil {
 		return nil, err
 	}
-	m.handler = m.reporter.Wrap(m.redirect)
+	m.handler = withHealth(m.reporter.Wrap(m.redirect))
 
 	po := ServerOptionsFromConfig(cfg, m.handler)
 	po.Logger, po.Registerer = o.Logger, o.Registry
@@ -264,4 +265,21 @@ func (m *Mirror) Close() error {
 		}
 	})
 	return m.closeErr
+}
+
+// HealthPath is answered 200 on the public listener too, so a site front
+// end (or any load balancer) can check a mirror where it sends requests.
+// It is not counted as load and never redirected.
+const HealthPath = "/-/healthy"
+
+func withHealth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			_, _ = io.WriteString(w, "ok\n")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

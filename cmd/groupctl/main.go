@@ -44,6 +44,7 @@ commands:
   undrain GROUP MEMBER          answer with MEMBER again (signed)
   explain GROUP -client IP [-ecs PREFIX] [-type A|AAAA]
                                 why dnsd answers GROUP the way it does for this client
+  load [-dns ADDR] [-subnet PREFIX] [-rate N] [-duration D] URL   bounded demo load, loopback only (load -h)
 
 The secret of signed commands comes from -secret-file or $TRANSMIRROR_SECRET.
 `
@@ -89,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd, rest := fs.Arg(0), fs.Args()[1:]; cmd {
 	case "explain":
 		err = g.explain(ctx, rest, stderr)
+	case "load":
+		err = g.load(ctx, rest, stderr)
 	case "list":
 		err = g.list(ctx, rest)
 	case "status":
