@@ -28,7 +28,7 @@ type Reloader interface {
 
 // Explainer explains a group answer (implemented by Dispatcher).
 type Explainer interface {
-	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (Explanation, error)
+	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (probe.Explanation, error)
 }
 
 // AdminOptions configures the admin HTTP handler.

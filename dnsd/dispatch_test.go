@@ -240,7 +240,7 @@ func TestDispatcherStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range e.Members {
-			if m.Name == "sin1" && m.State != StateDown {
+			if m.Name == "sin1" && m.State != string(StateDown) {
 				t.Errorf("sin1 is %s after reload, want down", m.State)
 			}
 		}

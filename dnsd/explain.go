@@ -2,6 +2,7 @@ package dnsd
 
 import (
 	"fmt"
+	"github.com/transmirror/transmirror/probe"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -12,62 +13,12 @@ import (
 	"github.com/transmirror/transmirror/scheduler"
 )
 
-// Explanation is why a group question gets the answer it gets: what
-// `groupctl explain` prints.
-type Explanation struct {
-	Group        string              `json:"group"`
-	Policy       string              `json:"policy"`
-	Qtype        string              `json:"qtype"`
-	Client       string              `json:"client"`
-	ECS          string              `json:"ecs,omitempty"`
-	ClientPrefix string              `json:"client_prefix"`
-	Location     ExplainedLocation   `json:"location"`
-	Source       string              `json:"source"`
-	ECSUse       string              `json:"ecs_use"`
-	Scope        int                 `json:"scope"`
-	TTL          uint32              `json:"ttl"`
-	FailOpen     bool                `json:"fail_open"`
-	Answer       []string            `json:"answer"`
-	Addresses    []string            `json:"addresses"`
-	Members      []ExplainedMember   `json:"members"`
-	Why          string              `json:"why"`
-	Watermarks   ExplainedWatermarks `json:"watermarks"`
-}
-
-// ExplainedLocation is a location in an Explanation.
-type ExplainedLocation struct {
-	Lat       *float64 `json:"lat,omitempty"`
-	Lon       *float64 `json:"lon,omitempty"`
-	Country   string   `json:"country,omitempty"`
-	Continent string   `json:"continent,omitempty"`
-}
-
-// ExplainedWatermarks are the group's utilization thresholds.
-type ExplainedWatermarks struct {
-	Low  float64 `json:"low"`
-	High float64 `json:"high"`
-}
-
-// ExplainedMember is one member as the policy saw it.
-type ExplainedMember struct {
-	Name        string  `json:"name"`
-	State       State   `json:"state"`
-	DistanceKm  float64 `json:"distance_km"`
-	Load        float64 `json:"load"`
-	Pending     float64 `json:"pending"`
-	Capacity    float64 `json:"capacity"`
-	Weight      float64 `json:"weight"`
-	Utilization float64 `json:"utilization"`
-	Picked      bool    `json:"picked"`
-	Note        string  `json:"note"`
-}
-
 // Explain answers a group question the way AnswerGroup would, without
 // counting it, and says why. ecs may be the zero Prefix.
-func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (Explanation, error) {
+func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (probe.Explanation, error) {
 	g := (*d.groups.Load())[dns.CanonicalName(group)]
 	if g == nil {
-		return Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return probe.Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
 	}
 	now := d.now()
 	q := GroupQuery{Group: g.cfg.Name, Qtype: qtype, Client: client, ECS: ecs}
@@ -79,11 +30,11 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	if high == 0 {
 		high = scheduler.DefaultHighWatermark
 	}
-	e := Explanation{
+	e := probe.Explanation{
 		Group: g.cfg.Name, Policy: g.cfg.Policy.Name, Qtype: dns.TypeToString[qtype],
 		Client: client.String(), ClientPrefix: c.prefix.String(), Source: c.res.Source,
 		ECSUse: c.ecs, Scope: c.scope, TTL: g.cfg.TTL.Max,
-		Watermarks: ExplainedWatermarks{Low: low, High: high},
+		Watermarks: probe.Watermarks{Low: low, High: high},
 	}
 	if ecs.IsValid() {
 		e.ECS = ecs.String()
@@ -124,8 +75,8 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		if m.Capacity > 0 {
 			util = (st.Load + pending) / m.Capacity
 		}
-		em := ExplainedMember{
-			Name: m.Name, State: state, Load: st.Load, Pending: round2(pending),
+		em := probe.ExplainedMember{
+			Name: m.Name, State: string(state), Load: st.Load, Pending: round2(pending),
 			Capacity: m.Capacity, Weight: m.Weight, Utilization: round2(util), Picked: isPicked[k],
 			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
 		}
@@ -152,7 +103,7 @@ func round2(x float64) float64 {
 	return math.Round(x*100) / 100
 }
 
-func why(policy string, e Explanation) string {
+func why(policy string, e probe.Explanation) string {
 	if e.FailOpen {
 		return "no member is up: failing open, answering from all members"
 	}

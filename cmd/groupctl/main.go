@@ -210,42 +210,6 @@ func (g *global) do(ctx context.Context, method, path string, body []byte, sign 
 	return nil
 }
 
-// explanation mirrors dnsd.Explanation (the admin API's JSON).
-type explanation struct {
-	Group        string `json:"group"`
-	Policy       string `json:"policy"`
-	Qtype        string `json:"qtype"`
-	Client       string `json:"client"`
-	ECS          string `json:"ecs"`
-	ClientPrefix string `json:"client_prefix"`
-	Location     struct {
-		Lat       *float64 `json:"lat"`
-		Lon       *float64 `json:"lon"`
-		Country   string   `json:"country"`
-		Continent string   `json:"continent"`
-	} `json:"location"`
-	Source    string   `json:"source"`
-	ECSUse    string   `json:"ecs_use"`
-	Scope     int      `json:"scope"`
-	TTL       uint32   `json:"ttl"`
-	FailOpen  bool     `json:"fail_open"`
-	Answer    []string `json:"answer"`
-	Addresses []string `json:"addresses"`
-	Why       string   `json:"why"`
-	Members   []struct {
-		Name        string  `json:"name"`
-		State       string  `json:"state"`
-		DistanceKm  float64 `json:"distance_km"`
-		Load        float64 `json:"load"`
-		Pending     float64 `json:"pending"`
-		Capacity    float64 `json:"capacity"`
-		Weight      float64 `json:"weight"`
-		Utilization float64 `json:"utilization"`
-		Picked      bool    `json:"picked"`
-		Note        string  `json:"note"`
-	} `json:"members"`
-}
-
 func (g *global) explain(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -271,14 +235,14 @@ func (g *global) explain(ctx context.Context, args []string, stderr io.Writer) e
 		_, err := fmt.Fprintf(g.stdout, "%s\n", raw)
 		return err
 	}
-	var e explanation
+	var e probe.Explanation
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return err
 	}
 	return printExplanation(g.stdout, &e)
 }
 
-func printExplanation(w io.Writer, e *explanation) error {
+func printExplanation(w io.Writer, e *probe.Explanation) error {
 	loc := strings.TrimSpace(e.Location.Country + " " + e.Location.Continent)
 	if e.Location.Lat != nil && e.Location.Lon != nil {
 		loc += fmt.Sprintf(" (%.2f, %.2f)", *e.Location.Lat, *e.Location.Lon)
