@@ -103,9 +103,22 @@ func (p *proc) Exited() bool {
 	}
 }
 
-// start runs a binary and calls match on every output line until match
-// returns true or the deadline passes.
+// start runs a binary and calls ready on every output line until it
+// returns true or the deadline passes; the test fails if the process exits
+// first.
 func start(t testing.TB, name string, args []string, ready func(line string) bool) *proc {
+	t.Helper()
+	p, err := launch(t, name, args, ready)
+	if err != nil {
+		t.Fatalf("%s %v", name, err)
+	}
+	return p
+}
+
+// launch is start that returns an error when the process exits before it
+// is ready, instead of failing the test; the process is stopped, by its
+// PID, when the test ends.
+func launch(t testing.TB, name string, args []string, ready func(line string) bool) (*proc, error) {
 	t.Helper()
 	p := &proc{t: t, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
@@ -140,24 +153,66 @@ func start(t testing.TB, name string, args []string, ready func(line string) boo
 			t.Logf("output of %s (pid %d):\n%s", filepath.Base(name), p.cmd.Process.Pid, p.Logs())
 		}
 	})
-	deadline := time.After(20 * time.Second)
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
 	for {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				t.Fatalf("%s exited before it was ready:\n%s", name, p.Logs())
+				<-p.done
+				return nil, fmt.Errorf("exited before it was ready: %s", strings.TrimSpace(p.Logs()))
 			}
 			if ready(line) {
 				go func() { // keep draining so the process never blocks on output
 					for range lines {
 					}
 				}()
-				return p
+				return p, nil
 			}
-		case <-deadline:
+		case <-deadline.C:
 			t.Fatalf("%s not ready within 20s:\n%s", name, p.Logs())
 		}
 	}
+}
+
+// metricSum sums the samples of the metric name, in the Prometheus text
+// format, whose labels include every one of labels (each `key="value"`).
+func metricSum(text, name string, labels ...string) float64 {
+	sum := 0.0
+	for line := range strings.SplitSeq(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		var lbl string
+		if rest[0] == '{' {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			lbl, rest = rest[1:end], rest[end+1:]
+		}
+		match := true
+		for _, l := range labels {
+			if !strings.Contains(","+lbl+",", ","+l+",") {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		sum += v
+	}
+	return sum
 }
 
 // dnsdProc is a running dnsd with the addresses it reported.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,9 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,8 +171,8 @@ func runSkewPhase(t *testing.T, correct bool) skewResult {
 		s := sample{at: at, served: make([]int64, skewMirrors), overload: make([]int64, skewMirrors), client: make([]int64, skewMirrors)}
 		for i, m := range cl.mirrors {
 			text := skewScrape(t, "http://"+m.admin+"/metrics")
-			s.served[i] = int64(skewMetric(text, "transmirror_mirror_requests_total", `code_class="2xx"`, `method="GET"`))
-			s.overload[i] = int64(skewMetric(text, "transmirror_mirror_redirects_total", `reason="overload"`))
+			s.served[i] = int64(metricSum(text, "transmirror_mirror_requests_total", `code_class="2xx"`, `method="GET"`))
+			s.overload[i] = int64(metricSum(text, "transmirror_mirror_redirects_total", `reason="overload"`))
 			s.client[i] = c.served[i].Load()
 		}
 		s.issued, s.dropped, s.late, s.completed = gen.issued.Load(), gen.dropped.Load(), c.late.Load(), c.completed.Load()
@@ -418,7 +415,7 @@ groups:
 			if err != nil {
 				return err.Error()
 			}
-			at := skewMetric(text, "transmirror_mirror_view_last_success_timestamp_seconds")
+			at := metricSum(text, "transmirror_mirror_view_last_success_timestamp_seconds")
 			if at < float64(upAt.UnixNano())/1e9 {
 				return fmt.Sprintf("mirror %s has no group view newer than the moment all were up", m.name)
 			}
@@ -444,7 +441,7 @@ capacity: %g
 redirect: {enabled: %t, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.8}
 `, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdAdmin, skewSecret, skewCapacity, correct)
 	path := writeFile(t, dir, m.name+".yaml", cfg)
-	p, err = skewLaunch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
+	p, err = launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
 		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && http == "" {
 			http = mm[1]
 		}
@@ -460,66 +457,6 @@ redirect: {enabled: %t, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.8}
 		t.Fatalf("mirror %s did not report its addresses:\n%s", m.name, p.Logs())
 	}
 	return p, http, admin, nil
-}
-
-// skewLaunch is start that returns an error when the process exits before it
-// is ready, instead of failing the test; the process is stopped, by its
-// PID, when the test ends.
-func skewLaunch(t *testing.T, name string, args []string, ready func(line string) bool) (*proc, error) {
-	t.Helper()
-	p := &proc{t: t, done: make(chan struct{})}
-	p.cmd = exec.Command(name, args...)
-	pr, pw := io.Pipe()
-	p.cmd.Stdout, p.cmd.Stderr = pw, pw
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	go func() {
-		_ = p.cmd.Wait()
-		pw.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			t.Logf("output of %s (pid %d):\n%s", filepath.Base(name), p.cmd.Process.Pid, p.Logs())
-		}
-	})
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				<-p.done
-				return nil, fmt.Errorf("exited before it was ready: %s", strings.TrimSpace(p.Logs()))
-			}
-			if ready(line) {
-				go func() { // keep draining so the process never blocks on output
-					for range lines {
-					}
-				}()
-				return p, nil
-			}
-		case <-deadline.C:
-			t.Fatalf("%s not ready within 20s:\n%s", name, p.Logs())
-		}
-	}
 }
 
 // runQueue returns the mean m the mirrors report (their host's 1-minute
@@ -894,44 +831,4 @@ func skewScrape(t *testing.T, u string) string {
 		t.Fatal(err)
 	}
 	return body
-}
-
-// skewMetric sums the samples of the metric name, in the Prometheus text
-// format, whose labels include every one of labels (each `key="value"`).
-func skewMetric(text, name string, labels ...string) float64 {
-	sum := 0.0
-	for line := range strings.SplitSeq(text, "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		var lbl string
-		if rest[0] == '{' {
-			end := strings.LastIndexByte(rest, '}')
-			if end < 0 {
-				continue
-			}
-			lbl, rest = rest[1:end], rest[end+1:]
-		}
-		match := true
-		for _, l := range labels {
-			if !strings.Contains(","+lbl+",", ","+l+",") {
-				match = false
-				break
-			}
-		}
-		if !match {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		sum += v
-	}
-	return sum
 }
