@@ -64,10 +64,14 @@ type AdminOptions struct {
 	Gatherer prometheus.Gatherer
 	// Logger receives errors of the metrics handler (default: discard).
 	Logger *slog.Logger
+	// Status, when set, serves the status page: GET / (HTML),
+	// GET /status.css and GET /v1/status (JSON); see NewStatusHandler.
+	Status http.Handler
 }
 
 // NewAdminHandler returns the admin server's handler: GET /v1/load (the
-// load report, LOAD-QUERY), GET /metrics and GET /-/healthy.
+// load report, LOAD-QUERY), GET /metrics, GET /-/healthy and, with
+// o.Status, the status page (GET /, GET /status.css, GET /v1/status).
 func NewAdminHandler(o AdminOptions) http.Handler {
 	log := o.Logger
 	if log == nil {
@@ -79,6 +83,11 @@ func NewAdminHandler(o AdminOptions) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 		}))
+	}
+	if o.Status != nil {
+		for _, p := range []string{StatusPagePath + "{$}", statusCSSPath, StatusPath} {
+			mux.Handle("GET "+p, o.Status)
+		}
 	}
 	mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -74,9 +74,11 @@ type Mirror struct {
 	reg      *prometheus.Registry
 	reporter *probe.Reporter
 	meter    *LoadMeter
-	view     *ViewWatcher // nil without dnsd
-	pusher   *Pusher      // nil without dnsd, and for a dispatcher
-	files    *FileServer  // nil without root
+	view     *ViewWatcher     // nil without dnsd
+	pusher   *Pusher          // nil without dnsd, and for a dispatcher
+	files    *FileServer      // nil without root
+	site     SiteStatusSource // nil unless a site front end
+	started  time.Time        // when New built the mirror (Status)
 	redirect *Redirector
 	handler  http.Handler // without the server's metrics
 	public   *Server
@@ -99,7 +101,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	m = &Mirror{cfg: cfg, log: o.Logger, reg: o.Registry}
+	m = &Mirror{cfg: cfg, log: o.Logger, reg: o.Registry, started: o.Clock()}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -127,6 +129,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, ErrNoContent
 	default:
 		content = o.Content
+		m.site, _ = o.Content.(SiteStatusSource)
 	}
 
 	m.reporter, err = probe.NewReporter(probe.ReporterConfig{
@@ -135,6 +138,11 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mirror: reporter: %w", err)
+	}
+	if o.Registry != nil {
+		if err := o.Registry.Register(m.reporter.Collector("mirror")); err != nil {
+			return nil, fmt.Errorf("mirror: register load metrics: %w", err)
+		}
 	}
 	window := o.ReportWindow
 	if window <= 0 {
@@ -187,8 +195,12 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if m.public, err = NewServer(po); err != nil {
 		return nil, err
 	}
+	status, err := NewStatusHandler(m, o.Clock)
+	if err != nil {
+		return nil, err
+	}
 	m.admin, err = NewServer(ServerOptions{
-		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger}),
+		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status}),
 		Logger:  o.Logger, ShutdownTimeout: adminShutdownTimeout,
 	})
 	if err != nil {
@@ -224,7 +236,8 @@ func schedLocation(l Location) scheduler.Location {
 // content.
 func (m *Mirror) Handler() http.Handler { return m.handler }
 
-// AdminHandler returns the admin handler (/v1/load, /metrics, /-/healthy).
+// AdminHandler returns the admin handler (/v1/load, /metrics, /-/healthy
+// and the status page: /, /status.css, /v1/status).
 func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
 
 // Reporter returns the load Reporter that counts the public requests.

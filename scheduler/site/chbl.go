@@ -27,6 +27,10 @@ type chbl struct {
 	mu      sync.Mutex
 	members []ringMember // the set the ring was built for, in bs order
 	ring    []ringPoint  // sorted by hash
+	// lastActive and lastWeight are ΣActive and Σweight over the up back
+	// ends at the last pick (State).
+	lastActive int
+	lastWeight float64
 }
 
 var _ Policy = (*chbl)(nil)
@@ -91,6 +95,7 @@ func (c *chbl) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	perW := c.p.BalanceFactor * float64(total+1) / sumW
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.lastActive, c.lastWeight = total, sumW
 	c.sync(bs)
 	h := mix64(hashString(fnvOffset, req.Key))
 	start, _ := slices.BinarySearchFunc(c.ring, h, func(p ringPoint, h uint64) int {

@@ -23,6 +23,10 @@
 // number of distinct URLs or clients beyond Params.MaxTargets or
 // Params.SketchEntries entries.
 //
+// Every policy from [New] also implements [Stater]: State reports a few
+// bounded figures of its state (LARD's target table, WARD's core, the
+// tb-ccrd cache models, chbl's bound) for a status page, cheaply.
+//
 // [LRUBytes] is the byte-bounded LRU cache that tb-ccrd uses as a model of
 // a back end's memory and that the back ends use as that memory.
 package site

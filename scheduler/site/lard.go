@@ -72,6 +72,8 @@ type lardR struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	targets lru[replicaSet] // at most p.MaxTargets entries
+	// replicas is the number of members over all sets, for State.
+	replicas int
 }
 
 var _ Policy = (*lardR)(nil)
@@ -108,16 +110,22 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	if slot < 0 {
 		if l.targets.len() >= l.p.MaxTargets {
 			// Keep the evicted set's slice for the new target.
+			l.replicas -= len(l.targets.nodes[l.targets.tail].val.members)
 			l.targets.remove(l.targets.tail, false)
 		}
 		slot = l.targets.insert(req.Key)
 		s := &l.targets.nodes[slot].val
 		s.members = append(s.members[:0], bs[least].Name)
 		s.changed = now
+		l.replicas++
 		return least, nil
 	}
 	l.targets.touch(slot)
 	s := &l.targets.nodes[slot].val
+	// Runs before the deferred Unlock: s stays in place (nothing is
+	// inserted below).
+	before := len(s.members)
+	defer func() { l.replicas += len(s.members) - before }()
 
 	// Drop members that are down or gone.
 	var buf [8]int

@@ -129,6 +129,9 @@ type ward struct {
 	distinct distinctCounter // keys seen in this interval and the last
 	core     map[string]struct{}
 	last     time.Time // time of the last analysis, zero before the first pick
+	analysed time.Time // time of the last analysis, zero before the first one (State)
+	// coreBytes is the known size of the core files (State).
+	coreBytes int64
 }
 
 var _ Policy = (*ward)(nil)
@@ -153,7 +156,7 @@ func (w *ward) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 		w.last = now
 	case now.Sub(w.last) >= w.p.WardInterval:
 		w.analyse(bs)
-		w.last = now
+		w.last, w.analysed = now, now
 	}
 	w.sketch.add(req.Key, req.Size)
 	h := hashString(fnvOffset, req.Key)
@@ -205,10 +208,12 @@ func (w *ward) analyse(bs []Backend) {
 	}
 	k := WardCoreSize(in)
 	core := make(map[string]struct{}, k)
+	var coreBytes int64
 	for _, f := range in.Files[:k] {
 		core[f.Key] = struct{}{}
+		coreBytes += f.Size
 	}
-	w.core = core
+	w.core, w.coreBytes = core, coreBytes
 	w.sketch.decay(0.5)
 	w.distinct.next()
 }

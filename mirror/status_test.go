@@ -1,0 +1,470 @@
+package mirror
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/transmirror/transmirror/scheduler/site"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// getStatus fetches GET /v1/status from the admin server at base.
+func getStatus(t *testing.T, base string) (Status, string) {
+	t.Helper()
+	resp, body := do(t, newRequest(t, http.MethodGet, base+StatusPath, nil))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", StatusPath, resp.Status)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	var s Status
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return s, body
+}
+
+// getPage fetches the HTML status page from the admin server at base.
+func getPage(t *testing.T, base string) string {
+	t.Helper()
+	resp, body := do(t, newRequest(t, http.MethodGet, base+"/", nil))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /: %s", resp.Status)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	return body
+}
+
+func TestStatusDocumentRoot(t *testing.T) {
+	d := newFakeDNSD(t, "a", "b")
+	m := startMirror(t, d, "a", "site: {cache: {memory: 1MiB}}\n", Options{})
+	admin := "http://" + m.admin
+	eventually(t, 5*time.Second, "a group view", func() bool { return m.View().Snapshot() != nil })
+
+	before, body := getStatus(t, admin)
+	t.Run("names the mirror, holds no secret", func(t *testing.T) {
+		if before.Group != testGroup || before.Member != "a" || before.Host != "a.mirrors.test" || before.Role != RoleRoot {
+			t.Errorf("status names %q %q %q %q", before.Group, before.Member, before.Host, before.Role)
+		}
+		for _, secret := range []string{testSecret, d.url} {
+			if strings.Contains(body, secret) {
+				t.Errorf("status shows %q", secret)
+			}
+		}
+		if before.Load.Capacity != DefaultCapacity || before.Site != nil {
+			t.Errorf("load %+v, site %+v", before.Load, before.Site)
+		}
+		if _, ok := before.Redirect.Redirected[ReasonOverload]; !ok {
+			t.Errorf("redirect counters %v lack %s", before.Redirect.Redirected, ReasonOverload)
+		}
+	})
+	t.Run("group view", func(t *testing.T) {
+		v := before.View
+		if v == nil || v.State != ViewFresh || v.Members != 2 || v.Policy != "least-load" || v.StaleAfterSeconds <= 0 {
+			t.Errorf("view %+v", v)
+		}
+	})
+	t.Run("cache figures move with requests", func(t *testing.T) {
+		c := before.Cache
+		if c == nil || c.Capacity != 1<<20 || c.Objects != 0 || c.Hits != 0 || c.Misses != 0 {
+			t.Fatalf("cache before requests: %+v", c)
+		}
+		for range 4 {
+			if resp, _ := do(t, newRequest(t, http.MethodGet, "http://"+m.addr+"/big.bin", nil)); resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /big.bin: %s", resp.Status)
+			}
+		}
+		after, _ := getStatus(t, admin)
+		c = after.Cache
+		want := CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
+		if c == nil || c.Bytes < int64(len(content)) {
+			t.Fatalf("cache after requests: %+v", c)
+		}
+		want.Bytes = c.Bytes
+		if *c != want {
+			t.Errorf("cache %+v, want %+v", *c, want)
+		}
+		if after.Load.R <= 0 {
+			t.Errorf("request rate %v after requests", after.Load.R)
+		}
+	})
+	t.Run("the page shows the cache", func(t *testing.T) {
+		page := getPage(t, admin)
+		for _, want := range []string{"Memory cache", "75.0 %", "least-load", `<meta http-equiv="refresh" content="2">`} {
+			if !strings.Contains(page, want) {
+				t.Errorf("page lacks %q", want)
+			}
+		}
+	})
+}
+
+// startSiteMirror builds a site front end mirror over bes with the site
+// section given as YAML, its policy on clock now, and serves its public
+// and admin handlers until the test ends. It returns the public and admin
+// base URLs and the registry. The back ends' URLs are set after the
+// config is parsed, so they may carry what ParseConfig refuses (user
+// information), as a config from elsewhere could.
+func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ...BackendConfig) (string, string, *prometheus.Registry) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: [\"127.0.0.1:0\"]\ngroup: %s\nmember: fe\nhost: fe.mirrors.test\n%s\nbackends:\n", testGroup, siteYAML)
+	for _, be := range bes {
+		fmt.Fprintf(&b, "  - {name: %q, url: \"http://127.0.0.1:1\", memory: 1MiB}\n", be.Name)
+	}
+	cfg, err := ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, be := range bes {
+		cfg.Backends[i].URL = be.URL
+	}
+	reg := prometheus.NewPedanticRegistry()
+	h, closer, err := NewSiteHandler(cfg, SiteOptions{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	public := startServer(t, ServerOptions{Handler: m.Handler()})
+	admin := startServer(t, ServerOptions{Handler: m.AdminHandler()})
+	return public, admin, reg
+}
+
+// fakeClock is a clock that tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestStatusSiteFrontEnd(t *testing.T) {
+	quiet := "  health: {interval: 1h, timeout: 1s}\n"
+	tests := []struct {
+		name   string
+		policy string // site section: the policy line
+		check  func(t *testing.T, get func(uri string), status func() Status, clock *fakeClock)
+	}{
+		{
+			name: "lard: targets grow with distinct URLs", policy: "{name: lard, max_targets: 4}",
+			check: func(t *testing.T, get func(string), status func() Status, _ *fakeClock) {
+				for i, want := range []int{1, 2, 3, 4, 4, 4} {
+					get(fmt.Sprintf("/f%d.iso", i))
+					get(fmt.Sprintf("/f%d.iso", i)) // a repeat is no new target
+					ps := status().Site.PolicyState
+					if ps == nil || ps.Policy != site.LARD || ps.LARD == nil || ps.LARD.Targets != want || ps.LARD.MaxTargets != 4 {
+						t.Fatalf("after %d URLs: policy state %+v, want %d targets of 4", i+1, ps, want)
+					}
+				}
+			},
+		},
+		{
+			name: "lard-r: targets and replicas", policy: "{name: lard-r}",
+			check: func(t *testing.T, get func(string), status func() Status, _ *fakeClock) {
+				for i := range 3 {
+					get(fmt.Sprintf("/f%d.iso", i))
+				}
+				ps := status().Site.PolicyState
+				if ps == nil || ps.LARD == nil || ps.LARD.Targets != 3 || ps.LARD.Replicas != 3 {
+					t.Errorf("policy state %+v", ps)
+				}
+			},
+		},
+		{
+			name: "ward: core size after an analysis", policy: "{name: ward, ward_interval: 1m}",
+			check: func(t *testing.T, get func(string), status func() Status, clock *fakeClock) {
+				ps := status().Site.PolicyState
+				if ps == nil || ps.WARD == nil || ps.WARD.CoreFiles != 0 || !ps.WARD.LastAnalysis.IsZero() {
+					t.Fatalf("before requests: %+v", ps)
+				}
+				for range 5 {
+					for i := range 3 {
+						get(fmt.Sprintf("/hot%d", i))
+					}
+				}
+				clock.Add(time.Minute)
+				get("/hot0") // the analysis runs at this pick
+				w := status().Site.PolicyState.WARD
+				if w.CoreFiles != 3 || w.CoreBytes <= 0 || !w.LastAnalysis.Equal(clock.Now()) || w.SketchFiles != 3 {
+					t.Errorf("after an analysis: %+v, want a core of 3 files at %v", w, clock.Now())
+				}
+			},
+		},
+		{
+			name: "tb-ccrd: cache models", policy: "{name: tb-ccrd}",
+			check: func(t *testing.T, get func(string), status func() Status, _ *fakeClock) {
+				for i := range 4 {
+					get(fmt.Sprintf("/f%d", i))
+				}
+				ps := status().Site.PolicyState
+				objects := 0
+				for _, c := range ps.Caches {
+					objects += c.Objects
+				}
+				if len(ps.Caches) != 2 || objects != 4 {
+					t.Errorf("caches %+v, want 4 objects over 2 models", ps.Caches)
+				}
+			},
+		},
+		{
+			name: "chbl: balance factor", policy: "{name: chbl, balance_factor: 1.5}",
+			check: func(t *testing.T, get func(string), status func() Status, _ *fakeClock) {
+				get("/x")
+				if c := status().Site.PolicyState.CHBL; c == nil || c.BalanceFactor != 1.5 || c.RingPoints != 200 || c.Bound <= 0 {
+					t.Errorf("chbl state %+v", c)
+				}
+			},
+		},
+		{
+			name: "wrr: picks and in-flight per back end", policy: "{name: wrr}",
+			check: func(t *testing.T, get func(string), status func() Status, _ *fakeClock) {
+				for range 4 {
+					get("/x")
+				}
+				// The front end releases a request just after its response
+				// is out: wait for the in-flight counts to drop.
+				var s *SiteStatus
+				eventually(t, 5*time.Second, "no request in flight", func() bool {
+					s = status().Site
+					return s.Backends[0].InFlight == 0 && s.Backends[1].InFlight == 0
+				})
+				if s.PolicyState == nil || s.PolicyState.Policy != site.WRR || s.PolicyState.LARD != nil {
+					t.Errorf("policy state %+v", s.PolicyState)
+				}
+				for _, b := range s.Backends {
+					if b.Picks != 2 || b.Errors != 0 {
+						t.Errorf("back end %+v, want 2 picks and no errors", b)
+					}
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b0 := newSiteTestBackend(t, "b0", nil)
+			b1 := newSiteTestBackend(t, "b1", nil)
+			clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+			public, admin, reg := startSiteMirror(t, "site:\n  policy: "+tt.policy+"\n"+quiet, clock.Now,
+				BackendConfig{Name: "b0", URL: b0.url}, BackendConfig{Name: "b1", URL: b1.url})
+			get := func(uri string) {
+				t.Helper()
+				if resp, _ := do(t, newRequest(t, http.MethodGet, public+uri, nil)); resp.StatusCode != http.StatusOK {
+					t.Fatalf("GET %s: %s", uri, resp.Status)
+				}
+			}
+			status := func() Status {
+				t.Helper()
+				s, _ := getStatus(t, admin)
+				return s
+			}
+			s := status()
+			if s.Role != RoleSite || s.Site == nil || s.Cache != nil || s.View != nil {
+				t.Fatalf("status %+v", s)
+			}
+			if s.Site.Mode != SiteModeProxy || len(s.Site.Backends) != 2 || s.Site.Backends[0].Name != "b0" || s.Site.Backends[0].URL != b0.url {
+				t.Fatalf("site %+v", s.Site)
+			}
+			tt.check(t, get, status, clock)
+			t.Run("promlint", func(t *testing.T) {
+				mfs, err := reg.Gather()
+				if err != nil {
+					t.Fatal(err)
+				}
+				problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range problems {
+					t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+				}
+			})
+		})
+	}
+}
+
+func TestStatusBackendHealth(t *testing.T) {
+	up := newSiteTestBackend(t, "up", nil)
+	down := deadURL(t)
+	_, admin, _ := startSiteMirror(t, "site:\n  health: {interval: 20ms, timeout: 1s, fall: 1}\n", nil,
+		BackendConfig{Name: "up", URL: up.url}, BackendConfig{Name: "down", URL: down})
+	var s Status
+	eventually(t, 5*time.Second, "health verdicts", func() bool {
+		s, _ = getStatus(t, admin)
+		return s.Site.Backends[0].Health == "up" && s.Site.Backends[1].Health == "down"
+	})
+	if b := s.Site.Backends[1]; b.LastError == "" || b.Errors == 0 {
+		t.Errorf("down back end %+v: want its last error and errors counted", b)
+	}
+}
+
+func TestStatusPageEscapesAndRedacts(t *testing.T) {
+	const hostile = `<script>alert("x")</script>&'`
+	be := newSiteTestBackend(t, "b", nil)
+	withSecrets := strings.Replace(be.url, "http://", "http://operator:hunter2@", 1) + "/?token=s3cret#frag"
+	_, admin, _ := startSiteMirror(t, "site:\n  health: {interval: 1h, timeout: 1s}\n", nil,
+		BackendConfig{Name: hostile, URL: withSecrets})
+
+	page := getPage(t, admin)
+	_, js := getStatus(t, admin)
+	for _, leak := range []string{"hunter2", "operator", "s3cret", "token", "frag"} {
+		if strings.Contains(page, leak) || strings.Contains(js, leak) {
+			t.Errorf("status shows %q from the back end's URL", leak)
+		}
+	}
+	if strings.Contains(page, "<script") {
+		t.Error("the page carries the back-end name unescaped")
+	}
+	if want := `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&#39;`; !strings.Contains(page, want) {
+		t.Errorf("page lacks the escaped name %s", want)
+	}
+	if !strings.Contains(page, be.url) {
+		t.Errorf("page lacks the back end's URL %s", be.url)
+	}
+}
+
+func TestStatusRoutes(t *testing.T) {
+	d := newFakeDNSD(t, "a")
+	m := startMirror(t, d, "a", "", Options{})
+	admin := "http://" + m.admin
+	tests := []struct {
+		name, method, path string
+		status             int
+		contentType        string
+	}{
+		{"page", http.MethodGet, "/", http.StatusOK, "text/html; charset=utf-8"},
+		{"page HEAD", http.MethodHead, "/", http.StatusOK, "text/html; charset=utf-8"},
+		{"json", http.MethodGet, StatusPath, http.StatusOK, "application/json"},
+		{"style sheet", http.MethodGet, "/status.css", http.StatusOK, "text/css; charset=utf-8"},
+		{"not the page", http.MethodGet, "/index.html", http.StatusNotFound, ""},
+		{"read-only", http.MethodPost, "/", http.StatusMethodNotAllowed, ""},
+		{"read-only json", http.MethodDelete, StatusPath, http.StatusMethodNotAllowed, ""},
+		{"load report still served", http.MethodGet, "/v1/load", http.StatusOK, "application/json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := do(t, newRequest(t, tt.method, admin+tt.path, nil))
+			if resp.StatusCode != tt.status {
+				t.Fatalf("%s %s: %s, want %d", tt.method, tt.path, resp.Status, tt.status)
+			}
+			if tt.contentType != "" && resp.Header.Get("Content-Type") != tt.contentType {
+				t.Errorf("Content-Type %q, want %q", resp.Header.Get("Content-Type"), tt.contentType)
+			}
+		})
+	}
+}
+
+// staticStatus is a StatusSource that always says the same.
+type staticStatus Status
+
+func (s staticStatus) Status(time.Time) Status { return Status(s) }
+
+// TestStatusPageGolden renders a fixed status of each role; run with
+// -update to rewrite testdata/status_*.html.
+func TestStatusPageGolden(t *testing.T) {
+	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	base := Status{
+		Time: at, Group: "www.example.org", Member: "fra1", Host: "fra1.mirrors.example.org",
+		Started: at.Add(-90 * time.Minute), UptimeSeconds: 5400,
+		Load: LoadStatus{R: 12.5, M: 0.5, Conns: 3, BytesPerSecond: 3 << 20, RedirectsPerSecond: 1.25,
+			Load: 130, Capacity: 200, Utilization: 0.65, ServingUtilization: 0.6},
+		Redirect: RedirectStatus{Enabled: true, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 0.5, PerSecond: 1.25,
+			Redirected: map[string]uint64{ReasonOverload: 42}, Skipped: map[string]uint64{ReasonNoSibling: 1, ReasonNoView: 0, ReasonStaleView: 2}},
+		View: &ViewStatus{State: ViewFresh, Fetched: at.Add(-1500 * time.Millisecond), AgeSeconds: 1.5,
+			StaleAfterSeconds: 15, Policy: "least-load", Members: 3, Candidates: 2},
+	}
+	root := base
+	root.Role = RoleRoot
+	root.Cache = &CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
+	front := base
+	front.Role = RoleSite
+	front.View = &ViewStatus{State: ViewStale, Fetched: at.Add(-time.Minute), AgeSeconds: 60, StaleAfterSeconds: 15, Policy: "least-load", Members: 3, Candidates: 2}
+	front.Site = &SiteStatus{Mode: SiteModeProxy, Policy: site.TBCCRD, Retries: 2,
+		PolicyState: &site.Stats{Policy: site.TBCCRD, Caches: []site.CacheModelStats{
+			{Backend: "be1", Objects: 10, Bytes: 5 << 20, Capacity: 64 << 20},
+		}},
+		Backends: []BackendStatus{
+			{Name: "be1", URL: "http://10.0.0.1:8080", Health: "up", Weight: 1, MemoryBytes: 64 << 20, InFlight: 2, Picks: 100},
+			{Name: "be2", URL: "http://10.0.0.2:8080", Health: "down", LastError: "refused", Weight: 2, MemoryBytes: 64 << 20, Picks: 50, Errors: 7},
+			{Name: "be3", URL: "http://10.0.0.3:8080", Health: "unknown", Weight: 1, MemoryBytes: 64 << 20},
+		}}
+	lard := front
+	lard.View = nil
+	lardSite := *front.Site
+	lardSite.Policy = site.LARD
+	lardSite.PolicyState = &site.Stats{Policy: site.LARD, LARD: &site.LARDStats{Targets: 1234, MaxTargets: 100000}}
+	lard.Site = &lardSite
+	ward := lard
+	wardSite := lardSite
+	wardSite.Policy = site.WARD
+	wardSite.PolicyState = &site.Stats{Policy: site.WARD, WARD: &site.WARDStats{CoreFiles: 40, CoreBytes: 12 << 20, SketchFiles: 900, SketchEntries: 10000, LastAnalysis: at.Add(-30 * time.Second), Interval: time.Minute}}
+	ward.Site = &wardSite
+
+	tests := []struct {
+		name   string
+		status Status
+	}{
+		{"root", root},
+		{"site_tbccrd", front},
+		{"site_lard", lard},
+		{"site_ward", ward},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := NewStatusHandler(staticStatus(tt.status), func() time.Time { return at })
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := startServer(t, ServerOptions{Handler: h})
+			got := []byte(getPage(t, base))
+			golden := filepath.Join("testdata", "status_"+tt.name+".html")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("page differs from %s (run with -update to accept):\n%s", golden, got)
+			}
+		})
+	}
+}
