@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -174,7 +175,17 @@ func (v visitFunc) Visit(n ast.Node) ast.Visitor {
 
 func trimPath(p string) string {
 	p = strings.TrimPrefix(p, "$")
-	return strings.TrimPrefix(p, ".")
+	return oneLine(strings.TrimPrefix(p, "."))
+}
+
+// oneLine escapes control characters (a key may hold a line break), so
+// that every error stays on one line.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func tokenPos(tk *token.Token) string {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -55,7 +56,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		ast.Walk(pos, doc.Body)
 		if tag := findTag(doc.Body); tag != nil {
 			return nil, fmt.Errorf("%s:%s: %s: YAML tag %s is not supported", file,
-				tokenPos(tag.GetToken()), trimPath(tag.GetPath()), tag.GetToken().Value)
+				tokenPos(tag.GetToken()), trimPath(tag.GetPath()), oneLine(tag.GetToken().Value))
 		}
 	}
 	cfg := &Config{File: file, pos: pos}
@@ -216,7 +217,17 @@ func (v visitFunc) Visit(n ast.Node) ast.Visitor {
 
 func trimPath(p string) string {
 	p = strings.TrimPrefix(p, "$")
-	return strings.TrimPrefix(p, ".")
+	return oneLine(strings.TrimPrefix(p, "."))
+}
+
+// oneLine escapes control characters (a key may hold a line break), so
+// that every error stays on one line.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func tokenPos(tk *token.Token) string {
