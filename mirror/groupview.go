@@ -198,8 +198,8 @@ type ViewWatcher struct {
 
 	refreshes *prometheus.CounterVec
 	lastOK    prometheus.Gauge
-	mu        sync.Mutex // one refresh at a time; guards failing
-	failing   int
+	mu        sync.Mutex // one refresh at a time; guards spell
+	spell     spell
 }
 
 // NewViewWatcher checks o and returns a ViewWatcher without a view yet.
@@ -238,6 +238,7 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
+	w.spell = spell{log: w.log, what: "group view refresh", target: w.target}
 	for _, r := range []string{viewOK, viewHTTPError, viewInvalid, viewNetwork} {
 		w.refreshes.WithLabelValues(r)
 	}
@@ -257,16 +258,8 @@ func (w *ViewWatcher) Snapshot() *GroupSnapshot { return w.cur.Load() }
 // Run refreshes at once and then every interval until ctx is done; it
 // returns nil then. Failures do not stop it.
 func (w *ViewWatcher) Run(ctx context.Context) error {
-	t := time.NewTicker(w.o.Interval)
-	defer t.Stop()
-	for {
-		_ = w.Refresh(ctx) // counted and logged by Refresh
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	every(ctx, w.o.Interval, func(ctx context.Context) { _ = w.Refresh(ctx) }) // counted and logged by Refresh
+	return nil
 }
 
 // Refresh fetches the view now, bounded by the timeout, and swaps it in
@@ -277,17 +270,7 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 	defer w.mu.Unlock()
 	result, err := w.refresh(ctx)
 	w.refreshes.WithLabelValues(result).Inc()
-	switch {
-	case err == nil && w.failing > 0:
-		w.log.Info("group view refresh recovered", "url", w.target, "failures", w.failing)
-		w.failing = 0
-	case err != nil && ctx.Err() != nil:
-	case err != nil:
-		if w.failing == 0 {
-			w.log.Warn("group view refresh failing", "url", w.target, "result", result, "err", err)
-		}
-		w.failing++
-	}
+	w.spell.note(ctx, result, err)
 	return err
 }
 

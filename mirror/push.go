@@ -73,10 +73,10 @@ type Pusher struct {
 	target string
 	log    *slog.Logger
 
-	pushes  *prometheus.CounterVec
-	lastOK  prometheus.Gauge
-	mu      sync.Mutex // one push at a time; guards the spell below
-	failing int        // consecutive failures
+	pushes *prometheus.CounterVec
+	lastOK prometheus.Gauge
+	mu     sync.Mutex // one push at a time; guards spell
+	spell  spell
 }
 
 // NewPusher checks o and returns a Pusher.
@@ -115,6 +115,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	p.spell = spell{log: p.log, what: "load push", target: p.target}
 	for _, r := range []string{pushOK, pushUnauthorized, pushRejected, pushServerError, pushNetwork} {
 		p.pushes.WithLabelValues(r)
 	}
@@ -137,16 +138,8 @@ func newAPIClient() *http.Client {
 // Run pushes at once and then every interval until ctx is done; it
 // returns nil then. Failures do not stop it.
 func (p *Pusher) Run(ctx context.Context) error {
-	t := time.NewTicker(p.o.Interval)
-	defer t.Stop()
-	for {
-		_ = p.Push(ctx) // counted and logged by Push
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	every(ctx, p.o.Interval, func(ctx context.Context) { _ = p.Push(ctx) }) // counted and logged by Push
+	return nil
 }
 
 // Push sends one report now, bounded by the push timeout, and returns why
@@ -157,18 +150,7 @@ func (p *Pusher) Push(ctx context.Context) error {
 	defer p.mu.Unlock()
 	result, err := p.push(ctx)
 	p.pushes.WithLabelValues(result).Inc()
-	switch {
-	case err == nil && p.failing > 0:
-		p.log.Info("load push recovered", "url", p.target, "failures", p.failing)
-		p.failing = 0
-	case err != nil && ctx.Err() != nil:
-		// Shutting down: not a failure of dnsd.
-	case err != nil:
-		if p.failing == 0 {
-			p.log.Warn("load push failing", "url", p.target, "result", result, "err", err)
-		}
-		p.failing++
-	}
+	p.spell.note(ctx, result, err)
 	return err
 }
 
