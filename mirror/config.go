@@ -3,6 +3,7 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"github.com/transmirror/transmirror/probe"
 	"math"
 	"net"
 	"net/netip"
@@ -81,6 +82,10 @@ type Config struct {
 	Redirect RedirectConfig `yaml:"redirect"`
 	// Capacity is what this mirror can carry, in load units (default 100, > 0).
 	Capacity float64 `yaml:"capacity"`
+	// LoadWindow is the sliding window the load report's rates are taken
+	// over (default 10s, 1s..5m): shorter reacts faster (redirects start
+	// and stop sooner), longer is steadier.
+	LoadWindow Duration `yaml:"load_window"`
 	// Location is where this mirror is.
 	Location Location `yaml:"location"`
 	// Geo says where clients are, to redirect them to a sibling near
@@ -338,6 +343,12 @@ func (v *validator) validate() {
 	}
 	if !(c.Capacity > 0) || math.IsInf(c.Capacity, 1) {
 		v.errorf("capacity", "must be > 0, got %g", c.Capacity)
+	}
+	if !v.written("load_window") {
+		c.LoadWindow = Duration(probe.DefaultReportWindow)
+	}
+	if d := c.LoadWindow.D(); d < time.Second || d > 5*time.Minute {
+		v.errorf("load_window", "must be in 1s..5m, got %s", d)
 	}
 	v.location("location", &c.Location)
 	v.geo()

@@ -121,6 +121,7 @@ func TestLoadConfigBad(t *testing.T) {
 			`bad_url.yaml:10:5: backends[0].url: "http://": URL has no host`,
 			`bad_url.yaml:12:5: backends[1].url: invalid URL "::not a url"`,
 		}},
+		{"load window too short", "load_window.yaml", []string{`load_window.yaml:6:1: load_window: must be in 1s..5m, got 100ms`}},
 		{"bad duration", "bad_duration.yaml", []string{`bad_duration.yaml:7:16: timeouts.read_header: invalid duration "5 parsecs"`}},
 		{"bad size", "bad_size.yaml", []string{`bad_size.yaml:8:13: backends[0].memory: invalid size "8 gigs"`}},
 		{"secret and secret_file", "secret_both.yaml", []string{"secret_both.yaml:9:3: dnsd.secret_file: secret and secret_file are mutually exclusive"}},

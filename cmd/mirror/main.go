@@ -172,7 +172,7 @@ func serve(ctx context.Context, cfg *mirror.Config, logger *slog.Logger) error {
 		defer closer.Close()
 		content = h
 	}
-	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content})
+	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content, ReportWindow: cfg.LoadWindow.D()})
 	if err != nil {
 		return err
 	}
