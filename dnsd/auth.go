@@ -182,8 +182,8 @@ func (a *auth) group(ctx context.Context, z *zones.Zone, name string, qtype uint
 	if err != nil {
 		return fmt.Errorf("dnsd: group %s: %w", name, err)
 	}
-	if info.hasECS {
-		info.scope = ga.ScopePrefix
+	if info.hasECS && ga.ScopePrefix >= 0 {
+		setScope(m, info, ga.ScopePrefix)
 	}
 	n := len(m.Answer)
 	for _, addr := range ga.Addrs {
@@ -281,4 +281,28 @@ func (a *auth) negative(z *zones.Zone, m *dns.Msg) {
 	if soa := a.negSOA[z]; soa != nil {
 		m.Ns = append(m.Ns, soa)
 	}
+}
+
+// setScope puts the client subnet option into m's OPT record with the
+// scope the answer depended on; with several group answers in one reply
+// (ANY over TCP) the widest dependence wins. The edge keeps it.
+func setScope(m *dns.Msg, info *reqInfo, scope int) {
+	var opt *dns.OPT
+	for _, rr := range m.Extra {
+		if o, ok := rr.(*dns.OPT); ok {
+			opt = o
+			break
+		}
+	}
+	if opt == nil {
+		opt = &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+		m.Extra = append(m.Extra, opt)
+	}
+	for _, o := range opt.Option {
+		if e, ok := o.(*dns.EDNS0_SUBNET); ok {
+			e.SourceScope = max(e.SourceScope, ecsOption(info, scope).SourceScope)
+			return
+		}
+	}
+	opt.Option = append(opt.Option, ecsOption(info, scope))
 }

@@ -1,7 +1,9 @@
 package dnsd
 
 import (
+	"context"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -124,5 +126,57 @@ func TestGroups(t *testing.T) {
 		{Name: "no ECS without ECS query", Qname: "www.example.org.", Qtype: dns.TypeA, AA: true, EDNS: true,
 			Answer: []string{"www.example.org. 60 IN A 192.0.2.101", "www.example.org. 60 IN A 192.0.2.102"},
 			Check:  wantScope(-1)},
+	})
+}
+
+// scopedGroups answers every group with one address and a fixed ECS scope
+// per query type, like a policy that depends on part of the client prefix.
+type scopedGroups map[uint16]int
+
+func (s scopedGroups) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, error) {
+	a := netip.MustParseAddr("192.0.2.101")
+	if q.Qtype == dns.TypeAAAA {
+		a = netip.MustParseAddr("2001:db8::101")
+	}
+	return GroupAnswer{Addrs: []netip.Addr{a}, TTL: 60, ScopePrefix: s[q.Qtype]}, nil
+}
+
+// TestGroupScopeIsReturned: the scope a GroupAnswerer returns is the scope
+// on the wire, capped at the source prefix; ANY over TCP carries the widest
+// dependence of its two answers.
+func TestGroupScopeIsReturned(t *testing.T) {
+	ts := newTestServer(t, testSet(t, nil), Options{Groups: scopedGroups{dns.TypeA: 20, dns.TypeAAAA: 16}})
+	ecs := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.ParseIP("198.51.100.0")}
+	wide := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 12, Address: net.ParseIP("198.48.0.0")}
+	scope := func(want uint8) func(testing.TB, *dns.Msg) {
+		return func(t testing.TB, m *dns.Msg) {
+			n := 0
+			if opt := m.IsEdns0(); opt != nil {
+				for _, o := range opt.Option {
+					if e, ok := o.(*dns.EDNS0_SUBNET); ok {
+						n++
+						if e.SourceScope != want {
+							t.Errorf("ECS scope = %d, want %d", e.SourceScope, want)
+						}
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d ECS options in reply, want 1", n)
+			}
+		}
+	}
+	dnstest.Run(t, ts.addr, []dnstest.Case{
+		{Name: "A scope from the answer", Qname: "www.example.org.", Qtype: dns.TypeA, AA: true, EDNS: true,
+			Options: []dns.EDNS0{ecs}, Answer: []string{"www.example.org. 60 IN A 192.0.2.101"}, Check: scope(20)},
+		{Name: "scope may be longer than the source prefix", Qname: "www.example.org.", Qtype: dns.TypeA, AA: true, EDNS: true,
+			Options: []dns.EDNS0{wide}, Answer: []string{"www.example.org. 60 IN A 192.0.2.101"}, Check: scope(20)},
+		{Name: "ANY over TCP: widest of A and AAAA", Qname: "www.example.org.", Qtype: dns.TypeANY, TCP: true, AA: true, EDNS: true,
+			Options: []dns.EDNS0{ecs},
+			Answer: []string{"www.example.org. 60 IN A 192.0.2.101", "www.example.org. 60 IN AAAA 2001:db8::101",
+				`www.example.org. 300 IN TXT "group with a static TXT"`},
+			Check: scope(20)},
+		{Name: "static name with ECS: scope 0", Qname: "static.example.org.", Qtype: dns.TypeA, AA: true, EDNS: true,
+			Options: []dns.EDNS0{ecs}, Answer: []string{"static.example.org. 300 IN A 192.0.2.10"}, Check: scope(0)},
 	})
 }

@@ -105,7 +105,6 @@ var _ GroupAnswerer = (*Dispatcher)(nil)
 type dgroup struct {
 	cfg      *zones.GroupConfig
 	policy   scheduler.Policy
-	kind     policyKind
 	states   []MemberState // by member index
 	fam      [2]*family    // A, AAAA
 	rates    *scheduler.ScopeRates
@@ -119,24 +118,6 @@ type family struct {
 	addrs [][]netip.Addr   // family index → the member's addresses of the family
 	group *scheduler.Group // snapshot with states
 	est   *scheduler.Estimator
-}
-
-type policyKind int
-
-const (
-	kindGlobal policyKind = iota // answer does not depend on the client
-	kindGeo                      // depends on the client's location
-	kindHash                     // depends on the client's prefix
-)
-
-func kindOf(policy string) policyKind {
-	switch policy {
-	case "nearest", "geo-load":
-		return kindGeo
-	case "hash":
-		return kindHash
-	}
-	return kindGlobal
 }
 
 // ECS results, the values of the ecs_queries_total label.
@@ -228,7 +209,7 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 		if err != nil {
 			return fmt.Errorf("dnsd: group %s: %w", name, err)
 		}
-		g := &dgroup{cfg: gc, policy: policy, kind: kindOf(gc.Policy.Name), states: make([]MemberState, len(gc.Members))}
+		g := &dgroup{cfg: gc, policy: policy, states: make([]MemberState, len(gc.Members))}
 		prev := old[name]
 		if prev != nil {
 			g.rates, g.failOpen, g.shares = prev.rates, prev.failOpen, prev.shares
@@ -463,7 +444,7 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, 
 		return GroupAnswer{ScopePrefix: -1}, fmt.Errorf("%w: %s", ErrUnknownGroup, q.Group)
 	}
 	now := d.now()
-	c := d.locate(q, g.kind)
+	c := d.locate(q, g.policy.DependsOn())
 	ans := GroupAnswer{ScopePrefix: c.scope, TTL: g.cfg.TTL.Max}
 	f := g.fam[familyOf(q.Qtype)]
 	if len(f.idx) == 0 {
@@ -534,7 +515,7 @@ type located struct {
 // locate finds the client of q. The reply scope is the prefix length the
 // answer really depended on: the geo scope for proximity policies, the
 // client prefix for hash, 0 for policies that ignore the client.
-func (d *Dispatcher) locate(q GroupQuery, kind policyKind) located {
+func (d *Dispatcher) locate(q GroupQuery, dep scheduler.Dependence) located {
 	hasECS := q.ECS.IsValid()
 	c := located{prefix: geo.ClientPrefix(q.Client, q.ECS, hasECS), scope: -1, ecs: ecsNone}
 	if loc := d.locator.Load(); loc != nil {
@@ -552,10 +533,10 @@ func (d *Dispatcher) locate(q GroupQuery, kind policyKind) located {
 		default:
 			c.ecs = ecsUsed
 		}
-		switch kind {
-		case kindGeo:
+		switch dep {
+		case scheduler.DependsOnLocation:
 			c.scope = geo.ReplyScope(q.ECS, c.res)
-		case kindHash:
+		case scheduler.DependsOnPrefix:
 			c.scope = geo.ReplyScope(q.ECS, geo.Result{Scope: c.prefix.Bits()})
 		default:
 			c.scope = 0

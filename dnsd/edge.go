@@ -123,7 +123,6 @@ type reqInfo struct {
 	ecs     netip.Prefix
 	ecsFam  uint16
 	ecsSrc  uint8
-	scope   int // ECS scope to echo; -1 for none
 	tsig    *dns.TSIG
 }
 
@@ -136,7 +135,7 @@ func infoFrom(ctx context.Context, w dns.ResponseWriter) *reqInfo {
 		return ri
 	}
 	_, tcp := w.RemoteAddr().(*net.TCPAddr)
-	return &reqInfo{tcp: tcp, client: addrOf(w.RemoteAddr()), scope: -1}
+	return &reqInfo{tcp: tcp, client: addrOf(w.RemoteAddr())}
 }
 
 func addrOf(a net.Addr) netip.Addr {
@@ -159,7 +158,7 @@ func addrOf(a net.Addr) netip.Addr {
 func (s *Server) serveMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, proto string) {
 	start := time.Now()
 	snap := s.snap.Load()
-	info := &reqInfo{tcp: proto == "tcp", client: addrOf(w.RemoteAddr()), scope: -1}
+	info := &reqInfo{tcp: proto == "tcp", client: addrOf(w.RemoteAddr())}
 	ew := &edgeWriter{ResponseWriter: w, s: s, snap: snap, req: r, info: info}
 	defer func() {
 		if p := recover(); p != nil {
@@ -290,7 +289,7 @@ func parseECS(o *dns.EDNS0_SUBNET, info *reqInfo) {
 	if err != nil {
 		return
 	}
-	info.hasECS, info.ecs, info.ecsFam, info.ecsSrc, info.scope = true, p, o.Family, o.SourceNetmask, 0
+	info.hasECS, info.ecs, info.ecsFam, info.ecsSrc = true, p, o.Family, o.SourceNetmask
 }
 
 // checkTSIG returns BADKEY for an unknown key or algorithm, BADTIME or
@@ -439,8 +438,10 @@ func (ew *edgeWriter) finish(m *dns.Msg, sign bool) {
 		if info.cookie != nil {
 			opt.Option = append(opt.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: ew.s.serverCookie(info)})
 		}
-		if info.hasECS && info.scope >= 0 && !hasOption(opts, dns.EDNS0SUBNET) {
-			opt.Option = append(opt.Option, ecsOption(info))
+		if info.hasECS && !hasOption(opts, dns.EDNS0SUBNET) {
+			// No handler said what the answer depended on: nothing of
+			// the client (scope 0).
+			opt.Option = append(opt.Option, ecsOption(info, 0))
 		}
 		m.Extra = append(m.Extra, opt)
 	}
@@ -508,9 +509,10 @@ func hasOption(opts []dns.EDNS0, code uint16) bool {
 	return false
 }
 
-// ecsOption is the reply's client subnet option (RFC 7871 §7.2.1).
-func ecsOption(info *reqInfo) *dns.EDNS0_SUBNET {
-	scope := min(info.scope, info.ecs.Addr().BitLen())
+// ecsOption is the reply's client subnet option (RFC 7871 §7.2.1) for an
+// answer that depended on the first scope bits of the client's address.
+func ecsOption(info *reqInfo, scope int) *dns.EDNS0_SUBNET {
+	scope = max(0, min(scope, info.ecs.Addr().BitLen()))
 	return &dns.EDNS0_SUBNET{
 		Code:          dns.EDNS0SUBNET,
 		Family:        info.ecsFam,

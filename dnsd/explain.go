@@ -22,7 +22,7 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	}
 	now := d.now()
 	q := GroupQuery{Group: g.cfg.Name, Qtype: qtype, Client: client, ECS: ecs}
-	c := d.locate(q, g.kind)
+	c := d.locate(q, g.policy.DependsOn())
 	low, high := g.cfg.Policy.LowWatermark, g.cfg.Policy.HighWatermark
 	if low == 0 {
 		low = scheduler.DefaultLowWatermark

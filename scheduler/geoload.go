@@ -103,3 +103,6 @@ func (p geoLoad) Pick(g *Group, q Query, dst []int) ([]int, bool) {
 	}
 	return dst, v.open
 }
+
+// DependsOn returns DependsOnLocation.
+func (geoLoad) DependsOn() Dependence { return DependsOnLocation }

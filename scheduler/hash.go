@@ -32,3 +32,6 @@ func hrwScore(h uint64, w float64) float64 {
 	u := (float64(h>>11) + 0.5) / (1 << 53)
 	return w / -math.Log(u)
 }
+
+// DependsOn returns DependsOnPrefix.
+func (hashPolicy) DependsOn() Dependence { return DependsOnPrefix }

@@ -14,3 +14,6 @@ func (leastLoad) Pick(g *Group, q Query, dst []int) ([]int, bool) {
 	})
 	return dst, v.open
 }
+
+// DependsOn returns DependsOnNothing.
+func (leastLoad) DependsOn() Dependence { return DependsOnNothing }

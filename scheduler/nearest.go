@@ -87,3 +87,6 @@ func (w *walker) next() int {
 	w.lastKey = bk
 	return best
 }
+
+// DependsOn returns DependsOnLocation.
+func (nearest) DependsOn() Dependence { return DependsOnLocation }

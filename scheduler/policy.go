@@ -99,7 +99,26 @@ type Policy interface {
 	// their state. Pick allocates nothing when dst has room, except to
 	// memoise a location bucket seen for the first time.
 	Pick(g *Group, q Query, dst []int) (picked []int, failOpen bool)
+	// DependsOn says what of the client the answers depend on, and so
+	// which ECS scope a reply may carry.
+	DependsOn() Dependence
 }
+
+// Dependence is what of the client a policy's answers depend on.
+type Dependence int8
+
+// The dependences of the policies.
+const (
+	// DependsOnNothing: the answer is the same for every client (ECS
+	// scope 0).
+	DependsOnNothing Dependence = iota
+	// DependsOnLocation: the answer depends on where the client is (the
+	// geo database's scope).
+	DependsOnLocation
+	// DependsOnPrefix: the answer depends on the client's own prefix (the
+	// whole source prefix).
+	DependsOnPrefix
+)
 
 var (
 	_ Policy = weighted{}

@@ -51,3 +51,6 @@ func (weighted) Pick(g *Group, q Query, dst []int) ([]int, bool) {
 	}
 	return dst, open
 }
+
+// DependsOn returns DependsOnNothing.
+func (weighted) DependsOn() Dependence { return DependsOnNothing }
