@@ -1,13 +1,11 @@
 package dnsd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +34,24 @@ type Watcher interface {
 	Remove(group, member string) error
 	Push(probe.Report, time.Time) error
 	State(group, member string) (probe.MemberStatus, bool)
+	SetHealth(probe.HealthConfig)
+}
+
+// Answers is what the Controller needs from the dispatcher: prepare a Set
+// with its drains (everything that can fail), then commit (a swap that can
+// not fail). PrepareMembers is for a change of membership or drains only,
+// and keeps what does not depend on them (the GeoIP database).
+type Answers interface {
+	Prepare(set *zones.Set, drained map[string][]string) (commit func(), err error)
+	PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error)
+	Live(group string) (map[string]MemberLive, bool)
+	FailingOpen(group string) bool
+}
+
+// Snapshotter is what the Controller needs from the DNS server: prepare the
+// query-time snapshot of a config Set, then commit it.
+type Snapshotter interface {
+	Prepare(set *zones.Set) (commit func(), err error)
 }
 
 // ControllerOptions configure a Controller.
@@ -43,36 +59,37 @@ type ControllerOptions struct {
 	Logger *slog.Logger
 	// Registry gets the controller's metrics; nil keeps them private.
 	Registry prometheus.Registerer
-	// Dispatcher answers the groups; the Controller feeds it states.
-	Dispatcher *Dispatcher
+	// Answers answers the groups: it gets every new membership.
+	Answers Answers
+	// Server serves the zones: it gets every new config.
+	Server Snapshotter
 	// Watcher probes the members; nil probes nothing.
 	Watcher Watcher
-	// Apply loads a Set (config plus run-time members) into everything
-	// that serves it (the dispatcher first, then the DNS server).
-	Apply func(*zones.Set) error
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
 // Controller owns the membership of the groups: the members of the config
 // file plus those added at run time (GROUP-ADD, persisted in the state
-// file), operator drains, pushed load reports (LOAD-INFORM), and the
-// member states it feeds from the prober to the dispatcher.
+// file), operator drains and pushed load reports (LOAD-INFORM). Every
+// change is prepare (everything that can fail: validate, build the new
+// answers) → persist (the state file, atomically) → commit (swaps that can
+// not fail); a failed prepare or persist changes nothing, in memory or on
+// disk. Member health does not pass through it: the watcher's updates go to
+// the dispatcher directly.
 type Controller struct {
 	log   *slog.Logger
-	disp  *Dispatcher
+	disp  Answers
+	srv   Snapshotter
 	watch Watcher
-	apply func(*zones.Set) error
 	now   func() time.Time
-	wake  chan struct{}
 
 	mu       sync.Mutex // serialises changes and state file writes
 	base     *zones.Set // the config file's set
 	path     string     // state file, "" for none
 	state    persisted
 	current  atomic.Pointer[zones.Set]
-	drained  atomic.Pointer[map[string][]string] // c.state.Drained, for sync
-	watching map[string]probe.MemberSpec         // "group\x00member" → spec
+	watching map[string]probe.MemberSpec // "group\x00member" → spec
 
 	changes *prometheus.CounterVec
 }
@@ -81,8 +98,8 @@ type Controller struct {
 // state file named by the config.
 func NewController(o ControllerOptions) (*Controller, error) {
 	c := &Controller{
-		log: o.Logger, disp: o.Dispatcher, watch: o.Watcher, apply: o.Apply, now: o.Now,
-		wake: make(chan struct{}, 1), watching: make(map[string]probe.MemberSpec),
+		log: o.Logger, disp: o.Answers, srv: o.Server, watch: o.Watcher, now: o.Now,
+		watching: make(map[string]probe.MemberSpec),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -90,8 +107,8 @@ func NewController(o ControllerOptions) (*Controller, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if c.apply == nil || c.disp == nil {
-		return nil, errors.New("dnsd: controller needs a dispatcher and an apply function")
+	if c.disp == nil || c.srv == nil {
+		return nil, errors.New("dnsd: controller needs a dispatcher and a server")
 	}
 	c.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "membership_changes_total",
@@ -115,39 +132,68 @@ func NewController(o ControllerOptions) (*Controller, error) {
 // Current returns the set being served: config plus run-time members.
 func (c *Controller) Current() *zones.Set { return c.current.Load() }
 
-// Load takes a new config Set (at start and on every reload), merges the
-// run-time members of the state file into it and applies the result. The
-// first Load, and a reload that names another state file, read the state
-// file; a corrupt one is an error. Run-time members of groups that are no
-// longer configured, or whose names the config now uses, stay in the state
-// file but are not served (logged).
+// Load takes a new config Set (at start and on every reload): Prepare,
+// then commit, with no membership change in between.
 func (c *Controller) Load(base *zones.Set) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	commit, err := c.prepare(base)
+	if err != nil {
+		return err
+	}
+	commit()
+	return nil
+}
+
+// Check does everything that loading the config Set base can fail at, and
+// changes nothing: the first Prepare, and one for a config that names
+// another state file, read the state file (a corrupt one is an error); the
+// run-time members are merged in with the config's rules; the dispatcher
+// opens the GeoIP database and builds the groups' policies; the server
+// builds its snapshot. Load does the same, then swaps all of it in (a
+// commit that can not fail); dnsd -check does only this. Run-time
+// members of groups that are no longer configured, or whose names the
+// config now uses, stay in the state file but are not served (logged).
+func (c *Controller) Check(base *zones.Set) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.prepare(base)
+	return err
+}
+
+// prepare is Check, returning the commit; c.mu is held for both.
+func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 	st := c.state
 	if c.base == nil || base.StateFile != c.path {
 		if base.StateFile == "" {
 			st = persisted{Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
-		} else {
-			var err error
-			if st, err = readState(base.StateFile); err != nil {
-				return err
-			}
+		} else if st, err = readState(base.StateFile); err != nil {
+			return nil, err
 		}
 	}
 	set, err := c.merge(base, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := c.apply(set); err != nil {
-		return err
+	commitAnswers, err := c.disp.Prepare(set, st.Drained)
+	if err != nil {
+		return nil, err
 	}
-	c.base, c.path, c.state = base, base.StateFile, st
-	c.drained.Store(&st.Drained)
-	c.current.Store(set)
-	c.syncWatcher(set)
-	c.kick()
-	return nil
+	commitServer, err := c.srv.Prepare(set)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		commitAnswers()
+		commitServer()
+		c.base, c.path, c.state = base, base.StateFile, st
+		c.current.Store(set)
+		if c.watch != nil {
+			h := set.Config.Health
+			c.watch.SetHealth(probe.HealthConfig{Rise: h.Rise, Fall: h.Fall})
+		}
+		c.syncWatcher(set)
+	}, nil
 }
 
 // merge builds the served Set from base and the run-time members of st,
@@ -238,7 +284,7 @@ func (c *Controller) add(group string, info probe.MemberInfo) (probe.MemberInfo,
 	added := set.Group(group).Members[len(set.Group(group).Members)-1]
 	st := c.state.clone()
 	st.Members[group] = append(st.Members[group], memberInfo(added))
-	if err := c.commit(set, st); err != nil {
+	if err := c.change(set, st); err != nil {
 		return probe.MemberInfo{}, err
 	}
 	c.log.Info("member added", "group", group, "member", added.Name)
@@ -279,7 +325,7 @@ func (c *Controller) remove(group, member string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.commit(set, st); err != nil {
+	if err := c.change(set, st); err != nil {
 		return err
 	}
 	c.log.Info("member removed", "group", group, "member", member)
@@ -318,28 +364,30 @@ func (c *Controller) drain(group, member string, on bool) error {
 	if len(st.Drained[group]) == 0 {
 		delete(st.Drained, group)
 	}
-	if err := c.commit(cur, st); err != nil {
+	if err := c.change(cur, st); err != nil {
 		return err
 	}
 	c.log.Info("member drain changed", "group", group, "member", member, "drained", on)
 	return nil
 }
 
-// commit persists st, then serves set. Called with c.mu held.
-func (c *Controller) commit(set *zones.Set, st persisted) error {
+// change is a membership change: prepare the answers for set with the
+// drains of st, persist st, then commit. Called with c.mu held. On error
+// nothing changed.
+func (c *Controller) change(set *zones.Set, st persisted) error {
+	commit, err := c.disp.PrepareMembers(set, st.Drained)
+	if err != nil {
+		return err
+	}
 	if c.path != "" {
 		if err := writeState(c.path, st); err != nil {
 			return err
 		}
 	}
-	if err := c.apply(set); err != nil {
-		return err
-	}
+	commit()
 	c.state = st
-	c.drained.Store(&st.Drained)
 	c.current.Store(set)
 	c.syncWatcher(set)
-	c.sync()
 	return nil
 }
 
@@ -391,11 +439,7 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 		c.watching[key] = spec
 	}
 	c.mu.Unlock()
-	if err := c.watch.Push(r, c.now()); err != nil {
-		return err
-	}
-	c.kick()
-	return nil
+	return c.watch.Push(r, c.now())
 }
 
 // Secret returns the group's secret, for verifying signed requests.
@@ -467,71 +511,5 @@ func (c *Controller) syncWatcher(set *zones.Set) {
 			continue
 		}
 		c.watching[key] = spec
-	}
-}
-
-// Kick asks the sync loop to push member states to the dispatcher now
-// (the watcher's OnEvent calls it on every state change).
-func (c *Controller) Kick() { c.kick() }
-
-func (c *Controller) kick() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Run feeds member states and loads from the watcher to the dispatcher,
-// every second and at once after each state change, until ctx is done.
-func (c *Controller) Run(ctx context.Context) error {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		c.sync()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-c.wake:
-		}
-	}
-}
-
-// sync pushes every member's current state to the dispatcher.
-func (c *Controller) sync() {
-	set := c.current.Load()
-	if set == nil {
-		return
-	}
-	var drained map[string][]string
-	if d := c.drained.Load(); d != nil {
-		drained = *d
-	}
-	names := make([]string, 0, len(set.Groups))
-	for name := range set.Groups {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		g := set.Groups[name]
-		states := make(map[string]MemberState, len(g.Members))
-		for _, m := range g.Members {
-			st := MemberState{State: StateUnknown}
-			if c.watch != nil {
-				if ms, ok := c.watch.State(g.Name, m.Name); ok {
-					st.State = State(ms.State.String())
-					if ms.HasReport {
-						st.Load, st.Reported = ms.Report.Load, ms.Report.Time
-					}
-				}
-			}
-			if slices.Contains(drained[g.Name], m.Name) {
-				st.State = StateDraining
-			}
-			states[m.Name] = st
-		}
-		if err := c.disp.SetMemberStates(g.Name, states); err != nil && !errors.Is(err, ErrUnknownGroup) {
-			c.log.Warn("member states", "group", g.Name, "err", err)
-		}
 	}
 }

@@ -59,6 +59,8 @@ type ctlEnv struct {
 	dir   string
 	set   *zones.Set
 	disp  *Dispatcher
+	srv   *Server
+	dns   string // the server's UDP address
 	ctl   *Controller
 	admin *httptest.Server
 	stop  context.CancelFunc
@@ -101,20 +103,21 @@ func startCtl(t *testing.T, dir, config string) *ctlEnv {
 		t.Fatal(err)
 	}
 	w, err := probe.NewWatcher(probe.WatcherConfig{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)),
-		Health: probe.HealthConfig{Rise: 2, Fall: 3, FlapLimit: -1}, OnEvent: func(probe.Event) { e.ctl.Kick() }})
+		Health: probe.HealthConfig{Rise: 2, Fall: 3, FlapLimit: -1}, OnUpdate: e.disp.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.ctl, err = NewController(ControllerOptions{Registry: reg, Dispatcher: e.disp, Watcher: w, Apply: e.disp.Load}); err != nil {
+	e.srv = mustServer(t, reg, e.disp)
+	if e.ctl, err = NewController(ControllerOptions{Registry: reg, Answers: e.disp, Server: e.srv, Watcher: w}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.ctl.Load(set); err != nil {
 		t.Fatal(err)
 	}
+	e.dns = serve(t, e.srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
-	go func() { _ = w.Run(ctx) }()
-	go func() { defer close(e.done); _ = e.ctl.Run(ctx) }()
+	go func() { defer close(e.done); _ = w.Run(ctx) }()
 	e.admin = httptest.NewServer(NewAdmin(AdminOptions{Logger: discardLogger(), Gatherer: reg, Membership: e.ctl,
 		Verifier: probe.NewVerifier(30*time.Second, 0)}))
 	t.Cleanup(func() { e.admin.Close(); cancel(); <-e.done })
@@ -275,7 +278,7 @@ func TestControllerCorruptState(t *testing.T) {
 		t.Fatal(err)
 	}
 	disp, _ := NewDispatcher(DispatcherOptions{Seed: 1})
-	ctl, _ := NewController(ControllerOptions{Dispatcher: disp, Apply: disp.Load})
+	ctl, _ := NewController(ControllerOptions{Answers: disp, Server: mustServer(t, nil, disp)})
 	err = ctl.Load(set)
 	if err == nil || !strings.Contains(err.Error(), "state.json is corrupt") || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("corrupt state file: %v; want an error naming the file and line", err)

@@ -415,7 +415,7 @@ func (c *memberCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, m := range v.Members {
 			up := 0.0
-			if m.State == string(StateUp) {
+			if m.State == probe.StateUp.String() {
 				up = 1
 			}
 			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, v.Name, m.Name)

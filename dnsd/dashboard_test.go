@@ -65,11 +65,11 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	}
 	w, err := probe.NewWatcher(probe.WatcherConfig{Registerer: e.reg, Rand: rand.New(rand.NewPCG(1, 2)),
 		Health:  probe.HealthConfig{Rise: 2, Fall: 3, FlapLimit: -1},
-		OnEvent: func(ev probe.Event) { e.ctl.Kick(); e.events.ProbeEvent(ev) }})
+		OnEvent: e.events.ProbeEvent, OnUpdate: e.disp.Observe})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.ctl, err = NewController(ControllerOptions{Registry: e.reg, Dispatcher: e.disp, Watcher: w, Apply: e.disp.Load}); err != nil {
+	if e.ctl, err = NewController(ControllerOptions{Registry: e.reg, Answers: e.disp, Server: mustServer(t, e.reg, e.disp), Watcher: w}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.ctl.Load(set); err != nil {
@@ -84,9 +84,8 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 2)
 	go func() { _ = w.Run(ctx); done <- struct{}{} }()
-	go func() { _ = e.ctl.Run(ctx); done <- struct{}{} }()
 	go func() { _ = e.dash.Run(ctx); done <- struct{}{} }()
 	e.admin = httptest.NewServer(NewAdmin(AdminOptions{
 		Logger: discardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl),
@@ -96,7 +95,7 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	t.Cleanup(func() {
 		e.admin.CloseClientConnections()
 		cancel()
-		for range 3 {
+		for range 2 {
 			<-done
 		}
 		e.admin.Close()

@@ -1,51 +1,61 @@
 package dnsd
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"context"
-
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
 	"github.com/transmirror/transmirror/zones"
 )
 
-// State is what dnsd believes of a member.
-type State string
-
-// Member states. A new member is unknown, and unknown members are answered:
-// only a member that failed its probes (down) or that an operator drained
-// is left out.
-const (
-	StateUnknown  State = "unknown"
-	StateUp       State = "up"
-	StateDown     State = "down"
-	StateDraining State = "draining"
-)
-
-// answered reports whether a member in state s goes into answers.
-func (s State) answered() bool { return s == StateUnknown || s == StateUp || s == "" }
-
-// MemberState is the live state of one member, fed by the prober and the
-// operator.
-type MemberState struct {
-	State State
+// Health is what the prober last said of a member: its state and its
+// newest load report.
+type Health struct {
+	// State is the member's health; a new member is probe.StateUnknown,
+	// which is answered.
+	State probe.State
 	// Load is the last reported load in load units; Reported is when that
 	// report was made (zero: no report yet).
 	Load     float64
 	Reported time.Time
+}
+
+// MemberState is the live state of one member: the prober's verdict and
+// the operator's drain.
+type MemberState struct {
+	Health
+	// Drained: an operator took the member out of the answers; it keeps
+	// being probed.
+	Drained bool
+}
+
+// Answered reports whether the member goes into answers: it is not down
+// and not drained.
+func (s MemberState) Answered() bool { return !s.Drained && s.State != probe.StateDown }
+
+// Name is the state as shown to operators: "draining" for a drained
+// member, else the prober's "unknown", "up" or "down".
+func (s MemberState) Name() string {
+	if s.Drained {
+		return "draining"
+	}
+	return s.State.String()
 }
 
 // DispatcherOptions configure a Dispatcher.
@@ -84,9 +94,8 @@ type Dispatcher struct {
 	nextRand  atomic.Uint64
 	rands     sync.Pool
 
-	mu      sync.Mutex // serialises writers: Load and SetMemberState
-	locator atomic.Pointer[geo.Locator]
-	groups  atomic.Pointer[map[string]*dgroup]
+	mu   sync.Mutex // serialises writers: commits and SetHealth
+	snap atomic.Pointer[dsnap]
 
 	answers  *prometheus.CounterVec
 	failOpen *prometheus.CounterVec
@@ -98,6 +107,15 @@ type Dispatcher struct {
 }
 
 var _ GroupAnswerer = (*Dispatcher)(nil)
+
+// dsnap is what the dispatcher answers from, swapped whole: the locator and
+// the groups by canonical name.
+type dsnap struct {
+	loc    *geo.Locator
+	groups map[string]*dgroup
+}
+
+func (d *Dispatcher) groups() map[string]*dgroup { return d.snap.Load().groups }
 
 // dgroup is one group as the dispatcher serves it; replaced whole by Load
 // and by member state changes, except for the estimators and scope rates,
@@ -150,8 +168,7 @@ func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
 		d.seed = binary.LittleEndian.Uint64(b[:])
 	}
 	d.rands.New = func() any { return rand.New(rand.NewPCG(d.seed, d.nextRand.Add(1))) }
-	empty := map[string]*dgroup{}
-	d.groups.Store(&empty)
+	d.snap.Store(&dsnap{groups: map[string]*dgroup{}})
 
 	d.answers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "group_answers_total",
@@ -187,35 +204,79 @@ func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
 	return d, nil
 }
 
-// Load builds the locator and the groups of set and swaps them in. Member
-// states, pending loads and scope rates of groups and members that stay
-// are kept. On error nothing changes.
+// Load builds the locator and the groups of set and swaps them in (Prepare
+// and commit in one step, nothing drained). On error nothing changes.
 func (d *Dispatcher) Load(set *zones.Set) error {
-	if set == nil || set.Config == nil {
-		return ErrNoConfig
-	}
-	loc, err := newLocator(set)
+	commit, err := d.Prepare(set, nil)
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	old := *d.groups.Load()
+	commit()
+	return nil
+}
+
+// Prepare does everything that can fail to answer set, with the members in
+// drained (group → member names) drained: it opens the GeoIP database and
+// builds every group's policy. The returned commit swaps it in and can not
+// fail; member health, pending loads and scope rates of the groups and
+// members that stay are carried over at that moment. Nothing changes until
+// commit is called.
+func (d *Dispatcher) Prepare(set *zones.Set, drained map[string][]string) (commit func(), err error) {
+	if set == nil || set.Config == nil {
+		return nil, ErrNoConfig
+	}
+	loc, err := newLocator(set)
+	if err != nil {
+		return nil, err
+	}
+	return d.prepare(set, drained, loc)
+}
+
+// PrepareMembers is Prepare for a change of membership or drains only: the
+// locator in service is kept, the GeoIP database is not read again.
+func (d *Dispatcher) PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error) {
+	if set == nil || set.Config == nil {
+		return nil, ErrNoConfig
+	}
+	return d.prepare(set, drained, nil)
+}
+
+// prepare builds the groups' policies; a nil loc keeps the one in service.
+func (d *Dispatcher) prepare(set *zones.Set, drained map[string][]string, loc *geo.Locator) (func(), error) {
 	next := make(map[string]*dgroup, len(set.Groups))
 	for name, gc := range set.Groups {
 		policy, err := scheduler.New(gc.Policy.Name, scheduler.Params{
 			LowWatermark: gc.Policy.LowWatermark, HighWatermark: gc.Policy.HighWatermark,
 		})
 		if err != nil {
-			return fmt.Errorf("dnsd: group %s: %w", name, err)
+			return nil, fmt.Errorf("dnsd: group %s: %w", name, err)
 		}
 		g := &dgroup{cfg: gc, policy: policy, states: make([]MemberState, len(gc.Members))}
-		prev := old[name]
+		for i, m := range gc.Members {
+			g.states[i].Drained = slices.Contains(drained[name], m.Name)
+		}
+		next[name] = g
+	}
+	return func() { d.commit(next, loc) }, nil
+}
+
+// commit swaps in the prepared groups (and locator, unless nil), carrying
+// over what the groups in service have learned.
+func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur := d.snap.Load()
+	if loc == nil {
+		loc = cur.loc
+	}
+	now := d.now()
+	for name, g := range next {
+		prev := cur.groups[name]
 		if prev != nil {
 			g.rates, g.failOpen, g.shares = prev.rates, prev.failOpen, prev.shares
-			for i, m := range gc.Members {
+			for i, m := range g.cfg.Members {
 				if j := prev.member(m.Name); j >= 0 {
-					g.states[i] = prev.states[j]
+					g.states[i].Health = prev.states[j].Health
 				}
 			}
 		} else {
@@ -224,11 +285,10 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 			g.shares = newAnswerCounts()
 			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
 		}
-		g.build(prev, d.now())
-		next[name] = g
+		g.build(prev, now)
 	}
 	// Forget the metric series of members and groups that are gone.
-	for name, g := range old {
+	for name, g := range cur.groups {
 		ng := next[name]
 		for _, m := range g.cfg.Members {
 			if ng == nil || ng.member(m.Name) < 0 {
@@ -239,9 +299,7 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 			d.failOpen.DeleteLabelValues(name)
 		}
 	}
-	d.locator.Store(loc)
-	d.groups.Store(&next)
-	return nil
+	d.snap.Store(&dsnap{loc: loc, groups: next})
 }
 
 func newLocator(set *zones.Set) (*geo.Locator, error) {
@@ -297,7 +355,7 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 			f.idx = append(f.idx, i)
 			f.addrs = append(f.addrs, addrs)
 			members = append(members, scheduler.Member{
-				Name: m.Name, Up: st.State.answered(), Load: st.Load,
+				Name: m.Name, Up: st.Answered(), Load: st.Load,
 				Capacity: m.Capacity, Weight: m.Weight, Loc: location(m.Location),
 			})
 		}
@@ -328,70 +386,58 @@ func sameMembers(a *family, acfg *zones.GroupConfig, b *family, bcfg *zones.Grou
 	return true
 }
 
-// SetMemberState records one member's new state and load; see
-// SetMemberStates.
-func (d *Dispatcher) SetMemberState(group, member string, st MemberState) error {
-	return d.SetMemberStates(group, map[string]MemberState{member: st})
+// Observe takes a watcher update (probe.WatcherConfig.OnUpdate): the
+// member's new health goes into the answers at once. Updates for groups or
+// members that are not (or no longer) served are dropped.
+func (d *Dispatcher) Observe(u probe.Update) {
+	h := Health{State: u.State}
+	if u.HasReport {
+		h.Load, h.Reported = u.Report.Load, u.Report.Time
+	}
+	_ = d.SetHealth(u.Group, u.Member, h)
 }
 
-// SetMemberStates records the states and loads of some members of a group
-// in one step. A change of state rebuilds the group's snapshot; a new
-// report (a later Reported) goes to the estimator and resets the member's
-// pending load. Unknown member names are an error and change nothing.
-func (d *Dispatcher) SetMemberStates(group string, states map[string]MemberState) error {
+// SetHealth records one member's new health. A change of state rebuilds
+// the group's snapshot; a new report (a later Reported) goes to the
+// estimator and resets the member's pending load. An unknown group or
+// member is an error and changes nothing.
+func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	groups := *d.groups.Load()
-	g := groups[dns.CanonicalName(group)]
+	cur := d.snap.Load()
+	g := cur.groups[dns.CanonicalName(group)]
 	if g == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
 	}
-	idx := make(map[string]int, len(states))
-	for name := range states {
-		i := g.member(name)
-		if i < 0 {
-			return fmt.Errorf("%w: %s in %s", ErrUnknownMember, name, group)
-		}
-		idx[name] = i
+	i := g.member(member)
+	if i < 0 {
+		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
 	}
-	now := d.now()
-	changed := false
-	var reported []int
-	for name, st := range states {
-		prev := g.states[idx[name]]
-		if st.State != prev.State {
-			changed = true
-		}
-		if !st.Reported.IsZero() && st.Reported.After(prev.Reported) {
-			reported = append(reported, idx[name])
-		}
-	}
-	if !changed && len(reported) == 0 {
+	prev := g.states[i].Health
+	changed := h.State != prev.State
+	reported := !h.Reported.IsZero() && h.Reported.After(prev.Reported)
+	if !changed && !reported {
 		return nil
 	}
+	now := d.now()
 	ng := *g
-	ng.states = append([]MemberState(nil), g.states...)
-	for name, st := range states {
-		ng.states[idx[name]] = st
-	}
+	ng.states = slices.Clone(g.states)
+	ng.states[i].Health = h
 	if changed {
 		ng.build(g, now)
 	}
-	for _, i := range reported {
+	if reported {
 		for _, f := range ng.fam {
 			for k, j := range f.idx {
 				if j == i {
-					f.est.Report(k, ng.states[i].Load, now)
+					f.est.Report(k, h.Load, now)
 				}
 			}
 		}
 	}
-	next := make(map[string]*dgroup, len(groups))
-	for k, v := range groups {
-		next[k] = v
-	}
+	next := maps.Clone(cur.groups)
 	next[g.cfg.Name] = &ng
-	d.groups.Store(&next)
+	d.snap.Store(&dsnap{loc: cur.loc, groups: next})
 	return nil
 }
 
@@ -407,7 +453,7 @@ type MemberLive struct {
 
 // Live returns the live figures of every member of group, by name.
 func (d *Dispatcher) Live(group string) (map[string]MemberLive, bool) {
-	g := (*d.groups.Load())[dns.CanonicalName(group)]
+	g := d.groups()[dns.CanonicalName(group)]
 	if g == nil {
 		return nil, false
 	}
@@ -430,7 +476,7 @@ func (d *Dispatcher) Live(group string) (map[string]MemberLive, bool) {
 // FailingOpen reports whether group is answering from all members because
 // none is up.
 func (d *Dispatcher) FailingOpen(group string) bool {
-	g := (*d.groups.Load())[dns.CanonicalName(group)]
+	g := d.groups()[dns.CanonicalName(group)]
 	return g != nil && g.failOpen.Load()
 }
 
@@ -439,7 +485,7 @@ var ErrUnknownMember = errors.New("dnsd: unknown member")
 
 // AnswerGroup answers one group question.
 func (d *Dispatcher) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, error) {
-	g := (*d.groups.Load())[q.Group]
+	g := d.groups()[q.Group]
 	if g == nil {
 		return GroupAnswer{ScopePrefix: -1}, fmt.Errorf("%w: %s", ErrUnknownGroup, q.Group)
 	}
@@ -518,7 +564,7 @@ type located struct {
 func (d *Dispatcher) locate(q GroupQuery, dep scheduler.Dependence) located {
 	hasECS := q.ECS.IsValid()
 	c := located{prefix: geo.ClientPrefix(q.Client, q.ECS, hasECS), scope: -1, ecs: ecsNone}
-	if loc := d.locator.Load(); loc != nil {
+	if loc := d.snap.Load().loc; loc != nil {
 		c.res = loc.Locate(c.prefix)
 	} else {
 		c.res = geo.Result{Source: geo.SourceDefault}

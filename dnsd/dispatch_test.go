@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -163,7 +164,7 @@ func TestDispatcherStates(t *testing.T) {
 	t.Run("down members leave the answers, up again come back", func(t *testing.T) {
 		d, _ := newTestDispatcher(t, "geo-load", clock)
 		for _, m := range []string{"fra1", "ams1"} {
-			if err := d.SetMemberState("www.example.org", m, MemberState{State: StateDown}); err != nil {
+			if err := d.SetHealth("www.example.org", m, Health{State: probe.StateDown}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -172,7 +173,7 @@ func TestDispatcherStates(t *testing.T) {
 				t.Fatalf("EU members are down but were answered")
 			}
 		}
-		if err := d.SetMemberState("www.example.org", "fra1", MemberState{State: StateUp}); err != nil {
+		if err := d.SetHealth("www.example.org", "fra1", Health{State: probe.StateUp}); err != nil {
 			t.Fatal(err)
 		}
 		if got := ask(t, d, "198.51.100.0/24"); got != "10.0.1.1" {
@@ -182,7 +183,7 @@ func TestDispatcherStates(t *testing.T) {
 	t.Run("a full region spills to the next nearest", func(t *testing.T) {
 		d, _ := newTestDispatcher(t, "nearest", clock)
 		for _, m := range []string{"fra1", "ams1"} {
-			if err := d.SetMemberState("www.example.org", m, MemberState{State: StateUp, Load: 100000, Reported: now}); err != nil {
+			if err := d.SetHealth("www.example.org", m, Health{State: probe.StateUp, Load: 100000, Reported: now}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -194,9 +195,11 @@ func TestDispatcherStates(t *testing.T) {
 	})
 	t.Run("draining is left out like down", func(t *testing.T) {
 		d, _ := newTestDispatcher(t, "geo-load", clock)
-		if err := d.SetMemberState("www.example.org", "sin1", MemberState{State: StateDraining}); err != nil {
+		commit, err := d.PrepareMembers(dispatchSet(t, "geo-load"), map[string][]string{"www.example.org.": {"sin1"}})
+		if err != nil {
 			t.Fatal(err)
 		}
+		commit()
 		for range 100 {
 			if got := ask(t, d, "192.0.2.0/24"); got == "10.0.3.1" {
 				t.Fatal("a draining member was answered")
@@ -206,7 +209,7 @@ func TestDispatcherStates(t *testing.T) {
 	t.Run("all down: fail open, counted", func(t *testing.T) {
 		d, reg := newTestDispatcher(t, "geo-load", clock)
 		for _, m := range []string{"fra1", "ams1", "nyc1", "sfo1", "sin1", "tyo1"} {
-			if err := d.SetMemberState("www.example.org", m, MemberState{State: StateDown}); err != nil {
+			if err := d.SetHealth("www.example.org", m, Health{State: probe.StateDown}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -220,16 +223,16 @@ func TestDispatcherStates(t *testing.T) {
 	})
 	t.Run("unknown member and group are errors", func(t *testing.T) {
 		d, _ := newTestDispatcher(t, "geo-load", clock)
-		if err := d.SetMemberState("www.example.org", "nope", MemberState{}); err == nil {
+		if err := d.SetHealth("www.example.org", "nope", Health{}); err == nil {
 			t.Error("unknown member accepted")
 		}
-		if err := d.SetMemberState("nope.example.org", "fra1", MemberState{}); err == nil {
+		if err := d.SetHealth("nope.example.org", "fra1", Health{}); err == nil {
 			t.Error("unknown group accepted")
 		}
 	})
 	t.Run("states survive a reload", func(t *testing.T) {
 		d, _ := newTestDispatcher(t, "geo-load", clock)
-		if err := d.SetMemberState("www.example.org", "sin1", MemberState{State: StateDown}); err != nil {
+		if err := d.SetHealth("www.example.org", "sin1", Health{State: probe.StateDown}); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Load(dispatchSet(t, "geo-load")); err != nil {
@@ -240,7 +243,7 @@ func TestDispatcherStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range e.Members {
-			if m.Name == "sin1" && m.State != string(StateDown) {
+			if m.Name == "sin1" && m.State != probe.StateDown.String() {
 				t.Errorf("sin1 is %s after reload, want down", m.State)
 			}
 		}
@@ -277,7 +280,7 @@ func TestDispatcherHiddenLoad(t *testing.T) {
 		t.Errorf("%d of 40 burst answers went to EU; want the EU pair filled to its high watermark (~18) then spill", eu)
 	}
 	for _, m := range []string{"fra1", "ams1"} {
-		if err := d.SetMemberState("www.example.org", m, MemberState{State: StateUp, Load: 10, Reported: now}); err != nil {
+		if err := d.SetHealth("www.example.org", m, Health{State: probe.StateUp, Load: 10, Reported: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // Explain answers a group question the way AnswerGroup would, without
 // counting it, and says why. ecs may be the zero Prefix.
 func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (probe.Explanation, error) {
-	g := (*d.groups.Load())[dns.CanonicalName(group)]
+	g := d.groups()[dns.CanonicalName(group)]
 	if g == nil {
 		return probe.Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
 	}
@@ -66,23 +66,19 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	for k, i := range f.idx {
 		m := g.cfg.Members[i]
 		st := g.states[i]
-		state := st.State
-		if state == "" {
-			state = StateUnknown
-		}
 		pending := f.est.Pending(k, now)
 		util := math.Inf(1)
 		if m.Capacity > 0 {
 			util = (st.Load + pending) / m.Capacity
 		}
 		em := probe.ExplainedMember{
-			Name: m.Name, State: string(state), Load: st.Load, Pending: round2(pending),
+			Name: m.Name, State: st.Name(), Load: st.Load, Pending: round2(pending),
 			Capacity: m.Capacity, Weight: m.Weight, Utilization: round2(util), Picked: isPicked[k],
 			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
 		}
 		switch {
-		case !state.answered():
-			em.Note = "left out: " + string(state)
+		case !st.Answered():
+			em.Note = "left out: " + st.Name()
 		case util >= high:
 			em.Note = fmt.Sprintf("at or above the high watermark (%.2f): skipped while others have room", high)
 		case util > low:

@@ -107,13 +107,26 @@ func New(opts Options) (*Server, error) {
 // them in atomically; queries in flight finish on the old snapshot. On
 // error the previous snapshot keeps serving.
 func (s *Server) Load(set *zones.Set) error {
-	snap, err := s.build(set)
+	commit, err := s.Prepare(set)
 	if err != nil {
 		return err
 	}
-	s.snap.Store(snap)
-	s.log.Debug("dnsd: snapshot loaded", "zones", len(set.Zones), "groups", len(set.Groups))
+	commit()
 	return nil
+}
+
+// Prepare builds the handler chain and query-time indexes for set; the
+// returned commit swaps them in and can not fail. Nothing changes until
+// commit is called.
+func (s *Server) Prepare(set *zones.Set) (commit func(), err error) {
+	snap, err := s.build(set)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		s.snap.Store(snap)
+		s.log.Debug("dnsd: snapshot loaded", "zones", len(set.Zones), "groups", len(set.Groups))
+	}, nil
 }
 
 // Snapshot returns the set being served, or nil before the first Load.

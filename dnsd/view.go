@@ -33,18 +33,15 @@ func (c *Controller) View(group string) (probe.GroupView, error) {
 	for _, m := range g.Members {
 		l := live[m.Name]
 		answers += l.Answers
-		if l.State.State.answered() {
+		if l.State.Answered() {
 			capAnswered += m.Capacity * m.Weight
 		}
 	}
 	for _, m := range g.Members {
 		l := live[m.Name]
-		mv := probe.MemberView{MemberInfo: memberInfo(m), Source: "config", State: string(l.State.State)}
+		mv := probe.MemberView{MemberInfo: memberInfo(m), Source: "config", State: l.State.Name()}
 		if m.Runtime {
 			mv.Source = "runtime"
-		}
-		if mv.State == "" {
-			mv.State = string(StateUnknown)
 		}
 		if c.watch != nil {
 			if ms, ok := c.watch.State(g.Name, m.Name); ok {
@@ -63,7 +60,7 @@ func (c *Controller) View(group string) (probe.GroupView, error) {
 		if answers > 0 {
 			mv.AnswerShare = round2(float64(l.Answers) / float64(answers))
 		}
-		if capAnswered > 0 && l.State.State.answered() {
+		if capAnswered > 0 && l.State.Answered() {
 			mv.CapacityShare = round2(m.Capacity * m.Weight / capAnswered)
 		}
 		v.Members = append(v.Members, mv)
@@ -83,7 +80,7 @@ func (c *Controller) List() probe.GroupList {
 		live, _ := c.disp.Live(g.Name)
 		s := probe.GroupSummary{Name: g.Name, Policy: g.Policy.Name, Members: len(g.Members), FailOpen: c.disp.FailingOpen(g.Name)}
 		for _, m := range g.Members {
-			if live[m.Name].State.State == StateUp {
+			if st := live[m.Name].State; st.State == probe.StateUp && !st.Drained {
 				s.Up++
 			}
 		}

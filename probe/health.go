@@ -104,6 +104,16 @@ func NewHealth(group, member string, cfg HealthConfig) *Health {
 // State returns the current state.
 func (h *Health) State() State { return h.state }
 
+// SetConfig changes the hysteresis (a reload); the state and the current
+// run of successes or failures are kept, so a lower fall takes effect with
+// the next failure.
+func (h *Health) SetConfig(cfg HealthConfig) {
+	h.cfg = cfg.withDefaults()
+	if h.cfg.FlapLimit > 0 && len(h.flips) > h.cfg.FlapLimit {
+		h.flips = h.flips[len(h.flips)-h.cfg.FlapLimit:]
+	}
+}
+
 // LastChange returns when the state last changed, zero if never.
 func (h *Health) LastChange() time.Time { return h.changed }
 

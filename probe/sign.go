@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -158,7 +159,7 @@ func VerifyRequest(r *http.Request, body []byte, secret []byte, now time.Time, w
 // ErrReplayCacheFull rather than forget one. A Verifier is safe for
 // concurrent use.
 type Verifier struct {
-	window time.Duration
+	window atomic.Int64 // time.Duration
 	max    int
 
 	mu   sync.Mutex
@@ -176,19 +177,31 @@ func NewVerifier(window time.Duration, maxEntries int) *Verifier {
 	if maxEntries <= 0 {
 		maxEntries = DefaultReplayEntries
 	}
-	return &Verifier{window: window, max: maxEntries, seen: make(map[[sha256.Size]byte]struct{})}
+	v := &Verifier{max: maxEntries, seen: make(map[[sha256.Size]byte]struct{})}
+	v.window.Store(int64(window))
+	return v
+}
+
+// SetWindow changes the window (a reload; DefaultSignatureWindow when
+// <= 0). Signatures remembered so far keep the expiry they were given.
+func (v *Verifier) SetWindow(window time.Duration) {
+	if window <= 0 {
+		window = DefaultSignatureWindow
+	}
+	v.window.Store(int64(window))
 }
 
 // Verify is Verify with the Verifier's window plus replay detection.
 func (v *Verifier) Verify(secret []byte, method, path string, body []byte, header string, now time.Time) error {
-	key, err := verify(secret, method, path, body, header, now, v.window)
+	window := time.Duration(v.window.Load())
+	key, err := verify(secret, method, path, body, header, now, window)
 	if err != nil {
 		return err
 	}
 	ts, _, _ := parseSignature(header) // parsed fine in verify
 	// Verify accepts until now.Unix()-ts > window, i.e. up to a second
 	// past ts+window.
-	return v.remember(key, time.Unix(ts, 0).Add(v.window+time.Second), now)
+	return v.remember(key, time.Unix(ts, 0).Add(window+time.Second), now)
 }
 
 // VerifyRequest is VerifyRequest with the Verifier's window plus replay

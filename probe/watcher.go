@@ -135,9 +135,25 @@ type WatcherConfig struct {
 	// one at a time. It may call State, Members and Events, and must not
 	// block or call the Watcher's other methods.
 	OnEvent func(Event)
+	// OnUpdate, when set, is called after OnEvent with every change of
+	// what the Watcher knows of a member that answers depend on: a new
+	// state, a newer report, or both. Calls are in order and one at a time,
+	// with the same rules as OnEvent.
+	OnUpdate func(Update)
 	// Now is the clock for probe results and staleness (default time.Now);
 	// Push takes its time from its caller and should use the same clock.
 	Now func() time.Time
+}
+
+// Update is a member's state and newest report after a change of either.
+type Update struct {
+	// Group and Member name the member.
+	Group, Member string
+	// State is the member's health.
+	State State
+	// Report is the newest report, valid when HasReport.
+	Report    Report
+	HasReport bool
 }
 
 type memberKey struct{ group, member string }
@@ -300,6 +316,17 @@ func (w *Watcher) Update(spec MemberSpec) error {
 	return nil
 }
 
+// SetHealth changes the hysteresis of every member, present and future (a
+// reload); states and the current runs of results are kept.
+func (w *Watcher) SetHealth(cfg HealthConfig) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cfg.Health = cfg.withDefaults()
+	for _, m := range w.members {
+		m.health.SetConfig(w.cfg.Health)
+	}
+}
+
 // Remove stops watching a member and deletes its metric label values (and
 // its group's, when it was the group's last member). A probe in flight
 // finishes and is ignored.
@@ -351,25 +378,37 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 	if now.After(m.lastPush) {
 		m.lastPush = now
 	}
-	m.setReport(r)
+	fresh := m.setReport(r)
 	m.reason, m.errText = ReasonNone, ""
 	ev, changed := m.health.Observe(now, true, "push")
-	w.unlockAndEmit(m, ev, changed)
+	w.unlockAndEmit(m, ev, changed, fresh)
 	return nil
 }
 
-// setReport keeps r if it is not older than the report m has.
-func (m *member) setReport(r Report) {
+// setReport keeps r if it is not older than the report m has, and reports
+// whether it did.
+func (m *member) setReport(r Report) bool {
 	if !m.hasRep || !r.Time.Before(m.report.Time) {
 		m.report, m.hasRep = r, true
+		return true
 	}
+	return false
 }
 
-// unlockAndEmit records a state change, releases w.mu and calls OnEvent,
-// keeping the events in order.
-func (w *Watcher) unlockAndEmit(m *member, ev Event, changed bool) {
-	if !changed {
+// unlockAndEmit records a state change, releases w.mu and calls OnEvent
+// (on a change) and OnUpdate (on a change or a new report), keeping them
+// in order.
+func (w *Watcher) unlockAndEmit(m *member, ev Event, changed, newReport bool) {
+	if !changed && !(newReport && w.cfg.OnUpdate != nil) {
 		w.mu.Unlock()
+		return
+	}
+	up := Update{Group: m.key.group, Member: m.key.member, State: m.health.State(), Report: m.report, HasReport: m.hasRep}
+	if !changed {
+		w.evMu.Lock()
+		w.mu.Unlock()
+		defer w.evMu.Unlock()
+		w.cfg.OnUpdate(up)
 		return
 	}
 	m.met.setState(ev.To)
@@ -379,14 +418,15 @@ func (w *Watcher) unlockAndEmit(m *member, ev Event, changed bool) {
 	w.ringFull = w.ringFull || w.ringNext == 0
 	w.log.Info("member state changed", "group", ev.Group, "member", ev.Member,
 		"from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason)
-	if w.cfg.OnEvent == nil {
-		w.mu.Unlock()
-		return
-	}
 	w.evMu.Lock()
 	w.mu.Unlock()
 	defer w.evMu.Unlock()
-	w.cfg.OnEvent(ev)
+	if w.cfg.OnEvent != nil {
+		w.cfg.OnEvent(ev)
+	}
+	if w.cfg.OnUpdate != nil {
+		w.cfg.OnUpdate(up)
+	}
 }
 
 // status returns m's status; w.mu held.
@@ -504,7 +544,7 @@ func (w *Watcher) dispatch(ctx context.Context) time.Duration {
 			m.reason, m.errText = ReasonStale, "no push for "+stale.String()
 			w.met.failures.WithLabelValues(m.spec.Group, string(ReasonStale)).Inc()
 			ev, changed := m.health.Observe(now, false, string(ReasonStale)+": "+m.errText)
-			w.unlockAndEmit(m, ev, changed)
+			w.unlockAndEmit(m, ev, changed, false)
 			w.mu.Lock()
 			continue
 		case w.inFlight >= w.cfg.MaxInFlight:
@@ -562,9 +602,10 @@ func (w *Watcher) probe(ctx context.Context, m *member, target string, timeout t
 	m.lastPoll = now
 	m.met.duration.Observe(res.Phases.Total.Seconds())
 	var reason string
+	fresh := false
 	if res.Success {
 		m.met.ok.Inc()
-		m.setReport(res.Report)
+		fresh = m.setReport(res.Report)
 		m.reason, m.errText = ReasonNone, ""
 	} else {
 		m.met.fail.Inc()
@@ -573,7 +614,7 @@ func (w *Watcher) probe(ctx context.Context, m *member, target string, timeout t
 		reason = m.errText
 	}
 	ev, changed := m.health.Observe(now, res.Success, reason)
-	w.unlockAndEmit(m, ev, changed)
+	w.unlockAndEmit(m, ev, changed, fresh)
 }
 
 // memberQueue is a min-heap of members by due time.

@@ -499,3 +499,58 @@ func TestWatcherMetricsLint(t *testing.T) {
 		t.Errorf("only %d series gathered; the lint would match nothing", n)
 	}
 }
+
+// TestWatcherUpdates: OnUpdate gets every state change and every newer
+// report, in order; an older report and a repeated result send nothing.
+// SetHealth changes fall for a member already watched.
+func TestWatcherUpdates(t *testing.T) {
+	var got []string
+	env := newWatcherEnv(t, WatcherConfig{Health: HealthConfig{Rise: 2, Fall: 3, FlapLimit: -1},
+		OnUpdate: func(u Update) {
+			got = append(got, fmt.Sprintf("%s/%s %s load=%g has=%v", u.Group, u.Member, u.State, u.Report.Load, u.HasReport))
+		}})
+	if err := env.w.Add(MemberSpec{Group: "www", Member: "fra1", Interval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rep := func(load float64, at time.Time) Report {
+		return Report{Group: "www", Member: "fra1", Seq: 1, Time: at, R: load / 10, Load: load, Capacity: 100}
+	}
+	steps := []struct {
+		name string
+		r    Report
+		want []string
+	}{
+		{"first report: new report, still unknown", rep(10, now), []string{"www/fra1 unknown load=10 has=true"}},
+		{"second success: up", rep(20, now.Add(time.Second)), []string{"www/fra1 up load=20 has=true"}},
+		{"older report: nothing", rep(30, now.Add(-time.Second)), nil},
+		{"newer report: its load", rep(40, now.Add(2*time.Second)), []string{"www/fra1 up load=40 has=true"}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			got = nil
+			if err := env.w.Push(st.r, now); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(st.want) {
+				t.Errorf("updates %q, want %q", got, st.want)
+			}
+		})
+	}
+	t.Run("SetHealth", func(t *testing.T) {
+		h := NewHealth("www", "fra1", HealthConfig{Rise: 1, Fall: 5})
+		h.Observe(now, true, "")
+		h.Observe(now, false, "x")
+		h.SetConfig(HealthConfig{Rise: 1, Fall: 2})
+		if _, changed := h.Observe(now, false, "x"); !changed || h.State() != StateDown {
+			t.Errorf("second failure after fall 5 → 2: state %s, want down", h.State())
+		}
+		env.w.SetHealth(HealthConfig{Rise: 1, Fall: 1})
+		env.w.mu.Lock()
+		fall := env.w.members[memberKey{"www", "fra1"}].health.cfg.Fall
+		env.w.mu.Unlock()
+		if fall != 1 {
+			t.Errorf("watched member's fall %d after SetHealth, want 1", fall)
+		}
+	})
+}

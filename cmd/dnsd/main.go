@@ -128,6 +128,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ld := &loader{opts: o}
 	set, err := ld.load()
+	if err == nil && o.check {
+		err = check(set, logger)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -183,6 +186,25 @@ func (l *loader) load() (*zones.Set, error) {
 	return zones.Build(cfg)
 }
 
+// check runs exactly what a start runs before it serves (the state file,
+// the run-time members, the GeoIP database, the groups' policies, the
+// server's snapshot), with private metrics, and commits nothing.
+func check(set *zones.Set, logger *slog.Logger) error {
+	disp, err := dnsd.NewDispatcher(dnsd.DispatcherOptions{Logger: logger})
+	if err != nil {
+		return err
+	}
+	srv, err := dnsd.New(dnsd.Options{Logger: logger, Groups: disp})
+	if err != nil {
+		return err
+	}
+	ctl, err := dnsd.NewController(dnsd.ControllerOptions{Logger: logger, Answers: disp, Server: srv})
+	if err != nil {
+		return err
+	}
+	return ctl.Check(set)
+}
+
 func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -197,21 +219,20 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	var ctl *dnsd.Controller
 	h := set.Config.Health
 	watcher, err := probe.NewWatcher(probe.WatcherConfig{
 		Registerer: reg,
 		Rand:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		Logger:     logger,
 		Health:     probe.HealthConfig{Rise: h.Rise, Fall: h.Fall},
-		OnEvent:    func(ev probe.Event) { ctl.Kick(); events.ProbeEvent(ev) },
+		OnEvent:    events.ProbeEvent,
+		OnUpdate:   disp.Observe,
 	})
 	if err != nil {
 		return err
 	}
-	ctl, err = dnsd.NewController(dnsd.ControllerOptions{
-		Logger: logger, Registry: reg, Dispatcher: disp, Watcher: watcher,
-		Apply: loaders{disp, srv}.Load,
+	ctl, err := dnsd.NewController(dnsd.ControllerOptions{
+		Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher,
 	})
 	if err != nil {
 		return err
@@ -219,7 +240,8 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err := ctl.Load(set); err != nil {
 		return err
 	}
-	rl := events.Reloader(newReloader(ld, ctl, logger, reg))
+	verifier := probe.NewVerifier(h.SignatureWindow.D(), 0)
+	rl := events.Reloader(newReloader(ld, configLoad{ctl, verifier}, logger, reg))
 	adminToken := func() string { return ctl.Current().Config.AdminToken }
 	dash, err := dnsd.NewDashboard(dnsd.DashboardOptions{
 		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
@@ -262,7 +284,6 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return watcher.Run(gctx) })
-	g.Go(func() error { return ctl.Run(gctx) })
 	g.Go(func() error { return dash.Run(gctx) })
 	for _, sp := range socks {
 		g.Go(func() error { return srv.ServeUDP(gctx, sp.pc) })
@@ -272,7 +293,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		hs := &http.Server{
 			Handler: dnsd.NewAdmin(dnsd.AdminOptions{
 				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-				Membership: events.Membership(ctl), Verifier: probe.NewVerifier(h.SignatureWindow.D(), 0),
+				Membership: events.Membership(ctl), Verifier: verifier,
 				AdminToken: adminToken, Dashboard: dash,
 			}),
 			ReadHeaderTimeout: 5 * time.Second,

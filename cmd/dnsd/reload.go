@@ -8,23 +8,27 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
 )
 
-// setLoader is what the reloader needs from the server: swap in a new Set.
+// setLoader is what the reloader needs: prepare and swap in a new Set.
 type setLoader interface{ Load(*zones.Set) error }
 
-// loaders loads a Set into each in turn, stopping at the first error. The
-// dispatcher goes first: it opens the GeoIP database, the step most likely
-// to fail, before the server swaps anything in.
-type loaders []setLoader
+// configLoad loads a config Set into the controller (which also gives the
+// watcher the new health settings), then sets what the controller does not
+// own: the admin API's signature window.
+type configLoad struct {
+	ctl      *dnsd.Controller
+	verifier *probe.Verifier
+}
 
-func (l loaders) Load(set *zones.Set) error {
-	for _, x := range l {
-		if err := x.Load(set); err != nil {
-			return err
-		}
+func (l configLoad) Load(set *zones.Set) error {
+	if err := l.ctl.Load(set); err != nil {
+		return err
 	}
+	l.verifier.SetWindow(set.Config.Health.SignatureWindow.D())
 	return nil
 }
 
