@@ -23,14 +23,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
@@ -38,18 +37,12 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// listFlag is a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 type options struct {
 	config    string
 	check     bool
 	demo      bool
-	listen    listFlag
-	zones     listFlag
+	listen    daemon.ListFlag
+	zones     daemon.ListFlag
 	admin     string
 	logFormat string
 	logLevel  string
@@ -85,21 +78,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
-	}
-	ho := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
-	}
-	return nil, fmt.Errorf("-log-format %q: want text or json", format)
-}
-
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
@@ -109,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dnsd:", err)
 		return 2
 	}
-	logger, err := newLogger(stderr, o.logFormat, o.logLevel)
+	logger, err := daemon.NewLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "dnsd:", err)
 		return 2
@@ -241,7 +219,11 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		return err
 	}
 	verifier := probe.NewVerifier(h.SignatureWindow.D(), 0)
-	rl := events.Reloader(newReloader(ld, configLoad{ctl, verifier}, logger, reg))
+	reloader, err := daemon.NewReloader("dnsd", ld.name(), configLoad{ld, ctl, verifier}.reload, logger, reg)
+	if err != nil {
+		return err
+	}
+	rl := events.Reloader(reloader)
 	adminToken := func() string { return ctl.Current().Config.AdminToken }
 	dash, err := dnsd.NewDashboard(dnsd.DashboardOptions{
 		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
@@ -276,18 +258,11 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pc.LocalAddr().String(), adminLn)
 	}
 
-	// SIGHUP is caught from here on, before "dnsd started" tells anyone
-	// that they may send it.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return watcher.Run(gctx) })
-	g.Go(func() error { return dash.Run(gctx) })
+	components := []daemon.Component{watcher.Run, dash.Run}
 	for _, sp := range socks {
-		g.Go(func() error { return srv.ServeUDP(gctx, sp.pc) })
-		g.Go(func() error { return srv.ServeTCP(gctx, sp.ln) })
+		components = append(components,
+			func(ctx context.Context) error { return srv.ServeUDP(ctx, sp.pc) },
+			func(ctx context.Context) error { return srv.ServeTCP(ctx, sp.ln) })
 	}
 	if adminLn != nil {
 		hs := &http.Server{
@@ -299,32 +274,15 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 			ReadHeaderTimeout: 5 * time.Second,
 			IdleTimeout:       60 * time.Second,
 		}
-		g.Go(func() error {
-			if err := hs.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("dnsd: admin: %w", err)
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return hs.Shutdown(sctx)
-		})
+		components = append(components, daemon.ServeHTTP("dnsd: admin", adminLn, hs, 5*time.Second))
 	}
-	g.Go(func() error {
-		for {
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-hup:
-				_ = rl.Reload(gctx) // logged and counted by the reloader
-			}
-		}
-	})
-	events.Add(dnsd.Event{Kind: dnsd.EventStart, Message: fmt.Sprintf("dnsd started: %d zones, %d groups", len(set.Zones), len(set.Groups))})
-	logger.Info("dnsd started", "zones", len(set.Zones), "groups", len(set.Groups))
-	err = g.Wait()
+	// SIGHUP is caught before "dnsd started" tells anyone that they may
+	// send it.
+	started := func() {
+		events.Add(dnsd.Event{Kind: dnsd.EventStart, Message: fmt.Sprintf("dnsd started: %d zones, %d groups", len(set.Zones), len(set.Groups))})
+		logger.Info("dnsd started", "zones", len(set.Zones), "groups", len(set.Groups))
+	}
+	err = daemon.Run(ctx, rl.Reload, started, components...)
 	logger.Info("dnsd stopped")
 	return err
 }
