@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // Reloader reloads the configuration: load, validate, swap. On error the
@@ -28,7 +28,7 @@ type Reloader interface {
 
 // Explainer explains a group answer (implemented by Dispatcher).
 type Explainer interface {
-	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (probe.Explanation, error)
+	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (api.Explanation, error)
 }
 
 // AdminOptions configures the admin HTTP handler.
@@ -40,7 +40,7 @@ type AdminOptions struct {
 	// Membership serves /v1/groups; nil leaves it out.
 	Membership Membership
 	// Verifier checks signed writes (required with Membership).
-	Verifier *probe.Verifier
+	Verifier *api.Verifier
 	// Now is the clock for signatures; nil means time.Now.
 	Now func() time.Time
 	// AdminToken returns the configured admin token, which drain and

@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
 // Membership is what the admin API needs of the groups (implemented by
 // Controller).
 type Membership interface {
-	List() probe.GroupList
-	View(group string) (probe.GroupView, error)
-	Add(group string, info probe.MemberInfo) (probe.MemberInfo, error)
+	List() api.GroupList
+	View(group string) (api.GroupView, error)
+	Add(group string, info api.MemberInfo) (api.MemberInfo, error)
 	Remove(group, member string) error
 	Drain(group, member string, on bool) error
 	Push(group, member string, r probe.Report) error
@@ -32,10 +33,10 @@ const maxBody = 64 << 10
 
 // groupsAPI serves GROUP-QUERY, GROUP-ADD, GROUP-EXIT, LOAD-INFORM and
 // drains under /v1/groups. Writes must be signed with the group's secret
-// (probe.Sign); a missing or wrong signature gets 401 and changes nothing.
+// (api.Sign); a missing or wrong signature gets 401 and changes nothing.
 type groupsAPI struct {
 	m      Membership
-	verify *probe.Verifier
+	verify *api.Verifier
 	now    func() time.Time
 	// token returns the admin token, which drains and undrains accept
 	// instead of a signature ("" for none; nil: none).
@@ -55,7 +56,7 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("POST /v1/groups/{group}/members", a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
-		var info probe.MemberInfo
+		var info api.MemberInfo
 		if err := decodeStrict(body, &info); err != nil {
 			writeError(w, fmt.Errorf("%w: %w", ErrInvalidMember, err))
 			return
@@ -120,7 +121,7 @@ func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) h
 			return
 		}
 		if err := a.verify.VerifyRequest(r, body, secret, a.now()); err != nil {
-			w.Header().Set("WWW-Authenticate", probe.SignatureScheme)
+			w.Header().Set("WWW-Authenticate", api.SignatureScheme)
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
 			return
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // Dashboard defaults.
@@ -36,8 +36,8 @@ var webFiles embed.FS
 // DashboardSource is what the dashboard needs of the groups (implemented
 // by Controller).
 type DashboardSource interface {
-	List() probe.GroupList
-	View(group string) (probe.GroupView, error)
+	List() api.GroupList
+	View(group string) (api.GroupView, error)
 }
 
 var _ DashboardSource = (*Controller)(nil)
@@ -230,7 +230,7 @@ type DashboardSnapshot struct {
 // DashboardGroup is one group of a snapshot: its view and the answer
 // flows of the last minute.
 type DashboardGroup struct {
-	probe.GroupView
+	api.GroupView
 	// Flows are the answers of the last minute by client country and
 	// member, largest first.
 	Flows []Flow `json:"flows"`

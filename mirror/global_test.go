@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 const (
@@ -39,7 +40,7 @@ type fakeDNSD struct {
 	secret []byte
 
 	mu      sync.Mutex
-	members []probe.MemberInfo
+	members []api.MemberInfo
 	reports map[string][]probe.Report // accepted, by member
 	refused int                       // pushes with a bad signature
 }
@@ -47,7 +48,7 @@ type fakeDNSD struct {
 func newFakeDNSD(t *testing.T, members ...string) *fakeDNSD {
 	d := &fakeDNSD{t: t, secret: []byte(testSecret), reports: make(map[string][]probe.Report)}
 	for _, m := range members {
-		d.members = append(d.members, probe.MemberInfo{Name: m, Host: m + ".mirrors.test", Capacity: 1})
+		d.members = append(d.members, api.MemberInfo{Name: m, Host: m + ".mirrors.test", Capacity: 1})
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/groups/{group}", d.view)
@@ -64,9 +65,9 @@ func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.mu.Lock()
-	v := probe.GroupView{Name: testGroup + ".", Policy: "least-load", Watermarks: probe.Watermarks{Low: 0.7, High: 0.9}, Time: time.Now()}
+	v := api.GroupView{Name: testGroup + ".", Policy: "least-load", Watermarks: api.Watermarks{Low: 0.7, High: 0.9}, Time: time.Now()}
 	for _, m := range d.members {
-		mv := probe.MemberView{MemberInfo: m, State: "unknown"}
+		mv := api.MemberView{MemberInfo: m, State: "unknown"}
 		if rs := d.reports[m.Name]; len(rs) > 0 {
 			last := rs[len(rs)-1]
 			mv.State, mv.Load, mv.Capacity = "up", last.Load, last.Capacity
@@ -88,7 +89,7 @@ func (d *fakeDNSD) push(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := probe.VerifyRequest(r, body, d.secret, time.Now(), 0); err != nil {
+	if err := api.VerifyRequest(r, body, d.secret, time.Now(), 0); err != nil {
 		d.mu.Lock()
 		d.refused++
 		d.mu.Unlock()

@@ -19,7 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -47,7 +47,7 @@ const (
 // up or unknown, have a valid host name and are not this mirror.
 type GroupSnapshot struct {
 	// View is the group view as dnsd sent it.
-	View probe.GroupView
+	View api.GroupView
 	// Fetched is when the view was received.
 	Fetched time.Time
 	// StaleAfter is how long after Fetched the view is stale.
@@ -70,7 +70,7 @@ type GroupSnapshot struct {
 // of recent answers included. Its weight is the view's weight, or 1 when
 // the view shows none (weight is omitted from the JSON when zero, so a
 // zero can not be told from an absent one).
-func NewGroupSnapshot(view probe.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
+func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
 	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
 	policy, err := scheduler.New(view.Policy, p)
 	if err != nil {
@@ -122,7 +122,7 @@ func validTargetHost(h string) bool {
 }
 
 // locationOf converts a view's location to the scheduler's.
-func locationOf(l probe.LocationView) scheduler.Location {
+func locationOf(l api.LocationView) scheduler.Location {
 	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
 	if l.Lat != nil && l.Lon != nil {
 		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
@@ -296,7 +296,7 @@ func (w *ViewWatcher) refresh(ctx context.Context) (string, error) {
 	case len(body) > MaxViewSize:
 		return viewInvalid, fmt.Errorf("%w: more than %d bytes", ErrBadView, MaxViewSize)
 	}
-	var v probe.GroupView
+	var v api.GroupView
 	if err := json.Unmarshal(body, &v); err != nil {
 		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // DefaultPushTimeout bounds one push (and one view refresh) when the
@@ -167,7 +168,7 @@ func (p *Pusher) push(ctx context.Context) (string, error) {
 		return pushRejected, fmt.Errorf("mirror: push: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	probe.SignRequest(req, p.o.Secret, body, now)
+	api.SignRequest(req, p.o.Secret, body, now)
 	resp, err := p.o.Client.Do(req)
 	if err != nil {
 		return pushNetwork, fmt.Errorf("mirror: push: %w", err)

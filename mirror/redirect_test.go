@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -19,20 +19,20 @@ func ptr(f float64) *float64 { return &f }
 
 // testView is a group of five: fra1 (this mirror), ams1 and nyc1 up with
 // room, par1 down, lon1 draining. util sets utilizations by name.
-func testView(util map[string]float64) probe.GroupView {
-	m := func(name, host, state string, lat, lon float64, cont string) probe.MemberView {
-		return probe.MemberView{
-			MemberInfo: probe.MemberInfo{
+func testView(util map[string]float64) api.GroupView {
+	m := func(name, host, state string, lat, lon float64, cont string) api.MemberView {
+		return api.MemberView{
+			MemberInfo: api.MemberInfo{
 				Name: name, Host: host, Capacity: 100,
-				Location: probe.LocationView{Lat: ptr(lat), Lon: ptr(lon), Continent: cont},
+				Location: api.LocationView{Lat: ptr(lat), Lon: ptr(lon), Continent: cont},
 			},
 			State: state, Utilization: util[name],
 		}
 	}
-	return probe.GroupView{
+	return api.GroupView{
 		Name: "www.example.org.", Policy: "geo-load",
-		Watermarks: probe.Watermarks{Low: 0.7, High: 0.9},
-		Members: []probe.MemberView{
+		Watermarks: api.Watermarks{Low: 0.7, High: 0.9},
+		Members: []api.MemberView{
 			m("fra1", "fra1.mirrors.example.org", "up", 50.11, 8.68, "EU"),
 			m("ams1", "ams1.mirrors.example.org.", "up", 52.37, 4.90, "EU"),
 			m("nyc1", "nyc1.mirrors.example.org", "unknown", 40.71, -74.0, "NA"),
@@ -42,7 +42,7 @@ func testView(util map[string]float64) probe.GroupView {
 	}
 }
 
-func snapshot(t *testing.T, v probe.GroupView, self string) *GroupSnapshot {
+func snapshot(t *testing.T, v api.GroupView, self string) *GroupSnapshot {
 	t.Helper()
 	s, err := NewGroupSnapshot(v, self, t0, 15*time.Second)
 	if err != nil {
@@ -152,7 +152,7 @@ func TestDecide(t *testing.T) {
 		{"dispatcher: no view", dispatcher, get("www.example.org", "/f.iso"), 0, nil,
 			Decision{Action: Refuse, Status: 503, Reason: ReasonNoView}},
 		{"dispatcher: no member", dispatcher, get("www.example.org", "/f.iso"), 0,
-			snapshot(t, probe.GroupView{Name: "www.example.org", Policy: "geo-load"}, ""),
+			snapshot(t, api.GroupView{Name: "www.example.org", Policy: "geo-load"}, ""),
 			Decision{Action: Refuse, Status: 503, Reason: ReasonNoSibling}},
 		{"dispatcher: POST", dispatcher, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Method = http.MethodPost }), 0, all,
 			Decision{Action: Refuse, Status: 405, Reason: ReasonMethod}},
@@ -257,8 +257,8 @@ func TestRedirectLocation(t *testing.T) {
 func TestGroupSnapshotCandidates(t *testing.T) {
 	v := testView(nil)
 	v.Members = append(v.Members,
-		probe.MemberView{MemberInfo: probe.MemberInfo{Name: "bad1", Host: "bad host\r\nX: y", Capacity: 100}, State: "up"},
-		probe.MemberView{MemberInfo: probe.MemberInfo{Name: "nohost", Capacity: 100}, State: "up"},
+		api.MemberView{MemberInfo: api.MemberInfo{Name: "bad1", Host: "bad host\r\nX: y", Capacity: 100}, State: "up"},
+		api.MemberView{MemberInfo: api.MemberInfo{Name: "nohost", Capacity: 100}, State: "up"},
 	)
 	tests := []struct {
 		name string

@@ -33,6 +33,7 @@ import (
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -272,7 +273,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		hs := &http.Server{
 			Handler: dnsd.NewAdmin(dnsd.AdminOptions{
 				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-				Membership: events.Membership(ctl), Verifier: probe.NewVerifier(h.SignatureWindow.D(), 0),
+				Membership: events.Membership(ctl), Verifier: api.NewVerifier(h.SignatureWindow.D(), 0),
 				AdminToken: adminToken, Dashboard: dash,
 			}),
 			ReadHeaderTimeout: 5 * time.Second,

@@ -26,7 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -186,7 +186,7 @@ func (g *global) do(ctx context.Context, method, path string, body []byte, sign 
 		if err != nil {
 			return err
 		}
-		probe.SignRequest(req, secret, body, time.Now())
+		api.SignRequest(req, secret, body, time.Now())
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
@@ -235,14 +235,14 @@ func (g *global) explain(ctx context.Context, args []string, stderr io.Writer) e
 		_, err := fmt.Fprintf(g.stdout, "%s\n", raw)
 		return err
 	}
-	var e probe.Explanation
+	var e api.Explanation
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return err
 	}
 	return printExplanation(g.stdout, &e)
 }
 
-func printExplanation(w io.Writer, e *probe.Explanation) error {
+func printExplanation(w io.Writer, e *api.Explanation) error {
 	loc := strings.TrimSpace(e.Location.Country + " " + e.Location.Continent)
 	if e.Location.Lat != nil && e.Location.Lon != nil {
 		loc += fmt.Sprintf(" (%.2f, %.2f)", *e.Location.Lat, *e.Location.Lon)
@@ -282,7 +282,7 @@ func (g *global) list(ctx context.Context, args []string) error {
 	if len(args) != 0 {
 		return usageError{"usage: groupctl list"}
 	}
-	var l probe.GroupList
+	var l api.GroupList
 	if err := g.get(ctx, "/v1/groups", &l); err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func (g *global) status(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return usageError{"usage: groupctl status GROUP"}
 	}
-	var v probe.GroupView
+	var v api.GroupView
 	if err := g.get(ctx, "/v1/groups/"+url.PathEscape(args[0]), &v); err != nil {
 		return err
 	}
@@ -335,7 +335,7 @@ func (g *global) status(ctx context.Context, args []string) error {
 func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var info probe.MemberInfo
+	var info api.MemberInfo
 	var addrs, country, continent string
 	var lat, lon float64
 	fs.StringVar(&info.Name, "name", "", "member name ([a-z0-9-]+)")
@@ -373,7 +373,7 @@ func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	var out probe.MemberInfo
+	var out api.MemberInfo
 	if err := g.do(ctx, http.MethodPost, "/v1/groups/"+url.PathEscape(pos[0])+"/members", body, true, &out); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -362,7 +362,7 @@ func (d *demo) notServing(ctx context.Context, client *http.Client) string {
 	if err != nil {
 		return "dnsd admin: " + err.Error()
 	}
-	var v probe.GroupView
+	var v api.GroupView
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
 	if err != nil {

@@ -1,6 +1,10 @@
-package probe
+package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/transmirror/transmirror/probe"
+)
 
 // GroupView is GROUP-QUERY's answer, the JSON of dnsd's
 // GET /v1/groups/{group}: the group's settings and every member with its
@@ -73,8 +77,8 @@ type MemberView struct {
 	Utilization float64 `json:"utilization"`
 	// LastReport is the last load report, pulled or pushed (nil if none);
 	// ReportAge is its age in seconds when the view was made.
-	LastReport *Report `json:"last_report,omitempty"`
-	ReportAge  float64 `json:"report_age_seconds,omitempty"`
+	LastReport *probe.Report `json:"last_report,omitempty"`
+	ReportAge  float64       `json:"report_age_seconds,omitempty"`
 	// AnswerShare is the member's share of the group's DNS answers over
 	// the last minute; CapacityShare its share of the capacity of the
 	// members that are answered.
@@ -94,40 +98,4 @@ type GroupSummary struct {
 // GroupList is the JSON of GET /v1/groups.
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
-}
-
-// Explanation is why a group question gets the answer it gets: the JSON of
-// dnsd's GET /v1/groups/{group}/explain, what `groupctl explain` prints.
-type Explanation struct {
-	Group        string            `json:"group"`
-	Policy       string            `json:"policy"`
-	Qtype        string            `json:"qtype"`
-	Client       string            `json:"client"`
-	ECS          string            `json:"ecs,omitempty"`
-	ClientPrefix string            `json:"client_prefix"`
-	Location     LocationView      `json:"location"`
-	Source       string            `json:"source"`
-	ECSUse       string            `json:"ecs_use"`
-	Scope        int               `json:"scope"`
-	TTL          uint32            `json:"ttl"`
-	FailOpen     bool              `json:"fail_open"`
-	Answer       []string          `json:"answer"`
-	Addresses    []string          `json:"addresses"`
-	Members      []ExplainedMember `json:"members"`
-	Why          string            `json:"why"`
-	Watermarks   Watermarks        `json:"watermarks"`
-}
-
-// ExplainedMember is one member as the policy saw it.
-type ExplainedMember struct {
-	Name        string  `json:"name"`
-	State       string  `json:"state"`
-	DistanceKm  float64 `json:"distance_km"`
-	Load        float64 `json:"load"`
-	Pending     float64 `json:"pending"`
-	Capacity    float64 `json:"capacity"`
-	Weight      float64 `json:"weight"`
-	Utilization float64 `json:"utilization"`
-	Picked      bool    `json:"picked"`
-	Note        string  `json:"note"`
 }
