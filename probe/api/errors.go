@@ -21,4 +21,20 @@ var (
 	// ErrReplayCacheFull is returned when a Verifier holds MaxEntries live
 	// signatures and so can not remember another one.
 	ErrReplayCacheFull = errors.New("api: replay cache full")
+
+	// ErrStatus is wrapped by every StatusError: the server answered with a
+	// status other than 2xx.
+	ErrStatus = errors.New("api: error status")
+	// ErrTransport is returned when a request got no answer: the
+	// connection failed, the context ended, the body broke off.
+	ErrTransport = errors.New("api: no answer")
+	// ErrResponse is returned for an answer that is too large or not the
+	// JSON the route returns.
+	ErrResponse = errors.New("api: bad answer")
+	// ErrNoSecret is returned, before anything is sent, for a signed call
+	// on a Client without a secret.
+	ErrNoSecret = errors.New("api: no secret to sign with")
+	// ErrBadURL is returned by NewClient for a base URL that is not an
+	// absolute http or https URL.
+	ErrBadURL = errors.New("api: bad base URL")
 )

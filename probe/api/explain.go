@@ -1,5 +1,7 @@
 package api
 
+import "net/url"
+
 // Explanation is why a group question gets the answer it gets: the JSON of
 // dnsd's GET /v1/groups/{group}/explain, what `groupctl explain` prints.
 type Explanation struct {
@@ -34,4 +36,28 @@ type ExplainedMember struct {
 	Utilization float64 `json:"utilization"`
 	Picked      bool    `json:"picked"`
 	Note        string  `json:"note"`
+}
+
+// ExplainQuery is the question of ExplainGroup, sent as its query
+// parameters; dnsd validates them.
+type ExplainQuery struct {
+	// Client is the client's (or its resolver's) IP address.
+	Client string
+	// ECS is an EDNS Client Subnet prefix such as 198.51.100.0/24; ""
+	// asks without one.
+	ECS string
+	// Qtype is A or AAAA; "" is A.
+	Qtype string
+}
+
+// Values returns q as the query of an ExplainGroup request.
+func (q ExplainQuery) Values() url.Values {
+	v := url.Values{ClientParam: {q.Client}}
+	if q.Qtype != "" {
+		v.Set(QtypeParam, q.Qtype)
+	}
+	if q.ECS != "" {
+		v.Set(ECSParam, q.ECS)
+	}
+	return v
 }
