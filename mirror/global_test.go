@@ -31,9 +31,9 @@ const (
 	testSecret = "group-secret"
 )
 
-// fakeDNSD is dnsd's admin API as a mirror sees it: GET /v1/groups/{group}
-// answers a view of the members with the utilization of their last pushed
-// report, and POST .../members/{member}/load takes signed reports.
+// fakeDNSD is dnsd's admin API as a mirror sees it: api.GetGroup answers
+// a view of the members with the load of their last pushed report, and
+// api.PushLoad takes signed reports.
 type fakeDNSD struct {
 	t      *testing.T
 	url    string
@@ -51,8 +51,8 @@ func newFakeDNSD(t *testing.T, members ...string) *fakeDNSD {
 		d.members = append(d.members, api.MemberInfo{Name: m, Host: m + ".mirrors.test", Capacity: 1})
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/groups/{group}", d.view)
-	mux.HandleFunc("POST /v1/groups/{group}/members/{member}/load", d.push)
+	mux.HandleFunc(api.GetGroup.Pattern(), d.view)
+	mux.HandleFunc(api.PushLoad.Pattern(), d.push)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
@@ -360,7 +360,7 @@ func TestRedirectCorrection(t *testing.T) {
 		for _, tc := range []struct {
 			path, want string
 		}{
-			{probe.LoadPath, `"member":"a"`},
+			{api.LoadReport.Path(), `"member":"a"`},
 			{"/metrics", "transmirror_mirror_redirects_total"},
 			{"/-/healthy", "OK"},
 		} {

@@ -2,16 +2,13 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,8 +158,8 @@ func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.T
 
 // ViewWatcherOptions configure a ViewWatcher.
 type ViewWatcherOptions struct {
-	// URL is dnsd's admin base URL (required); the view is
-	// GET {URL}/v1/groups/{Group}.
+	// URL is dnsd's admin base URL (required); the view is its
+	// api.GetGroup route.
 	URL string
 	// Group is the group's name (required).
 	Group string
@@ -175,7 +172,8 @@ type ViewWatcherOptions struct {
 	// Timeout bounds one refresh (default the smaller of Interval and
 	// DefaultPushTimeout).
 	Timeout time.Duration
-	// Client fetches the view (default: a client without redirects).
+	// Client fetches the view (default: api.Client's, which follows no
+	// redirect).
 	Client *http.Client
 	// Clock gives the time a view is fetched (default time.Now).
 	Clock func() time.Time
@@ -192,7 +190,8 @@ type ViewWatcherOptions struct {
 // which goes stale on its own. Snapshot is safe for concurrent use.
 type ViewWatcher struct {
 	o      ViewWatcherOptions
-	target string
+	api    *api.Client
+	target string // for logs
 	log    *slog.Logger
 	cur    atomic.Pointer[GroupSnapshot]
 
@@ -204,9 +203,6 @@ type ViewWatcher struct {
 
 // NewViewWatcher checks o and returns a ViewWatcher without a view yet.
 func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
-	if err := checkURL(o.URL); err != nil {
-		return nil, fmt.Errorf("mirror: view: %w", err)
-	}
 	if o.Group == "" {
 		return nil, errors.New("mirror: view: group is required")
 	}
@@ -216,15 +212,17 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = min(o.Interval, DefaultPushTimeout)
 	}
-	if o.Client == nil {
-		o.Client = newAPIClient()
-	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	c, err := api.NewClient(o.URL, api.ClientOptions{HTTP: o.Client, Clock: o.Clock, MaxResponse: MaxViewSize})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: view: %w", err)
+	}
 	w := &ViewWatcher{
 		o:      o,
-		target: strings.TrimSuffix(o.URL, "/") + "/v1/groups/" + url.PathEscape(o.Group),
+		api:    c,
+		target: c.URL(api.GetGroup, o.Group),
 		log:    o.Logger,
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "view_refreshes_total",
@@ -277,28 +275,15 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 func (w *ViewWatcher) refresh(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.target, nil)
-	if err != nil {
-		return viewInvalid, fmt.Errorf("mirror: view: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := w.o.Client.Do(req)
-	if err != nil {
-		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxViewSize+1))
+	v, err := w.api.Group(ctx, w.o.Group)
+	var se *api.StatusError
 	switch {
+	case errors.As(err, &se):
+		return viewHTTPError, fmt.Errorf("%w: %w", ErrBadView, err)
+	case errors.Is(err, api.ErrResponse):
+		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	case err != nil:
 		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
-	case resp.StatusCode != http.StatusOK:
-		return viewHTTPError, fmt.Errorf("%w: %s: %s", ErrBadView, resp.Status, bodyExcerpt(body))
-	case len(body) > MaxViewSize:
-		return viewInvalid, fmt.Errorf("%w: more than %d bytes", ErrBadView, MaxViewSize)
-	}
-	var v api.GroupView
-	if err := json.Unmarshal(body, &v); err != nil {
-		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}
 	if !sameHost(v.Name, w.o.Group) {
 		return viewInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
