@@ -10,7 +10,8 @@ import (
 )
 
 // View is GROUP-QUERY: the group's settings and every member with its live
-// state, last report and share of the answers. It shows no secret.
+// state, its figures as measured (reported load and time, pending load,
+// capacity), last report and share of the answers. It shows no secret.
 func (c *Controller) View(group string) (api.GroupView, error) {
 	set := c.current.Load()
 	if set == nil {
@@ -56,10 +57,8 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 				}
 			}
 		}
-		mv.Load = l.State.Load
-		if m.Capacity > 0 {
-			mv.Utilization = round2((l.State.Load + l.Pending) / m.Capacity)
-		}
+		mv.Load, mv.Reported, mv.Pending = l.State.Load, l.State.Reported, l.Pending
+		mv.Utilization = api.Utilization(mv.Load, mv.Pending, m.Capacity)
 		if answers > 0 {
 			mv.AnswerShare = round2(float64(l.Answers) / float64(answers))
 		}

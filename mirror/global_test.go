@@ -70,8 +70,8 @@ func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
 		mv := api.MemberView{MemberInfo: m, State: "unknown"}
 		if rs := d.reports[m.Name]; len(rs) > 0 {
 			last := rs[len(rs)-1]
-			mv.State, mv.Load, mv.Capacity = "up", last.Load, last.Capacity
-			mv.Utilization = last.Load / last.Capacity
+			mv.State, mv.Load, mv.Reported, mv.Capacity = "up", last.Load, last.Time, last.Capacity
+			mv.Utilization = api.Utilization(last.Load, 0, last.Capacity)
 			mv.LastReport = &last
 		}
 		v.Members = append(v.Members, mv)

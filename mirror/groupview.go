@@ -53,7 +53,7 @@ type GroupSnapshot struct {
 	policy scheduler.Policy
 	group  *scheduler.Group
 	hosts  []string  // host name of each candidate, by group index
-	util   []float64 // utilization of each candidate
+	util   []float64 // utilization of each candidate, from its figures
 	high   float64   // the policy's high watermark
 }
 
@@ -62,11 +62,14 @@ type GroupSnapshot struct {
 // fetched at fetched and stale after staleAfter. It fails for a policy or
 // watermarks that the scheduler refuses.
 //
-// A candidate's load is its utilization in the view times its capacity,
-// so the scheduler sees the same utilization that dnsd used, hidden load
-// of recent answers included. Its weight is the view's weight, or 1 when
-// the view shows none (weight is omitted from the JSON when zero, so a
-// zero can not be told from an absent one).
+// A candidate's load is its reported load plus the pending load of dnsd's
+// recent answers, and its capacity the view's, all as the view carries
+// them: the scheduler sees the figures dnsd's policy sees. A member whose
+// figures are not numbers (negative, NaN, infinite) is left out, one
+// without a positive capacity is never below the high watermark. Its
+// weight is the view's weight, or 1 when the view shows none (weight is
+// omitted from the JSON when zero, so a zero can not be told from an
+// absent one).
 func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
 	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
 	policy, err := scheduler.New(view.Policy, p)
@@ -87,21 +90,22 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		if !validTargetHost(host) {
 			continue
 		}
-		u := m.Utilization
-		if !(u >= 0) || math.IsInf(u, 0) {
-			continue // not a utilization: a member to stay away from
+		load := m.Load + m.Pending
+		if !(m.Load >= 0) || !(m.Pending >= 0) || math.IsInf(load, 0) || math.IsNaN(m.Capacity) || math.IsInf(m.Capacity, 0) {
+			continue // not figures: a member to stay away from
+		}
+		u := api.Utilization(m.Load, m.Pending, m.Capacity)
+		if m.Capacity <= 0 {
+			u = math.Inf(1)
 		}
 		w := m.Weight
 		if !(w > 0) {
 			w = 1
 		}
 		members = append(members, scheduler.Member{
-			Name: m.Name, Up: true, Load: u * m.Capacity, Capacity: m.Capacity,
+			Name: m.Name, Up: true, Load: load, Capacity: m.Capacity,
 			Weight: w, Loc: locationOf(m.Location),
 		})
-		if m.Capacity <= 0 {
-			u = math.Inf(1)
-		}
 		s.hosts = append(s.hosts, host)
 		s.util = append(s.util, u)
 	}

@@ -18,7 +18,8 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 func ptr(f float64) *float64 { return &f }
 
 // testView is a group of five: fra1 (this mirror), ams1 and nyc1 up with
-// room, par1 down, lon1 draining. util sets utilizations by name.
+// room, par1 down, lon1 draining. util sets utilizations by name, as the
+// reported load of a capacity of 100.
 func testView(util map[string]float64) api.GroupView {
 	m := func(name, host, state string, lat, lon float64, cont string) api.MemberView {
 		return api.MemberView{
@@ -26,7 +27,7 @@ func testView(util map[string]float64) api.GroupView {
 				Name: name, Host: host, Capacity: 100,
 				Location: api.LocationView{Lat: ptr(lat), Lon: ptr(lon), Continent: cont},
 			},
-			State: state, Utilization: util[name],
+			State: state, Load: 100 * util[name], Reported: t0.Add(-time.Second),
 		}
 	}
 	return api.GroupView{
@@ -282,4 +283,40 @@ func TestGroupSnapshotCandidates(t *testing.T) {
 			t.Error("no error for an unknown policy")
 		}
 	})
+}
+
+// TestGroupSnapshotFigures checks that the pick uses the view's figures as
+// dnsd measured them: reported load plus pending load over capacity.
+func TestGroupSnapshotFigures(t *testing.T) {
+	europe := scheduler.Client{Loc: scheduler.Location{Lat: 50.9, Lon: 6.9, HasCoords: true, Continent: "EU"}}
+	tests := []struct {
+		name       string
+		ams1       func(m *api.MemberView) // changes ams1, the sibling nearest the client
+		candidates int
+		want       string
+	}{
+		{"room: the nearest", func(m *api.MemberView) { m.Load = 50 }, 2, "ams1.mirrors.example.org"},
+		{"pending load counts toward the high watermark", func(m *api.MemberView) { m.Load, m.Pending = 50, 45 }, 2, "nyc1.mirrors.example.org"},
+		{"just below the high watermark with pending", func(m *api.MemberView) { m.Load, m.Pending = 50, 39 }, 2, "ams1.mirrors.example.org"},
+		{"utilization field ignored", func(m *api.MemberView) { m.Load, m.Utilization = 10, 5 }, 2, "ams1.mirrors.example.org"},
+		{"no capacity: never below the high watermark", func(m *api.MemberView) { m.Capacity = 0 }, 2, "nyc1.mirrors.example.org"},
+		{"negative load left out", func(m *api.MemberView) { m.Load = -1 }, 1, "nyc1.mirrors.example.org"},
+		{"NaN pending left out", func(m *api.MemberView) { m.Pending = math.NaN() }, 1, "nyc1.mirrors.example.org"},
+		{"infinite load left out", func(m *api.MemberView) { m.Load = math.Inf(1) }, 1, "nyc1.mirrors.example.org"},
+		{"NaN capacity left out", func(m *api.MemberView) { m.Capacity = math.NaN() }, 1, "nyc1.mirrors.example.org"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := testView(map[string]float64{"nyc1": 0.1})
+			tt.ams1(&v.Members[1])
+			s := snapshot(t, v, "fra1")
+			if n := s.Candidates(); n != tt.candidates {
+				t.Errorf("%d candidates, want %d", n, tt.candidates)
+			}
+			host, ok := s.Pick(europe, rand.New(rand.NewPCG(1, 2)), t0, false)
+			if !ok || host != tt.want {
+				t.Errorf("Pick = %q, %v; want %q", host, ok, tt.want)
+			}
+		})
+	}
 }

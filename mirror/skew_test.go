@@ -106,7 +106,7 @@ func (sim skewSim) run(t *testing.T) skewResult {
 			r := m.rep.Snapshot(now)
 			v.Members = append(v.Members, api.MemberView{
 				MemberInfo: api.MemberInfo{Name: name(i), Host: host(i), Capacity: sim.capacity},
-				State:      "up", Load: r.Load, Utilization: r.Load / sim.capacity,
+				State:      "up", Load: r.Load, Reported: r.Time,
 			})
 		}
 		var err error

@@ -38,7 +38,7 @@ func testView() api.GroupView {
 				MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.mirrors.example.org.", Addresses: []string{"192.0.2.10", "2001:db8::10"},
 					Location: api.LocationView{Lat: ptr(50.11), Lon: ptr(8.68), Country: "DE", Continent: "EU"}, Capacity: 1000},
 				Source: "config", State: "up", Since: t.Add(-time.Hour),
-				Load: 305, Utilization: 0.325,
+				Load: 305, Reported: rep.Time, Pending: 20, Utilization: api.Utilization(305, 20, 1000),
 				LastReport: &rep, ReportAge: 2, AnswerShare: 0.75, CapacityShare: 0.667,
 			},
 			{

@@ -65,7 +65,7 @@ func newFakeDNSD(t *testing.T) *fakeDNSD {
 			w.Header().Set("Location", "/elsewhere")
 			w.WriteHeader(http.StatusFound)
 		case "www.example.org.", "a/b":
-			reply(w, http.StatusOK, GroupView{Name: g, Policy: "geo", Members: []MemberView{{MemberInfo: MemberInfo{Name: "fra1", Capacity: 100}, Load: 40}}})
+			reply(w, http.StatusOK, GroupView{Name: g, Policy: "geo", Members: []MemberView{{MemberInfo: MemberInfo{Name: "fra1", Capacity: 100}, Load: 40, Pending: 10}}})
 		default:
 			reply(w, http.StatusNotFound, ErrorReply{Error: "dnsd: unknown group: " + g})
 		}
@@ -142,7 +142,7 @@ func TestClient(t *testing.T) {
 		{"list", "", func(c *Client) (any, error) { return c.Groups(ctx) },
 			GroupList{Groups: []GroupSummary{{Name: "www.example.org.", Policy: "geo", Members: 2, Up: 1}}}, nil, 0, ""},
 		{"view", "", func(c *Client) (any, error) { return c.Group(ctx, "www.example.org.") },
-			GroupView{Name: "www.example.org.", Policy: "geo", Members: []MemberView{{MemberInfo: MemberInfo{Name: "fra1", Capacity: 100}, Load: 40}}}, nil, 0, ""},
+			GroupView{Name: "www.example.org.", Policy: "geo", Members: []MemberView{{MemberInfo: MemberInfo{Name: "fra1", Capacity: 100}, Load: 40, Pending: 10}}}, nil, 0, ""},
 		{"view of an escaped name", "", func(c *Client) (any, error) {
 			v, err := c.Group(ctx, "a/b")
 			return v.Name, err

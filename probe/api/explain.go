@@ -3,7 +3,7 @@ package api
 import "net/url"
 
 // Explanation is why a group question gets the answer it gets: the JSON of
-// dnsd's GET /v1/groups/{group}/explain, what `groupctl explain` prints.
+// dnsd's ExplainGroup, what `groupctl explain` prints.
 type Explanation struct {
 	Group        string            `json:"group"`
 	Policy       string            `json:"policy"`

@@ -6,10 +6,12 @@ import (
 	"github.com/transmirror/transmirror/probe"
 )
 
-// GroupView is GROUP-QUERY's answer, the JSON of dnsd's
-// GET /v1/groups/{group}: the group's settings and every member with its
-// live state. It carries no secret. Mirrors refresh it to choose redirect
-// targets; groupctl and the dashboard show it.
+// GroupView is GROUP-QUERY's answer, the JSON of dnsd's GetGroup: the
+// group's settings and every member with its live state and its figures
+// as measured (the last reported load, when it was reported, the hidden
+// load of recent answers, the capacity). It carries no secret. Mirrors
+// refresh it to choose redirect targets with the same figures dnsd's
+// policy uses; groupctl and the dashboard show it.
 type GroupView struct {
 	// Name is the group's canonical name ("www.example.org.").
 	Name string `json:"name"`
@@ -50,8 +52,9 @@ type LocationView struct {
 	Continent string   `json:"continent,omitempty"`
 }
 
-// MemberInfo is a member as GROUP-ADD takes it (the body of
-// POST /v1/groups/{group}/members) and as a view shows it.
+// MemberInfo is a member as GROUP-ADD takes it (the body of AddMember)
+// and as a view shows it. Capacity, in load units, is the one dnsd's
+// policy divides by.
 type MemberInfo struct {
 	Name      string       `json:"name"`
 	Host      string       `json:"host"`
@@ -71,9 +74,17 @@ type MemberView struct {
 	State string `json:"state"`
 	// Since is when the member entered State (zero if never changed).
 	Since time.Time `json:"since,omitzero"`
-	// Load is the last reported load, in load units; Utilization is the
-	// load, with the hidden load of recent answers, over the capacity.
-	Load        float64 `json:"load"`
+	// Load is the load of the member's last report, in load units, as the
+	// member reported it (0 before the first); Reported is when that
+	// report's figures were taken (zero: no report yet).
+	Load     float64   `json:"load"`
+	Reported time.Time `json:"reported,omitzero"`
+	// Pending is dnsd's estimate, in load units, of the load that its
+	// answers since that report will add and no report shows yet (the
+	// hidden load of the least-load policies).
+	Pending float64 `json:"pending"`
+	// Utilization is Utilization(Load, Pending, Capacity), for people to
+	// read; programs use the figures.
 	Utilization float64 `json:"utilization"`
 	// LastReport is the last load report, pulled or pushed (nil if none);
 	// ReportAge is its age in seconds when the view was made.
@@ -86,7 +97,7 @@ type MemberView struct {
 	CapacityShare float64 `json:"capacity_share"`
 }
 
-// GroupSummary is one group in the list of GET /v1/groups.
+// GroupSummary is one group in the list of ListGroups.
 type GroupSummary struct {
 	Name     string `json:"name"`
 	Policy   string `json:"policy"`
@@ -95,7 +106,16 @@ type GroupSummary struct {
 	FailOpen bool   `json:"fail_open"`
 }
 
-// GroupList is the JSON of GET /v1/groups.
+// GroupList is the JSON of ListGroups.
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
+}
+
+// Utilization is the utilization a policy sees: a member's reported load
+// plus its pending load, over its capacity; 0 without a positive capacity.
+func Utilization(load, pending, capacity float64) float64 {
+	if !(capacity > 0) {
+		return 0
+	}
+	return (load + pending) / capacity
 }
