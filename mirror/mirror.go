@@ -237,8 +237,8 @@ func schedLocation(l Location) scheduler.Location {
 // content.
 func (m *Mirror) Handler() http.Handler { return m.handler }
 
-// AdminHandler returns the admin handler (/v1/load, /metrics, /-/healthy
-// and the status page: /, /status.css, /v1/status).
+// AdminHandler returns the admin handler (api.LoadReport, api.Metrics,
+// api.Healthy and the status page: /, /status.css, api.MirrorStatus).
 func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
 
 // Reporter returns the load Reporter that counts the public requests.
