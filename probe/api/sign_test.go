@@ -129,3 +129,24 @@ func TestSignRequestOverHTTP(t *testing.T) {
 		t.Errorf("Verifier.VerifyRequest: %v, want nil then ErrReplayed", replay)
 	}
 }
+
+// FuzzVerify feeds Verify arbitrary headers and bodies: it must not panic,
+// must accept only a header whose MAC is this body's at its timestamp,
+// and must accept the header Sign makes.
+func FuzzVerify(f *testing.F) {
+	secret := []byte("group secret")
+	f.Add(Sign(secret, "POST", "/p", []byte(reportJSON), t0), []byte(reportJSON))
+	f.Add("TM-HMAC-SHA256 ts=1740830400,sig=", []byte{})
+	f.Add("tm-hmac-sha256 ts=-1,sig="+strings.Repeat("00", 32), []byte("x"))
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		if err := Verify(secret, "POST", "/p", body, header, t0, 0); err == nil {
+			ts, sig, perr := parseSignature(header)
+			if perr != nil || !bytes.Equal(sig, mac(secret, ts, "POST", "/p", body)) {
+				t.Fatalf("verified %q, whose MAC is not this body's", header)
+			}
+		}
+		if err := Verify(secret, "POST", "/p", body, Sign(secret, "POST", "/p", body, t0), t0, 0); err != nil {
+			t.Fatalf("Sign's own header refused: %v", err)
+		}
+	})
+}
