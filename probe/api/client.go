@@ -128,7 +128,7 @@ func (c *Client) Explain(ctx context.Context, group string, q ExplainQuery) (Exp
 func (c *Client) AddMember(ctx context.Context, group string, info MemberInfo) (MemberInfo, error) {
 	body, err := json.Marshal(info)
 	if err != nil {
-		return MemberInfo{}, fmt.Errorf("%w: %w", ErrResponse, err) // a MemberInfo always marshals
+		return MemberInfo{}, fmt.Errorf("%w: %w", ErrRequest, err)
 	}
 	var out MemberInfo
 	err = c.do(ctx, call{route: AddMember, values: []string{group}, body: body, signed: true}, &out)
@@ -163,7 +163,7 @@ func (c *Client) Undrain(ctx context.Context, group, member string) (Drained, er
 func (c *Client) PushLoad(ctx context.Context, r probe.Report) error {
 	body, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrResponse, err) // a Report always marshals
+		return fmt.Errorf("%w: %w", ErrRequest, err)
 	}
 	return c.do(ctx, call{route: PushLoad, values: []string{r.Group, r.Member}, body: body, signed: true}, nil)
 }
@@ -200,7 +200,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
-		return fmt.Errorf("%w: %s %s: %w", ErrResponse, method, path, err)
+		return fmt.Errorf("%w: %s %s: %w", ErrRequest, method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if cl.body != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -179,6 +180,9 @@ func TestClient(t *testing.T) {
 			nil, ErrResponse, 0, ""},
 		{"too large", "", func(c *Client) (any, error) { return c.Group(ctx, "huge") },
 			nil, ErrResponse, 0, ""},
+		{"a member that does not marshal: nothing sent", testSecret, func(c *Client) (any, error) {
+			return c.AddMember(ctx, "www", MemberInfo{Name: "nan", Capacity: math.NaN()})
+		}, nil, ErrRequest, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,9 @@ var (
 	// ErrResponse is returned for an answer that is too large or not the
 	// JSON the route returns.
 	ErrResponse = errors.New("api: bad answer")
+	// ErrRequest is returned, before anything is sent, for a request that
+	// can not be made: a body that does not marshal (a NaN), a bad URL.
+	ErrRequest = errors.New("api: bad request")
 	// ErrNoSecret is returned, before anything is sent, for a signed call
 	// on a Client without a secret.
 	ErrNoSecret = errors.New("api: no secret to sign with")
