@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // Reloader reloads the configuration: load, validate, swap. On error the
@@ -28,7 +28,7 @@ type Reloader interface {
 
 // Explainer explains a group answer (implemented by Dispatcher).
 type Explainer interface {
-	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (probe.Explanation, error)
+	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (api.Explanation, error)
 }
 
 // AdminOptions configures the admin HTTP handler.
@@ -37,43 +37,44 @@ type AdminOptions struct {
 	Gatherer  prometheus.Gatherer
 	Reloader  Reloader
 	Explainer Explainer
-	// Membership serves /v1/groups; nil leaves it out.
+	// Membership serves the groups API (api.ListGroups to
+	// api.UndrainMember); nil leaves it out.
 	Membership Membership
 	// Verifier checks signed writes (required with Membership).
-	Verifier *probe.Verifier
+	Verifier *api.Verifier
 	// Now is the clock for signatures; nil means time.Now.
 	Now func() time.Time
 	// AdminToken returns the configured admin token, which drain and
 	// undrain accept as "Authorization: Bearer TOKEN" instead of a
 	// signature; nil or "" accepts signatures only.
 	AdminToken func() string
-	// Dashboard serves the operator's page at / with GET /v1/dashboard
-	// and GET /v1/stream; nil leaves them out.
+	// Dashboard serves the operator's page at / with api.Dashboard and
+	// api.Stream; nil leaves them out.
 	Dashboard *Dashboard
 }
 
-// NewAdmin returns dnsd's admin HTTP handler: /metrics, /-/healthy,
-// /-/ready and POST /-/reload (loopback callers only), plus the groups API
-// and the dashboard when configured.
+// NewAdmin returns dnsd's admin HTTP handler: api.Metrics, api.Healthy,
+// api.Ready and api.Reload (loopback callers only), plus the groups API,
+// api.ExplainGroup and the dashboard when configured.
 func NewAdmin(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelError)}))
-	mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	mux.Handle(api.Metrics.Pattern(), promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelError)}))
+	mux.HandleFunc(api.Healthy.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, api.StatusReply{Status: "ok"})
 	})
-	mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	mux.HandleFunc(api.Ready.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, api.StatusReply{Status: "ready"})
 	})
-	mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(api.Reload.Pattern(), func(w http.ResponseWriter, r *http.Request) {
 		if !fromLoopback(r) {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "reload is allowed from loopback only"})
+			writeJSON(w, http.StatusForbidden, api.ErrorReply{Error: "reload is allowed from loopback only"})
 			return
 		}
 		if err := o.Reloader.Reload(r.Context()); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+		writeJSON(w, http.StatusOK, api.StatusReply{Status: "reloaded"})
 	})
 	if o.Membership != nil {
 		now := o.Now
@@ -87,45 +88,45 @@ func NewAdmin(o AdminOptions) http.Handler {
 		o.Dashboard.register(mux)
 	}
 	if o.Explainer != nil {
-		mux.HandleFunc("GET /v1/groups/{group}/explain", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc(api.ExplainGroup.Pattern(), func(w http.ResponseWriter, r *http.Request) {
 			explain(w, r, o.Explainer)
 		})
 	}
 	return mux
 }
 
-// explain serves GET /v1/groups/{group}/explain?client=IP[&ecs=PREFIX][&qtype=AAAA].
+// explain serves api.ExplainGroup: the query is an api.ExplainQuery.
 func explain(w http.ResponseWriter, r *http.Request, ex Explainer) {
 	q := r.URL.Query()
-	client, err := netip.ParseAddr(q.Get("client"))
+	client, err := netip.ParseAddr(q.Get(api.ClientParam))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("client %q: want an IP address", q.Get("client"))})
+		writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: fmt.Sprintf("client %q: want an IP address", q.Get(api.ClientParam))})
 		return
 	}
 	var ecs netip.Prefix
-	if s := q.Get("ecs"); s != "" {
+	if s := q.Get(api.ECSParam); s != "" {
 		if ecs, err = netip.ParsePrefix(s); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("ecs %q: want a prefix such as 198.51.100.0/24", s)})
+			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: fmt.Sprintf("ecs %q: want a prefix such as 198.51.100.0/24", s)})
 			return
 		}
 		ecs = ecs.Masked()
 	}
 	qtype := dns.TypeA
-	switch strings.ToUpper(q.Get("qtype")) {
+	switch strings.ToUpper(q.Get(api.QtypeParam)) {
 	case "", "A":
 	case "AAAA":
 		qtype = dns.TypeAAAA
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("qtype %q: want A or AAAA", q.Get("qtype"))})
+		writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: fmt.Sprintf("qtype %q: want A or AAAA", q.Get(api.QtypeParam))})
 		return
 	}
-	e, err := ex.Explain(r.PathValue("group"), qtype, client, ecs)
+	e, err := ex.Explain(r.PathValue(api.GroupParam), qtype, client, ecs)
 	if errors.Is(err, ErrUnknownGroup) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		writeJSON(w, http.StatusNotFound, api.ErrorReply{Error: err.Error()})
 		return
 	}
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		writeJSON(w, http.StatusInternalServerError, api.ErrorReply{Error: err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, e)

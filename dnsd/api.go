@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
 // Membership is what the admin API needs of the groups (implemented by
 // Controller).
 type Membership interface {
-	List() probe.GroupList
-	View(group string) (probe.GroupView, error)
-	Add(group string, info probe.MemberInfo) (probe.MemberInfo, error)
+	List() api.GroupList
+	View(group string) (api.GroupView, error)
+	Add(group string, info api.MemberInfo) (api.MemberInfo, error)
 	Remove(group, member string) error
 	Drain(group, member string, on bool) error
 	Push(group, member string, r probe.Report) error
@@ -31,11 +32,11 @@ var _ Membership = (*Controller)(nil)
 const maxBody = 64 << 10
 
 // groupsAPI serves GROUP-QUERY, GROUP-ADD, GROUP-EXIT, LOAD-INFORM and
-// drains under /v1/groups. Writes must be signed with the group's secret
-// (probe.Sign); a missing or wrong signature gets 401 and changes nothing.
+// drains: the routes of package api from ListGroups to UndrainMember. Writes must be signed with the group's secret
+// (api.Sign); a missing or wrong signature gets 401 and changes nothing.
 type groupsAPI struct {
 	m      Membership
-	verify *probe.Verifier
+	verify *api.Verifier
 	now    func() time.Time
 	// token returns the admin token, which drains and undrains accept
 	// instead of a signature ("" for none; nil: none).
@@ -43,59 +44,59 @@ type groupsAPI struct {
 }
 
 func (a *groupsAPI) register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/groups", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(api.ListGroups.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, a.m.List())
 	})
-	mux.HandleFunc("GET /v1/groups/{group}", func(w http.ResponseWriter, r *http.Request) {
-		v, err := a.m.View(r.PathValue("group"))
+	mux.HandleFunc(api.GetGroup.Pattern(), func(w http.ResponseWriter, r *http.Request) {
+		v, err := a.m.View(r.PathValue(api.GroupParam))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
-	mux.HandleFunc("POST /v1/groups/{group}/members", a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
-		var info probe.MemberInfo
+	mux.HandleFunc(api.AddMember.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+		var info api.MemberInfo
 		if err := decodeStrict(body, &info); err != nil {
 			writeError(w, fmt.Errorf("%w: %w", ErrInvalidMember, err))
 			return
 		}
-		out, err := a.m.Add(r.PathValue("group"), info)
+		out, err := a.m.Add(r.PathValue(api.GroupParam), info)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, out)
 	}))
-	mux.HandleFunc("DELETE /v1/groups/{group}/members/{member}", a.signed(func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		if err := a.m.Remove(r.PathValue("group"), r.PathValue("member")); err != nil {
+	mux.HandleFunc(api.RemoveMember.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if err := a.m.Remove(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam)); err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"removed": r.PathValue("member")})
+		writeJSON(w, http.StatusOK, api.Removed{Removed: r.PathValue(api.MemberParam)})
 	}))
-	mux.HandleFunc("POST /v1/groups/{group}/members/{member}/load", a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+	mux.HandleFunc(api.PushLoad.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
 		rep, err := probe.DecodeReport(bytes.NewReader(body), maxBody)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if err := a.m.Push(r.PathValue("group"), r.PathValue("member"), rep); err != nil {
+		if err := a.m.Push(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam), rep); err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
 	}))
 	for _, op := range []struct {
-		path string
-		on   bool
-	}{{"drain", true}, {"undrain", false}} {
-		mux.HandleFunc("POST /v1/groups/{group}/members/{member}/"+op.path, a.operator(func(w http.ResponseWriter, r *http.Request, _ []byte) {
-			if err := a.m.Drain(r.PathValue("group"), r.PathValue("member"), op.on); err != nil {
+		route api.Route
+		on    bool
+	}{{api.DrainMember, true}, {api.UndrainMember, false}} {
+		mux.HandleFunc(op.route.Pattern(), a.operator(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			if err := a.m.Drain(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam), op.on); err != nil {
 				writeError(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"member": r.PathValue("member"), "drained": op.on})
+			writeJSON(w, http.StatusOK, api.Drained{Drained: op.on, Member: r.PathValue(api.MemberParam)})
 		}))
 	}
 }
@@ -108,20 +109,20 @@ func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) h
 		if err != nil {
 			var mb *http.MaxBytesError
 			if errors.As(err, &mb) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("body larger than %d bytes", maxBody)})
+				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", maxBody)})
 				return
 			}
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading body: " + err.Error()})
+			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
 			return
 		}
-		secret, err := a.m.Secret(r.PathValue("group"))
+		secret, err := a.m.Secret(r.PathValue(api.GroupParam))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		if err := a.verify.VerifyRequest(r, body, secret, a.now()); err != nil {
-			w.Header().Set("WWW-Authenticate", probe.SignatureScheme)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": err.Error()})
+			w.Header().Set("WWW-Authenticate", api.SignatureScheme)
+			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: err.Error()})
 			return
 		}
 		h(w, r, body)
@@ -159,5 +160,5 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, probe.ErrReportTooLarge):
 		code = http.StatusRequestEntityTooLarge
 	}
-	writeJSON(w, code, map[string]string{"error": err.Error()})
+	writeJSON(w, code, api.ErrorReply{Error: err.Error()})
 }

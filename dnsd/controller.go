@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -166,7 +167,7 @@ func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 	st := c.state
 	if c.base == nil || base.StateFile != c.path {
 		if base.StateFile == "" {
-			st = persisted{Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
+			st = persisted{Members: map[string][]api.MemberInfo{}, Drained: map[string][]string{}}
 		} else if st, err = readState(base.StateFile); err != nil {
 			return nil, err
 		}
@@ -225,7 +226,7 @@ func (c *Controller) merge(base *zones.Set, st persisted) (*zones.Set, error) {
 
 // memberConfig converts a GROUP-ADD body into a member config; zones
 // validates the rest.
-func memberConfig(info probe.MemberInfo) (zones.MemberConfig, error) {
+func memberConfig(info api.MemberInfo) (zones.MemberConfig, error) {
 	mc := zones.MemberConfig{
 		Name: info.Name, Host: info.Host, Capacity: info.Capacity, Weight: info.Weight, Probe: info.Probe,
 		Location: zones.Location{Lat: info.Location.Lat, Lon: info.Location.Lon,
@@ -242,10 +243,10 @@ func memberConfig(info probe.MemberInfo) (zones.MemberConfig, error) {
 }
 
 // memberInfo is the inverse of memberConfig.
-func memberInfo(m zones.MemberConfig) probe.MemberInfo {
-	info := probe.MemberInfo{
+func memberInfo(m zones.MemberConfig) api.MemberInfo {
+	info := api.MemberInfo{
 		Name: m.Name, Host: m.Host, Capacity: m.Capacity, Weight: m.Weight, Probe: m.Probe,
-		Location: probe.LocationView{Lat: m.Location.Lat, Lon: m.Location.Lon,
+		Location: api.LocationView{Lat: m.Location.Lat, Lon: m.Location.Lon,
 			Country: m.Location.Country, Continent: m.Location.Continent},
 	}
 	for _, a := range m.Addresses {
@@ -256,36 +257,36 @@ func memberInfo(m zones.MemberConfig) probe.MemberInfo {
 
 // Add is GROUP-ADD: it validates info with the config's rules, persists it
 // and serves it. On any error nothing changes.
-func (c *Controller) Add(group string, info probe.MemberInfo) (probe.MemberInfo, error) {
+func (c *Controller) Add(group string, info api.MemberInfo) (api.MemberInfo, error) {
 	out, err := c.add(group, info)
 	c.count("add", err)
 	return out, err
 }
 
-func (c *Controller) add(group string, info probe.MemberInfo) (probe.MemberInfo, error) {
+func (c *Controller) add(group string, info api.MemberInfo) (api.MemberInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	group = dns.CanonicalName(group)
 	cur := c.current.Load()
 	if cur == nil || cur.Group(group) == nil {
-		return probe.MemberInfo{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return api.MemberInfo{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
 	}
 	mc, err := memberConfig(info)
 	if err != nil {
-		return probe.MemberInfo{}, err
+		return api.MemberInfo{}, err
 	}
 	set, err := cur.WithMembers(map[string][]zones.MemberConfig{group: {mc}})
 	if err != nil {
 		if errors.Is(err, zones.ErrDuplicateMember) {
-			return probe.MemberInfo{}, err
+			return api.MemberInfo{}, err
 		}
-		return probe.MemberInfo{}, fmt.Errorf("%w: %w", ErrInvalidMember, err)
+		return api.MemberInfo{}, fmt.Errorf("%w: %w", ErrInvalidMember, err)
 	}
 	added := set.Group(group).Members[len(set.Group(group).Members)-1]
 	st := c.state.clone()
 	st.Members[group] = append(st.Members[group], memberInfo(added))
 	if err := c.change(set, st); err != nil {
-		return probe.MemberInfo{}, err
+		return api.MemberInfo{}, err
 	}
 	c.log.Info("member added", "group", group, "member", added.Name)
 	return memberInfo(added), nil
@@ -316,7 +317,7 @@ func (c *Controller) remove(group, member string) error {
 		return fmt.Errorf("%w: %s in %s", ErrStaticMember, member, group)
 	}
 	st := c.state.clone()
-	st.Members[group] = slices.DeleteFunc(st.Members[group], func(m probe.MemberInfo) bool { return m.Name == member })
+	st.Members[group] = slices.DeleteFunc(st.Members[group], func(m api.MemberInfo) bool { return m.Name == member })
 	if len(st.Members[group]) == 0 {
 		delete(st.Members, group)
 	}
@@ -392,7 +393,7 @@ func (c *Controller) change(set *zones.Set, st persisted) error {
 }
 
 func (st persisted) clone() persisted {
-	out := persisted{Version: stateVersion, Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
+	out := persisted{Version: stateVersion, Members: map[string][]api.MemberInfo{}, Drained: map[string][]string{}}
 	for g, ms := range st.Members {
 		out.Members[g] = slices.Clone(ms)
 	}
@@ -463,7 +464,7 @@ func (c *Controller) SignatureWindow() time.Duration {
 	if set := c.current.Load(); set != nil {
 		return set.Config.Health.SignatureWindow.D()
 	}
-	return probe.DefaultSignatureWindow
+	return api.DefaultSignatureWindow
 }
 
 // spec is the watcher spec of a member of group.

@@ -24,6 +24,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -119,7 +120,7 @@ func startCtl(t *testing.T, dir, config string) *ctlEnv {
 	e.stop = cancel
 	go func() { defer close(e.done); _ = w.Run(ctx) }()
 	e.admin = httptest.NewServer(NewAdmin(AdminOptions{Logger: discardLogger(), Gatherer: reg, Membership: e.ctl,
-		Verifier: probe.NewVerifier(30*time.Second, 0)}))
+		Verifier: api.NewVerifier(30*time.Second, 0)}))
 	t.Cleanup(func() { e.admin.Close(); cancel(); <-e.done })
 	if problems, err := promlint.NewWithMetricFamilies(mustGather(t, reg)).Lint(); err != nil || len(problems) > 0 {
 		t.Errorf("promlint: %v %v", problems, err)
@@ -159,7 +160,7 @@ func (e *ctlEnv) call(method, path string, body []byte, secret []byte, at time.T
 		e.t.Fatal(err)
 	}
 	if secret != nil {
-		probe.SignRequest(req, secret, body, at)
+		api.SignRequest(req, secret, body, at)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -348,7 +349,7 @@ func TestAdminAPIBadInput(t *testing.T) {
 	// The same signed request twice: the second is a replay.
 	body := report("fra1")
 	r1, _ := http.NewRequest("POST", e.admin.URL+"/v1/groups/www.example.org./members/fra1/load", bytes.NewReader(body))
-	probe.SignRequest(r1, secret, body, now.Add(time.Second))
+	api.SignRequest(r1, secret, body, now.Add(time.Second))
 	r2, _ := http.NewRequest("POST", e.admin.URL+"/v1/groups/www.example.org./members/fra1/load", bytes.NewReader(body))
 	r2.Header = r1.Header.Clone()
 	for i, r := range []*http.Request{r1, r2} {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // Dashboard defaults.
@@ -36,8 +37,8 @@ var webFiles embed.FS
 // DashboardSource is what the dashboard needs of the groups (implemented
 // by Controller).
 type DashboardSource interface {
-	List() probe.GroupList
-	View(group string) (probe.GroupView, error)
+	List() api.GroupList
+	View(group string) (api.GroupView, error)
 }
 
 var _ DashboardSource = (*Controller)(nil)
@@ -61,7 +62,7 @@ type DashboardOptions struct {
 	// HistoryInterval is the time between samples (default
 	// DefaultHistoryInterval).
 	HistoryInterval time.Duration
-	// StreamInterval, StreamHeartbeat and MaxStreams tune GET /v1/stream
+	// StreamInterval, StreamHeartbeat and MaxStreams tune api.Stream
 	// (defaults DefaultStreamInterval, DefaultStreamHeartbeat,
 	// DefaultMaxStreams).
 	StreamInterval  time.Duration
@@ -151,7 +152,7 @@ func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	d.slots = make(chan struct{}, maxStreams)
 	d.streams = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "dashboard_streams",
-		Help: "Dashboard event streams (GET /v1/stream) open now.",
+		Help: "Dashboard event streams (" + string(api.Stream) + ") open now.",
 	})
 	d.rejects = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "dashboard_streams_rejected_total",
@@ -210,7 +211,7 @@ func (d *Dashboard) Sample() {
 	d.history.Record(d.now(), samples)
 }
 
-// DashboardSnapshot is the JSON of GET /v1/dashboard and of the stream's
+// DashboardSnapshot is the JSON of api.Dashboard and of the stream's
 // "snapshot" events. It holds no secret.
 type DashboardSnapshot struct {
 	// Time is when it was made.
@@ -223,14 +224,14 @@ type DashboardSnapshot struct {
 	// Events are the recent events, oldest first.
 	Events []Event `json:"events"`
 	// History is the last hour per group and member; only in
-	// GET /v1/dashboard and the stream's "history" events.
+	// api.Dashboard and the stream's "history" events.
 	History *DashboardHistory `json:"history,omitempty"`
 }
 
 // DashboardGroup is one group of a snapshot: its view and the answer
 // flows of the last minute.
 type DashboardGroup struct {
-	probe.GroupView
+	api.GroupView
 	// Flows are the answers of the last minute by client country and
 	// member, largest first.
 	Flows []Flow `json:"flows"`
@@ -270,7 +271,7 @@ func (d *Dashboard) historyData(groups []DashboardGroup) *DashboardHistory {
 }
 
 // register adds the dashboard's routes to mux: the page at /, its JSON at
-// GET /v1/dashboard and the live stream at GET /v1/stream.
+// api.Dashboard and the live stream at api.Stream.
 func (d *Dashboard) register(mux *http.ServeMux) {
 	files := http.FileServerFS(d.web)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -281,11 +282,11 @@ func (d *Dashboard) register(mux *http.ServeMux) {
 		pageHeaders(w)
 		files.ServeHTTP(w, r)
 	})))
-	mux.HandleFunc("GET /v1/dashboard", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(api.Dashboard.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, d.Snapshot(true))
 	})
-	mux.HandleFunc("GET /v1/stream", d.serveStream)
+	mux.HandleFunc(api.Stream.Pattern(), d.serveStream)
 }
 
 // pageHeaders are the headers of the page and its assets: nothing from
@@ -298,7 +299,7 @@ func pageHeaders(w http.ResponseWriter) {
 	h.Set("Cache-Control", "no-cache")
 }
 
-// serveStream is GET /v1/stream: Server-Sent Events with a "snapshot"
+// serveStream is api.Stream: Server-Sent Events with a "snapshot"
 // event at once, every StreamInterval and right after each new event, a
 // "history" event at once and after each new sample, and a comment line
 // every StreamHeartbeat. It ends when the client goes away or the
@@ -309,7 +310,7 @@ func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 	default:
 		d.rejects.Inc()
 		w.Header().Set("Retry-After", "5")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "too many dashboard streams open"})
+		writeJSON(w, http.StatusServiceUnavailable, api.ErrorReply{Error: "too many dashboard streams open"})
 		return
 	}
 	defer func() { <-d.slots }()

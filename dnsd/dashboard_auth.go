@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // operator guards an operator action (drain, undrain): a request that
@@ -32,17 +34,17 @@ func (a *groupsAPI) operator(h func(http.ResponseWriter, *http.Request, []byte))
 			if want == "" {
 				msg = "no admin_token is configured: sign the request with the group's secret"
 			}
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
+			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: msg})
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
 			var mb *http.MaxBytesError
 			if errors.As(err, &mb) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("body larger than %d bytes", maxBody)})
+				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", maxBody)})
 				return
 			}
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading body: " + err.Error()})
+			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
 			return
 		}
 		h(w, r, body)

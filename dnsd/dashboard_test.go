@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -89,7 +90,7 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	go func() { _ = e.dash.Run(ctx); done <- struct{}{} }()
 	e.admin = httptest.NewServer(NewAdmin(AdminOptions{
 		Logger: discardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl),
-		Verifier: probe.NewVerifier(30*time.Second, 0), Dashboard: e.dash,
+		Verifier: api.NewVerifier(30*time.Second, 0), Dashboard: e.dash,
 		AdminToken: func() string { return dashToken },
 	}))
 	t.Cleanup(func() {
@@ -233,7 +234,7 @@ func TestDashboardDrainAuth(t *testing.T) {
 			req.Header.Set("Authorization", auth)
 		}
 		if secret != nil {
-			probe.SignRequest(req, secret, nil, time.Now())
+			api.SignRequest(req, secret, nil, time.Now())
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // DefaultEventLogSize is how many recent events an EventLog keeps unless
@@ -171,7 +172,7 @@ type eventMembership struct {
 	log *EventLog
 }
 
-func (e *eventMembership) Add(group string, info probe.MemberInfo) (probe.MemberInfo, error) {
+func (e *eventMembership) Add(group string, info api.MemberInfo) (api.MemberInfo, error) {
 	out, err := e.Membership.Add(group, info)
 	if err == nil {
 		e.log.Add(Event{Kind: EventMemberAdd, Group: dns.CanonicalName(group), Member: out.Name, Message: "member added at run time"})

@@ -2,7 +2,7 @@ package dnsd
 
 import (
 	"fmt"
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -15,10 +15,10 @@ import (
 
 // Explain answers a group question the way AnswerGroup would, without
 // counting it, and says why. ecs may be the zero Prefix.
-func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (probe.Explanation, error) {
+func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (api.Explanation, error) {
 	g := d.groups()[dns.CanonicalName(group)]
 	if g == nil {
-		return probe.Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return api.Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
 	}
 	now := d.now()
 	q := GroupQuery{Group: g.cfg.Name, Qtype: qtype, Client: client, ECS: ecs}
@@ -30,11 +30,11 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	if high == 0 {
 		high = scheduler.DefaultHighWatermark
 	}
-	e := probe.Explanation{
+	e := api.Explanation{
 		Group: g.cfg.Name, Policy: g.cfg.Policy.Name, Qtype: dns.TypeToString[qtype],
 		Client: client.String(), ClientPrefix: c.prefix.String(), Source: c.res.Source,
 		ECSUse: c.ecs, Scope: c.scope, TTL: g.cfg.TTL.Max,
-		Watermarks: probe.Watermarks{Low: low, High: high},
+		Watermarks: api.Watermarks{Low: low, High: high},
 	}
 	if ecs.IsValid() {
 		e.ECS = ecs.String()
@@ -71,7 +71,7 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		if m.Capacity > 0 {
 			util = (st.Load + pending) / m.Capacity
 		}
-		em := probe.ExplainedMember{
+		em := api.ExplainedMember{
 			Name: m.Name, State: st.Name(), Load: st.Load, Pending: round2(pending),
 			Capacity: m.Capacity, Weight: m.Weight, Utilization: round2(util), Picked: isPicked[k],
 			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
@@ -99,7 +99,7 @@ func round2(x float64) float64 {
 	return math.Round(x*100) / 100
 }
 
-func why(policy string, e probe.Explanation) string {
+func why(policy string, e api.Explanation) string {
 	if e.FailOpen {
 		return "no member is up: failing open, answering from all members"
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // stateVersion is the version of the state file format.
@@ -18,16 +18,16 @@ const stateVersion = 1
 // persisted is dnsd's run-time state file: members added through the
 // admin API and members drained by an operator, by group.
 type persisted struct {
-	Version int                           `json:"version"`
-	Members map[string][]probe.MemberInfo `json:"members"`
-	Drained map[string][]string           `json:"drained"`
+	Version int                         `json:"version"`
+	Members map[string][]api.MemberInfo `json:"members"`
+	Drained map[string][]string         `json:"drained"`
 }
 
 // readState reads the state file at path. A missing file is an empty
 // state; anything else that is wrong is an error naming the file, so that a
 // corrupt file is never silently replaced by an empty one.
 func readState(path string) (persisted, error) {
-	st := persisted{Version: stateVersion, Members: map[string][]probe.MemberInfo{}, Drained: map[string][]string{}}
+	st := persisted{Version: stateVersion, Members: map[string][]api.MemberInfo{}, Drained: map[string][]string{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -47,7 +47,7 @@ func readState(path string) (persisted, error) {
 		return st, fmt.Errorf("dnsd: state file %s: version %d, want %d", path, st.Version, stateVersion)
 	}
 	if st.Members == nil {
-		st.Members = map[string][]probe.MemberInfo{}
+		st.Members = map[string][]api.MemberInfo{}
 	}
 	if st.Drained == nil {
 		st.Drained = map[string][]string{}

@@ -7,25 +7,27 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // View is GROUP-QUERY: the group's settings and every member with its live
-// state, last report and share of the answers. It shows no secret.
-func (c *Controller) View(group string) (probe.GroupView, error) {
+// state, its figures as measured (reported load and time, pending load,
+// capacity), last report and share of the answers. It shows no secret.
+func (c *Controller) View(group string) (api.GroupView, error) {
 	set := c.current.Load()
 	if set == nil {
-		return probe.GroupView{}, ErrNoConfig
+		return api.GroupView{}, ErrNoConfig
 	}
 	g := set.Group(group)
 	if g == nil {
-		return probe.GroupView{}, fmt.Errorf("%w: %s", ErrUnknownGroup, dns.CanonicalName(group))
+		return api.GroupView{}, fmt.Errorf("%w: %s", ErrUnknownGroup, dns.CanonicalName(group))
 	}
 	now := c.now()
 	live, _ := c.disp.Live(g.Name)
-	v := probe.GroupView{
+	v := api.GroupView{
 		Name: g.Name, Policy: g.Policy.Name, Answers: g.Answers, Time: now,
-		TTL:        probe.TTLView{Min: g.TTL.Min, Max: g.TTL.Max},
-		Watermarks: probe.Watermarks{Low: g.Policy.LowWatermark, High: g.Policy.HighWatermark},
+		TTL:        api.TTLView{Min: g.TTL.Min, Max: g.TTL.Max},
+		Watermarks: api.Watermarks{Low: g.Policy.LowWatermark, High: g.Policy.HighWatermark},
 		FailOpen:   c.disp.FailingOpen(g.Name),
 	}
 	var answers uint64
@@ -39,7 +41,7 @@ func (c *Controller) View(group string) (probe.GroupView, error) {
 	}
 	for _, m := range g.Members {
 		l := live[m.Name]
-		mv := probe.MemberView{MemberInfo: memberInfo(m), Source: "config", State: l.State.Name()}
+		mv := api.MemberView{MemberInfo: memberInfo(m), Source: "config", State: l.State.Name()}
 		if m.Runtime {
 			mv.Source = "runtime"
 		}
@@ -53,10 +55,8 @@ func (c *Controller) View(group string) (probe.GroupView, error) {
 				}
 			}
 		}
-		mv.Load = l.State.Load
-		if m.Capacity > 0 {
-			mv.Utilization = round2((l.State.Load + l.Pending) / m.Capacity)
-		}
+		mv.Load, mv.Reported, mv.Pending = l.State.Load, l.State.Reported, l.Pending
+		mv.Utilization = api.Utilization(mv.Load, mv.Pending, m.Capacity)
 		if answers > 0 {
 			mv.AnswerShare = round2(float64(l.Answers) / float64(answers))
 		}
@@ -69,8 +69,8 @@ func (c *Controller) View(group string) (probe.GroupView, error) {
 }
 
 // List is the GROUP-QUERY summary of every group.
-func (c *Controller) List() probe.GroupList {
-	out := probe.GroupList{Groups: []probe.GroupSummary{}}
+func (c *Controller) List() api.GroupList {
+	out := api.GroupList{Groups: []api.GroupSummary{}}
 	set := c.current.Load()
 	if set == nil {
 		return out
@@ -78,7 +78,7 @@ func (c *Controller) List() probe.GroupList {
 	for _, gc := range set.Config.Groups {
 		g := set.Group(gc.Name)
 		live, _ := c.disp.Live(g.Name)
-		s := probe.GroupSummary{Name: g.Name, Policy: g.Policy.Name, Members: len(g.Members), FailOpen: c.disp.FailingOpen(g.Name)}
+		s := api.GroupSummary{Name: g.Name, Policy: g.Policy.Name, Members: len(g.Members), FailOpen: c.disp.FailingOpen(g.Name)}
 		for _, m := range g.Members {
 			if st := live[m.Name].State; st.State == probe.StateUp && !st.Drained {
 				s.Up++

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 const (
@@ -30,16 +31,16 @@ const (
 	testSecret = "group-secret"
 )
 
-// fakeDNSD is dnsd's admin API as a mirror sees it: GET /v1/groups/{group}
-// answers a view of the members with the utilization of their last pushed
-// report, and POST .../members/{member}/load takes signed reports.
+// fakeDNSD is dnsd's admin API as a mirror sees it: api.GetGroup answers
+// a view of the members with the load of their last pushed report, and
+// api.PushLoad takes signed reports.
 type fakeDNSD struct {
 	t      *testing.T
 	url    string
 	secret []byte
 
 	mu      sync.Mutex
-	members []probe.MemberInfo
+	members []api.MemberInfo
 	reports map[string][]probe.Report // accepted, by member
 	refused int                       // pushes with a bad signature
 }
@@ -47,11 +48,11 @@ type fakeDNSD struct {
 func newFakeDNSD(t *testing.T, members ...string) *fakeDNSD {
 	d := &fakeDNSD{t: t, secret: []byte(testSecret), reports: make(map[string][]probe.Report)}
 	for _, m := range members {
-		d.members = append(d.members, probe.MemberInfo{Name: m, Host: m + ".mirrors.test", Capacity: 1})
+		d.members = append(d.members, api.MemberInfo{Name: m, Host: m + ".mirrors.test", Capacity: 1})
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/groups/{group}", d.view)
-	mux.HandleFunc("POST /v1/groups/{group}/members/{member}/load", d.push)
+	mux.HandleFunc(api.GetGroup.Pattern(), d.view)
+	mux.HandleFunc(api.PushLoad.Pattern(), d.push)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
@@ -64,13 +65,13 @@ func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.mu.Lock()
-	v := probe.GroupView{Name: testGroup + ".", Policy: "least-load", Watermarks: probe.Watermarks{Low: 0.7, High: 0.9}, Time: time.Now()}
+	v := api.GroupView{Name: testGroup + ".", Policy: "least-load", Watermarks: api.Watermarks{Low: 0.7, High: 0.9}, Time: time.Now()}
 	for _, m := range d.members {
-		mv := probe.MemberView{MemberInfo: m, State: "unknown"}
+		mv := api.MemberView{MemberInfo: m, State: "unknown"}
 		if rs := d.reports[m.Name]; len(rs) > 0 {
 			last := rs[len(rs)-1]
-			mv.State, mv.Load, mv.Capacity = "up", last.Load, last.Capacity
-			mv.Utilization = last.Load / last.Capacity
+			mv.State, mv.Load, mv.Reported, mv.Capacity = "up", last.Load, last.Time, last.Capacity
+			mv.Utilization = api.Utilization(last.Load, 0, last.Capacity)
 			mv.LastReport = &last
 		}
 		v.Members = append(v.Members, mv)
@@ -88,7 +89,7 @@ func (d *fakeDNSD) push(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := probe.VerifyRequest(r, body, d.secret, time.Now(), 0); err != nil {
+	if err := api.VerifyRequest(r, body, d.secret, time.Now(), 0); err != nil {
 		d.mu.Lock()
 		d.refused++
 		d.mu.Unlock()
@@ -359,7 +360,7 @@ func TestRedirectCorrection(t *testing.T) {
 		for _, tc := range []struct {
 			path, want string
 		}{
-			{probe.LoadPath, `"member":"a"`},
+			{api.LoadReport.Path(), `"member":"a"`},
 			{"/metrics", "transmirror_mirror_redirects_total"},
 			{"/-/healthy", "OK"},
 		} {

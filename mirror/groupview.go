@@ -2,16 +2,13 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -47,7 +44,7 @@ const (
 // up or unknown, have a valid host name and are not this mirror.
 type GroupSnapshot struct {
 	// View is the group view as dnsd sent it.
-	View probe.GroupView
+	View api.GroupView
 	// Fetched is when the view was received.
 	Fetched time.Time
 	// StaleAfter is how long after Fetched the view is stale.
@@ -56,7 +53,7 @@ type GroupSnapshot struct {
 	policy scheduler.Policy
 	group  *scheduler.Group
 	hosts  []string  // host name of each candidate, by group index
-	util   []float64 // utilization of each candidate
+	util   []float64 // utilization of each candidate, from its figures
 	high   float64   // the policy's high watermark
 }
 
@@ -65,12 +62,15 @@ type GroupSnapshot struct {
 // fetched at fetched and stale after staleAfter. It fails for a policy or
 // watermarks that the scheduler refuses.
 //
-// A candidate's load is its utilization in the view times its capacity,
-// so the scheduler sees the same utilization that dnsd used, hidden load
-// of recent answers included. Its weight is the view's weight, or 1 when
-// the view shows none (weight is omitted from the JSON when zero, so a
-// zero can not be told from an absent one).
-func NewGroupSnapshot(view probe.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
+// A candidate's load is its reported load plus the pending load of dnsd's
+// recent answers, and its capacity the view's, all as the view carries
+// them: the scheduler sees the figures dnsd's policy sees. A member whose
+// figures are not numbers (negative, NaN, infinite) is left out, one
+// without a positive capacity is never below the high watermark. Its
+// weight is the view's weight, or 1 when the view shows none (weight is
+// omitted from the JSON when zero, so a zero can not be told from an
+// absent one).
+func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
 	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
 	policy, err := scheduler.New(view.Policy, p)
 	if err != nil {
@@ -90,21 +90,22 @@ func NewGroupSnapshot(view probe.GroupView, self string, fetched time.Time, stal
 		if !validTargetHost(host) {
 			continue
 		}
-		u := m.Utilization
-		if !(u >= 0) || math.IsInf(u, 0) {
-			continue // not a utilization: a member to stay away from
+		load := m.Load + m.Pending
+		if !(m.Load >= 0) || !(m.Pending >= 0) || math.IsInf(load, 0) || math.IsNaN(m.Capacity) || math.IsInf(m.Capacity, 0) {
+			continue // not figures: a member to stay away from
+		}
+		u := api.Utilization(m.Load, m.Pending, m.Capacity)
+		if m.Capacity <= 0 {
+			u = math.Inf(1)
 		}
 		w := m.Weight
 		if !(w > 0) {
 			w = 1
 		}
 		members = append(members, scheduler.Member{
-			Name: m.Name, Up: true, Load: u * m.Capacity, Capacity: m.Capacity,
+			Name: m.Name, Up: true, Load: load, Capacity: m.Capacity,
 			Weight: w, Loc: locationOf(m.Location),
 		})
-		if m.Capacity <= 0 {
-			u = math.Inf(1)
-		}
 		s.hosts = append(s.hosts, host)
 		s.util = append(s.util, u)
 	}
@@ -122,7 +123,7 @@ func validTargetHost(h string) bool {
 }
 
 // locationOf converts a view's location to the scheduler's.
-func locationOf(l probe.LocationView) scheduler.Location {
+func locationOf(l api.LocationView) scheduler.Location {
 	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
 	if l.Lat != nil && l.Lon != nil {
 		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
@@ -161,8 +162,8 @@ func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.T
 
 // ViewWatcherOptions configure a ViewWatcher.
 type ViewWatcherOptions struct {
-	// URL is dnsd's admin base URL (required); the view is
-	// GET {URL}/v1/groups/{Group}.
+	// URL is dnsd's admin base URL (required); the view is its
+	// api.GetGroup route.
 	URL string
 	// Group is the group's name (required).
 	Group string
@@ -175,7 +176,8 @@ type ViewWatcherOptions struct {
 	// Timeout bounds one refresh (default the smaller of Interval and
 	// DefaultPushTimeout).
 	Timeout time.Duration
-	// Client fetches the view (default: a client without redirects).
+	// Client fetches the view (default: api.Client's, which follows no
+	// redirect).
 	Client *http.Client
 	// Clock gives the time a view is fetched (default time.Now).
 	Clock func() time.Time
@@ -192,7 +194,8 @@ type ViewWatcherOptions struct {
 // which goes stale on its own. Snapshot is safe for concurrent use.
 type ViewWatcher struct {
 	o      ViewWatcherOptions
-	target string
+	api    *api.Client
+	target string // for logs
 	log    *slog.Logger
 	cur    atomic.Pointer[GroupSnapshot]
 
@@ -204,9 +207,6 @@ type ViewWatcher struct {
 
 // NewViewWatcher checks o and returns a ViewWatcher without a view yet.
 func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
-	if err := checkURL(o.URL); err != nil {
-		return nil, fmt.Errorf("mirror: view: %w", err)
-	}
 	if o.Group == "" {
 		return nil, errors.New("mirror: view: group is required")
 	}
@@ -216,15 +216,17 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = min(o.Interval, DefaultPushTimeout)
 	}
-	if o.Client == nil {
-		o.Client = newAPIClient()
-	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	c, err := api.NewClient(o.URL, api.ClientOptions{HTTP: o.Client, Clock: o.Clock, MaxResponse: MaxViewSize})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: view: %w", err)
+	}
 	w := &ViewWatcher{
 		o:      o,
-		target: strings.TrimSuffix(o.URL, "/") + "/v1/groups/" + url.PathEscape(o.Group),
+		api:    c,
+		target: c.URL(api.GetGroup, o.Group),
 		log:    o.Logger,
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "view_refreshes_total",
@@ -277,28 +279,15 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 func (w *ViewWatcher) refresh(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.target, nil)
-	if err != nil {
-		return viewInvalid, fmt.Errorf("mirror: view: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := w.o.Client.Do(req)
-	if err != nil {
-		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxViewSize+1))
+	v, err := w.api.Group(ctx, w.o.Group)
+	var se *api.StatusError
 	switch {
+	case errors.As(err, &se):
+		return viewHTTPError, fmt.Errorf("%w: %w", ErrBadView, err)
+	case errors.Is(err, api.ErrResponse):
+		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	case err != nil:
 		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
-	case resp.StatusCode != http.StatusOK:
-		return viewHTTPError, fmt.Errorf("%w: %s: %s", ErrBadView, resp.Status, bodyExcerpt(body))
-	case len(body) > MaxViewSize:
-		return viewInvalid, fmt.Errorf("%w: more than %d bytes", ErrBadView, MaxViewSize)
-	}
-	var v probe.GroupView
-	if err := json.Unmarshal(body, &v); err != nil {
-		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}
 	if !sameHost(v.Name, w.o.Group) {
 		return viewInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // minMeterRefresh bounds how often a LoadMeter takes a new snapshot.
@@ -58,38 +59,38 @@ func (m *LoadMeter) Utilization(now time.Time) float64 {
 
 // AdminOptions configure NewAdminHandler.
 type AdminOptions struct {
-	// Reporter serves GET /v1/load (required).
+	// Reporter serves api.LoadReport (required).
 	Reporter *probe.Reporter
-	// Gatherer serves /metrics; nil answers 404 there.
+	// Gatherer serves api.Metrics; nil answers 404 there.
 	Gatherer prometheus.Gatherer
 	// Logger receives errors of the metrics handler (default: discard).
 	Logger *slog.Logger
 	// Status, when set, serves the status page: GET / (HTML),
-	// GET /status.css and GET /v1/status (JSON); see NewStatusHandler.
+	// GET /status.css and api.MirrorStatus (JSON); see NewStatusHandler.
 	Status http.Handler
 }
 
-// NewAdminHandler returns the admin server's handler: GET /v1/load (the
-// load report, LOAD-QUERY), GET /metrics, GET /-/healthy and, with
-// o.Status, the status page (GET /, GET /status.css, GET /v1/status).
+// NewAdminHandler returns the admin server's handler: api.LoadReport (the
+// load report, LOAD-QUERY), api.Metrics, api.Healthy and, with o.Status,
+// the status page (GET /, GET /status.css, api.MirrorStatus).
 func NewAdminHandler(o AdminOptions) http.Handler {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+probe.LoadPath, o.Reporter)
+	mux.Handle(api.LoadReport.Pattern(), o.Reporter)
 	if o.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
+		mux.Handle(api.Metrics.Pattern(), promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 		}))
 	}
 	if o.Status != nil {
-		for _, p := range []string{StatusPagePath + "{$}", statusCSSPath, StatusPath} {
-			mux.Handle("GET "+p, o.Status)
+		for _, p := range statusPatterns() {
+			mux.Handle(p, o.Status)
 		}
 	}
-	mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(api.Healthy.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("OK\n"))
 	})

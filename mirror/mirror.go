@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
 )
@@ -236,8 +237,8 @@ func schedLocation(l Location) scheduler.Location {
 // content.
 func (m *Mirror) Handler() http.Handler { return m.handler }
 
-// AdminHandler returns the admin handler (/v1/load, /metrics, /-/healthy
-// and the status page: /, /status.css, /v1/status).
+// AdminHandler returns the admin handler (api.LoadReport, api.Metrics,
+// api.Healthy and the status page: /, /status.css, api.MirrorStatus).
 func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
 
 // Reporter returns the load Reporter that counts the public requests.
@@ -283,7 +284,7 @@ func (m *Mirror) Close() error {
 // HealthPath is answered 200 on the public listener too, so a site front
 // end (or any load balancer) can check a mirror where it sends requests.
 // It is not counted as load and never redirected.
-const HealthPath = "/-/healthy"
+const HealthPath = api.HealthyPath
 
 func withHealth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,31 +1,23 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // DefaultPushTimeout bounds one push (and one view refresh) when the
 // interval is longer.
 const DefaultPushTimeout = 5 * time.Second
-
-// maxDrainBytes is how much of an answer body is read to reuse the
-// connection; the rest is dropped with the connection.
-const maxDrainBytes = 4 << 10
 
 // Results of a push, the values of the result label of
 // transmirror_mirror_pushes_total.
@@ -39,8 +31,8 @@ const (
 
 // PusherOptions configure a Pusher.
 type PusherOptions struct {
-	// URL is dnsd's admin base URL (required); reports go to
-	// {URL}/v1/groups/{Group}/members/{Member}/load.
+	// URL is dnsd's admin base URL (required); reports go to its
+	// api.PushLoad route.
 	URL string
 	// Group and Member name this mirror (required).
 	Group, Member string
@@ -52,9 +44,10 @@ type PusherOptions struct {
 	// DefaultPushTimeout).
 	Timeout time.Duration
 	// Snapshot makes the report to push, usually probe.Reporter.Snapshot
-	// (required).
+	// (required); the report names Group and Member.
 	Snapshot func(now time.Time) probe.Report
-	// Client sends the pushes (default: a client without redirects).
+	// Client sends the pushes (default: api.Client's, which follows no
+	// redirect).
 	Client *http.Client
 	// Clock gives the time of reports and signatures (default time.Now).
 	Clock func() time.Time
@@ -70,7 +63,8 @@ type PusherOptions struct {
 // the first failure of a spell is logged at Warn, the recovery at Info.
 type Pusher struct {
 	o      PusherOptions
-	target string
+	api    *api.Client
+	target string // for logs
 	log    *slog.Logger
 
 	pushes *prometheus.CounterVec
@@ -81,9 +75,6 @@ type Pusher struct {
 
 // NewPusher checks o and returns a Pusher.
 func NewPusher(o PusherOptions) (*Pusher, error) {
-	if err := checkURL(o.URL); err != nil {
-		return nil, fmt.Errorf("mirror: pusher: %w", err)
-	}
 	if o.Group == "" || o.Member == "" || len(o.Secret) == 0 || o.Snapshot == nil {
 		return nil, errors.New("mirror: pusher: group, member, secret and snapshot are required")
 	}
@@ -93,15 +84,17 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = min(o.Interval, DefaultPushTimeout)
 	}
-	if o.Client == nil {
-		o.Client = newAPIClient()
-	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	c, err := api.NewClient(o.URL, api.ClientOptions{HTTP: o.Client, Secret: o.Secret, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: pusher: %w", err)
+	}
 	p := &Pusher{
 		o:      o,
-		target: strings.TrimSuffix(o.URL, "/") + "/v1/groups/" + url.PathEscape(o.Group) + "/members/" + url.PathEscape(o.Member) + "/load",
+		api:    c,
+		target: c.URL(api.PushLoad, o.Group, o.Member),
 		log:    o.Logger,
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "pushes_total",
@@ -129,12 +122,6 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	return p, nil
 }
 
-// newAPIClient is the client for dnsd's admin API: no redirects followed
-// (a signature covers one URL), timeouts from the caller's context.
-func newAPIClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
 // Run pushes at once and then every interval until ctx is done; it
 // returns nil then. Failures do not stop it.
 func (p *Pusher) Run(ctx context.Context) error {
@@ -158,41 +145,23 @@ func (p *Pusher) push(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	now := p.o.Clock()
-	body, err := json.Marshal(p.o.Snapshot(now))
-	if err != nil { // a Report always marshals
-		return pushRejected, fmt.Errorf("mirror: push: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.target, bytes.NewReader(body))
-	if err != nil {
-		return pushRejected, fmt.Errorf("mirror: push: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	probe.SignRequest(req, p.o.Secret, body, now)
-	resp, err := p.o.Client.Do(req)
-	if err != nil {
-		return pushNetwork, fmt.Errorf("mirror: push: %w", err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxDrainBytes))
-	switch c := resp.StatusCode; {
-	case c >= 200 && c < 300:
+	err := p.api.PushLoad(ctx, p.o.Snapshot(now))
+	var se *api.StatusError
+	switch {
+	case err == nil:
 		p.lastOK.Set(float64(now.UnixNano()) / 1e9)
 		return pushOK, nil
-	case c == http.StatusUnauthorized || c == http.StatusForbidden:
-		return pushUnauthorized, fmt.Errorf("%w: %s: %s", ErrPushRefused, resp.Status, bodyExcerpt(msg))
-	case c >= 400 && c < 500:
-		return pushRejected, fmt.Errorf("%w: %s: %s", ErrPushRefused, resp.Status, bodyExcerpt(msg))
-	default:
-		return pushServerError, fmt.Errorf("%w: %s: %s", ErrPushRefused, resp.Status, bodyExcerpt(msg))
+	case errors.As(err, &se):
+		result := pushServerError
+		switch c := se.Code; {
+		case c == http.StatusUnauthorized || c == http.StatusForbidden:
+			result = pushUnauthorized
+		case c >= 400 && c < 500:
+			result = pushRejected
+		}
+		return result, fmt.Errorf("%w: %w", ErrPushRefused, err)
+	case errors.Is(err, api.ErrTransport):
+		return pushNetwork, fmt.Errorf("mirror: push: %w", err)
 	}
-}
-
-// bodyExcerpt returns the first line of an error body, at most 200 bytes,
-// for a log line.
-func bodyExcerpt(b []byte) string {
-	s, _, _ := strings.Cut(string(b), "\n")
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return strings.ToValidUTF8(strings.TrimSpace(s), "?")
+	return pushRejected, fmt.Errorf("mirror: push: %w", err)
 }

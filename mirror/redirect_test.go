@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -18,21 +18,22 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 func ptr(f float64) *float64 { return &f }
 
 // testView is a group of five: fra1 (this mirror), ams1 and nyc1 up with
-// room, par1 down, lon1 draining. util sets utilizations by name.
-func testView(util map[string]float64) probe.GroupView {
-	m := func(name, host, state string, lat, lon float64, cont string) probe.MemberView {
-		return probe.MemberView{
-			MemberInfo: probe.MemberInfo{
+// room, par1 down, lon1 draining. util sets utilizations by name, as the
+// reported load of a capacity of 100.
+func testView(util map[string]float64) api.GroupView {
+	m := func(name, host, state string, lat, lon float64, cont string) api.MemberView {
+		return api.MemberView{
+			MemberInfo: api.MemberInfo{
 				Name: name, Host: host, Capacity: 100,
-				Location: probe.LocationView{Lat: ptr(lat), Lon: ptr(lon), Continent: cont},
+				Location: api.LocationView{Lat: ptr(lat), Lon: ptr(lon), Continent: cont},
 			},
-			State: state, Utilization: util[name],
+			State: state, Load: 100 * util[name], Reported: t0.Add(-time.Second),
 		}
 	}
-	return probe.GroupView{
+	return api.GroupView{
 		Name: "www.example.org.", Policy: "geo-load",
-		Watermarks: probe.Watermarks{Low: 0.7, High: 0.9},
-		Members: []probe.MemberView{
+		Watermarks: api.Watermarks{Low: 0.7, High: 0.9},
+		Members: []api.MemberView{
 			m("fra1", "fra1.mirrors.example.org", "up", 50.11, 8.68, "EU"),
 			m("ams1", "ams1.mirrors.example.org.", "up", 52.37, 4.90, "EU"),
 			m("nyc1", "nyc1.mirrors.example.org", "unknown", 40.71, -74.0, "NA"),
@@ -42,7 +43,7 @@ func testView(util map[string]float64) probe.GroupView {
 	}
 }
 
-func snapshot(t *testing.T, v probe.GroupView, self string) *GroupSnapshot {
+func snapshot(t *testing.T, v api.GroupView, self string) *GroupSnapshot {
 	t.Helper()
 	s, err := NewGroupSnapshot(v, self, t0, 15*time.Second)
 	if err != nil {
@@ -152,7 +153,7 @@ func TestDecide(t *testing.T) {
 		{"dispatcher: no view", dispatcher, get("www.example.org", "/f.iso"), 0, nil,
 			Decision{Action: Refuse, Status: 503, Reason: ReasonNoView}},
 		{"dispatcher: no member", dispatcher, get("www.example.org", "/f.iso"), 0,
-			snapshot(t, probe.GroupView{Name: "www.example.org", Policy: "geo-load"}, ""),
+			snapshot(t, api.GroupView{Name: "www.example.org", Policy: "geo-load"}, ""),
 			Decision{Action: Refuse, Status: 503, Reason: ReasonNoSibling}},
 		{"dispatcher: POST", dispatcher, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Method = http.MethodPost }), 0, all,
 			Decision{Action: Refuse, Status: 405, Reason: ReasonMethod}},
@@ -257,8 +258,8 @@ func TestRedirectLocation(t *testing.T) {
 func TestGroupSnapshotCandidates(t *testing.T) {
 	v := testView(nil)
 	v.Members = append(v.Members,
-		probe.MemberView{MemberInfo: probe.MemberInfo{Name: "bad1", Host: "bad host\r\nX: y", Capacity: 100}, State: "up"},
-		probe.MemberView{MemberInfo: probe.MemberInfo{Name: "nohost", Capacity: 100}, State: "up"},
+		api.MemberView{MemberInfo: api.MemberInfo{Name: "bad1", Host: "bad host\r\nX: y", Capacity: 100}, State: "up"},
+		api.MemberView{MemberInfo: api.MemberInfo{Name: "nohost", Capacity: 100}, State: "up"},
 	)
 	tests := []struct {
 		name string
@@ -282,4 +283,40 @@ func TestGroupSnapshotCandidates(t *testing.T) {
 			t.Error("no error for an unknown policy")
 		}
 	})
+}
+
+// TestGroupSnapshotFigures checks that the pick uses the view's figures as
+// dnsd measured them: reported load plus pending load over capacity.
+func TestGroupSnapshotFigures(t *testing.T) {
+	europe := scheduler.Client{Loc: scheduler.Location{Lat: 50.9, Lon: 6.9, HasCoords: true, Continent: "EU"}}
+	tests := []struct {
+		name       string
+		ams1       func(m *api.MemberView) // changes ams1, the sibling nearest the client
+		candidates int
+		want       string
+	}{
+		{"room: the nearest", func(m *api.MemberView) { m.Load = 50 }, 2, "ams1.mirrors.example.org"},
+		{"pending load counts toward the high watermark", func(m *api.MemberView) { m.Load, m.Pending = 50, 45 }, 2, "nyc1.mirrors.example.org"},
+		{"just below the high watermark with pending", func(m *api.MemberView) { m.Load, m.Pending = 50, 39 }, 2, "ams1.mirrors.example.org"},
+		{"utilization field ignored", func(m *api.MemberView) { m.Load, m.Utilization = 10, 5 }, 2, "ams1.mirrors.example.org"},
+		{"no capacity: never below the high watermark", func(m *api.MemberView) { m.Capacity = 0 }, 2, "nyc1.mirrors.example.org"},
+		{"negative load left out", func(m *api.MemberView) { m.Load = -1 }, 1, "nyc1.mirrors.example.org"},
+		{"NaN pending left out", func(m *api.MemberView) { m.Pending = math.NaN() }, 1, "nyc1.mirrors.example.org"},
+		{"infinite load left out", func(m *api.MemberView) { m.Load = math.Inf(1) }, 1, "nyc1.mirrors.example.org"},
+		{"NaN capacity left out", func(m *api.MemberView) { m.Capacity = math.NaN() }, 1, "nyc1.mirrors.example.org"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := testView(map[string]float64{"nyc1": 0.1})
+			tt.ams1(&v.Members[1])
+			s := snapshot(t, v, "fra1")
+			if n := s.Candidates(); n != tt.candidates {
+				t.Errorf("%d candidates, want %d", n, tt.candidates)
+			}
+			host, ok := s.Pick(europe, rand.New(rand.NewPCG(1, 2)), t0, false)
+			if !ok || host != tt.want {
+				t.Errorf("Pick = %q, %v; want %q", host, ok, tt.want)
+			}
+		})
+	}
 }

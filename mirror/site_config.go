@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -27,7 +28,7 @@ const (
 	// DefaultSitePolicy is site.policy.name.
 	DefaultSitePolicy = site.LARD
 	// DefaultHealthPath is site.health.path.
-	DefaultHealthPath = "/-/healthy"
+	DefaultHealthPath = api.HealthyPath
 	// DefaultHealthInterval is site.health.interval.
 	DefaultHealthInterval = 2 * time.Second
 	// DefaultHealthTimeout is site.health.timeout.

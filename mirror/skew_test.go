@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // skewSim is the TTL-skew scenario of the issue, in virtual time: four
@@ -100,12 +101,12 @@ func (sim skewSim) run(t *testing.T) skewResult {
 	// again; dnsd answers from the same snapshot (self "": all members).
 	var dnsView *GroupSnapshot
 	refresh := func() {
-		v := probe.GroupView{Name: testGroup + ".", Policy: "geo-load", Watermarks: probe.Watermarks{Low: 0.7, High: 0.9}}
+		v := api.GroupView{Name: testGroup + ".", Policy: "geo-load", Watermarks: api.Watermarks{Low: 0.7, High: 0.9}}
 		for i, m := range ms {
 			r := m.rep.Snapshot(now)
-			v.Members = append(v.Members, probe.MemberView{
-				MemberInfo: probe.MemberInfo{Name: name(i), Host: host(i), Capacity: sim.capacity},
-				State:      "up", Load: r.Load, Utilization: r.Load / sim.capacity,
+			v.Members = append(v.Members, api.MemberView{
+				MemberInfo: api.MemberInfo{Name: name(i), Host: host(i), Capacity: sim.capacity},
+				State:      "up", Load: r.Load, Reported: r.Time,
 			})
 		}
 		var err error

@@ -35,7 +35,7 @@ const (
 // are counted in SiteStatus.Omitted.
 const MaxStatusBackends = 256
 
-// Status is what the mirror's status page shows, and what GET /v1/status
+// Status is what the mirror's status page shows, and what api.MirrorStatus
 // answers as JSON: figures the mirror keeps anyway, taken at Time. It
 // holds no secret: neither the dnsd secret nor its URL, and back-end URLs
 // without user information, query or fragment.

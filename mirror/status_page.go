@@ -11,18 +11,24 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
-// Paths of the status page on the admin server.
+// Paths of the status page on the admin server; its JSON is at
+// api.MirrorStatus.
 const (
 	// StatusPagePath is the HTML status page.
 	StatusPagePath = "/"
-	// StatusPath is the status as JSON.
-	StatusPath = "/v1/status"
 	// statusCSSPath is the page's style sheet.
 	statusCSSPath = "/status.css"
 )
+
+// statusPatterns are the mux patterns of the status handler: the page, its
+// style sheet and its JSON (what NewAdminHandler sends to it).
+func statusPatterns() []string {
+	return []string{"GET " + StatusPagePath + "{$}", "GET " + statusCSSPath, api.MirrorStatus.Pattern()}
+}
 
 // statusCSP allows the page nothing but its own style sheet: it has no
 // script (a meta refresh reloads it) and loads nothing from elsewhere.
@@ -48,7 +54,7 @@ type statusHandler struct {
 }
 
 // NewStatusHandler returns the handler of the status page: GET / (HTML,
-// reloading itself every 2 s), GET /status.css and GET /v1/status (the
+// reloading itself every 2 s), GET /status.css and api.MirrorStatus (the
 // same Status as JSON), taken from src at clock's time (default
 // time.Now). It is read-only; names are HTML-escaped.
 func NewStatusHandler(src StatusSource, clock func() time.Time) (http.Handler, error) {
@@ -65,7 +71,7 @@ func NewStatusHandler(src StatusSource, clock func() time.Time) (http.Handler, e
 	}
 	h := &statusHandler{src: src, now: clock, page: page, css: css, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET "+StatusPagePath+"{$}", h.serveHTML)
-	h.mux.HandleFunc("GET "+StatusPath, h.serveJSON)
+	h.mux.HandleFunc(api.MirrorStatus.Pattern(), h.serveJSON)
 	h.mux.HandleFunc("GET "+statusCSSPath, h.serveCSS)
 	return h, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -25,9 +26,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // getStatus fetches GET /v1/status from the admin server at base.
 func getStatus(t *testing.T, base string) (Status, string) {
 	t.Helper()
-	resp, body := do(t, newRequest(t, http.MethodGet, base+StatusPath, nil))
+	resp, body := do(t, newRequest(t, http.MethodGet, base+api.MirrorStatus.Path(), nil))
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", StatusPath, resp.Status)
+		t.Fatalf("GET %s: %s", api.MirrorStatus.Path(), resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
@@ -369,11 +370,11 @@ func TestStatusRoutes(t *testing.T) {
 	}{
 		{"page", http.MethodGet, "/", http.StatusOK, "text/html; charset=utf-8"},
 		{"page HEAD", http.MethodHead, "/", http.StatusOK, "text/html; charset=utf-8"},
-		{"json", http.MethodGet, StatusPath, http.StatusOK, "application/json"},
+		{"json", http.MethodGet, api.MirrorStatus.Path(), http.StatusOK, "application/json"},
 		{"style sheet", http.MethodGet, "/status.css", http.StatusOK, "text/css; charset=utf-8"},
 		{"not the page", http.MethodGet, "/index.html", http.StatusNotFound, ""},
 		{"read-only", http.MethodPost, "/", http.StatusMethodNotAllowed, ""},
-		{"read-only json", http.MethodDelete, StatusPath, http.StatusMethodNotAllowed, ""},
+		{"read-only json", http.MethodDelete, api.MirrorStatus.Path(), http.StatusMethodNotAllowed, ""},
 		{"load report still served", http.MethodGet, "/v1/load", http.StatusOK, "application/json"},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,10 @@
 // Package probe is transmirror's load reporting and health checking: the one
 // load report type (JSON, the same for pull and push), the mirror-side
-// Reporter that measures it, HMAC request signing, the pull prober
-// ProbeLoad, the Health state machine with rise/fall hysteresis, and the
-// dnsd-side Watcher that schedules probes, takes pushed reports and keeps
-// every member's state.
+// Reporter that measures it, the pull prober ProbeLoad, the Health state
+// machine with rise/fall hysteresis, and the dnsd-side Watcher that
+// schedules probes, takes pushed reports and keeps every member's state.
+// The admin API that carries reports and views between the daemons, with
+// its request signing, is package api.
 //
 // Choices where the design leaves room:
 //
@@ -21,15 +22,6 @@
 //   - Requests, bytes and redirects are counted when a request completes,
 //     over a sliding window (default 10 s) of ten buckets; a rate is the
 //     count in the window divided by the time the window really covers.
-//   - Requests are signed with one header,
-//     Authorization: TM-HMAC-SHA256 ts=<unix seconds>,sig=<hex HMAC-SHA256>,
-//     over the timestamp, method, request URI and the SHA-256 of the body
-//     (see Sign). A signature is good for Window (default 30 s) either side
-//     of its timestamp. A Verifier also refuses a signature it has already
-//     accepted while that signature is still inside its window; it holds at
-//     most MaxEntries (default 65536) signatures and, when all of them are
-//     still live, refuses new ones rather than forget a live one (fail
-//     closed), so replay protection never silently lapses.
 //   - Health flips up after Rise (default 2) consecutive successes and down
 //     after Fall (default 3) consecutive failures; a new member starts
 //     unknown. A member that flipped between up and down FlapLimit (default

@@ -13,24 +13,6 @@ var (
 	// of Report.Validate.
 	ErrInvalidReport = errors.New("probe: invalid report")
 
-	// ErrNoSignature is returned for a request without a signature header.
-	ErrNoSignature = errors.New("probe: missing signature")
-	// ErrMalformedSignature is returned for a signature header that does
-	// not parse.
-	ErrMalformedSignature = errors.New("probe: malformed signature")
-	// ErrBadSignature is returned when the MAC does not match.
-	ErrBadSignature = errors.New("probe: signature mismatch")
-	// ErrSignatureExpired is returned for a timestamp older than the window.
-	ErrSignatureExpired = errors.New("probe: signature timestamp too old")
-	// ErrSignatureFuture is returned for a timestamp further ahead than the
-	// window.
-	ErrSignatureFuture = errors.New("probe: signature timestamp in the future")
-	// ErrReplayed is returned for a signature already accepted in its window.
-	ErrReplayed = errors.New("probe: signature replayed")
-	// ErrReplayCacheFull is returned when a Verifier holds MaxEntries live
-	// signatures and so can not remember another one.
-	ErrReplayCacheFull = errors.New("probe: replay cache full")
-
 	// ErrProbe is wrapped by every failed probe's Result.Err.
 	ErrProbe = errors.New("probe: probe failed")
 

@@ -38,5 +38,8 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
+// loadPath is where the tests mount a Reporter, as a mirror does.
+const loadPath = "/v1/load"
+
 // t0 is a fixed instant, aligned to the second, for fake clocks.
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// LoadPath is the path a mirror serves its load report on.
-const LoadPath = "/v1/load"
-
 // DefaultReportWindow is the default width of a Reporter's sliding window.
 const DefaultReportWindow = 10 * time.Second
 
@@ -178,8 +175,8 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 	return rep
 }
 
-// ServeHTTP answers GET (and HEAD) with the current report as JSON; mount
-// it on LoadPath.
+// ServeHTTP answers GET (and HEAD) with the current report as JSON; a
+// mirror mounts it on its admin server's load report route (api.LoadReport).
 func (r *Reporter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

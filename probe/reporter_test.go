@@ -122,7 +122,7 @@ func TestReporterWrapAndServe(t *testing.T) {
 		<-release
 	})
 	top := http.NewServeMux()
-	top.Handle(LoadPath, rep)
+	top.Handle(loadPath, rep)
 	top.Handle("/", rep.Wrap(mux))
 	srv := httptest.NewServer(top)
 	defer srv.Close()
@@ -150,13 +150,13 @@ func TestReporterWrapAndServe(t *testing.T) {
 	<-entered
 
 	clk.Advance(500 * time.Millisecond)
-	resp, err = http.Get(srv.URL + LoadPath)
+	resp, err = http.Get(srv.URL + loadPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/json" {
-		t.Fatalf("GET %s: %d %s", LoadPath, resp.StatusCode, ct)
+		t.Fatalf("GET %s: %d %s", loadPath, resp.StatusCode, ct)
 	}
 	got, err := DecodeReport(resp.Body, MaxReportSize)
 	if err != nil {
@@ -175,7 +175,7 @@ func TestReporterWrapAndServe(t *testing.T) {
 	}
 
 	t.Run("method not allowed", func(t *testing.T) {
-		resp, err := http.Post(srv.URL+LoadPath, "application/json", nil)
+		resp, err := http.Post(srv.URL+loadPath, "application/json", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

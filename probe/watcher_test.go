@@ -51,7 +51,7 @@ func newFakeMirrors(t testing.TB) *fakeMirrors {
 func (f *fakeMirrors) add(group, member string) string {
 	r := Report{Group: group, Member: member, Seq: 1, Time: t0, R: 10, M: 0.5, Load: 105, Capacity: 1000}
 	b, _ := json.Marshal(r)
-	path := "/m/" + group + "/" + member + LoadPath
+	path := "/m/" + group + "/" + member + loadPath
 	f.mu.Lock()
 	f.state[path] = &fakeMember{body: b}
 	f.mu.Unlock()
@@ -61,7 +61,7 @@ func (f *fakeMirrors) add(group, member string) string {
 func (f *fakeMirrors) member(group, member string) *fakeMember {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.state["/m/"+group+"/"+member+LoadPath]
+	return f.state["/m/"+group+"/"+member+loadPath]
 }
 
 func (f *fakeMirrors) serve(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -218,7 +219,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err := ctl.Load(set); err != nil {
 		return err
 	}
-	verifier := probe.NewVerifier(h.SignatureWindow.D(), 0)
+	verifier := api.NewVerifier(h.SignatureWindow.D(), 0)
 	reloader, err := daemon.NewReloader("dnsd", ld.name(), configLoad{ld, ctl, verifier}.reload, logger, reg)
 	if err != nil {
 		return err

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/transmirror/transmirror/dnsd"
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // configLoad is dnsd's reload: load and validate the config again, load it
@@ -12,7 +12,7 @@ import (
 type configLoad struct {
 	ld       *loader
 	ctl      *dnsd.Controller
-	verifier *probe.Verifier
+	verifier *api.Verifier
 }
 
 func (l configLoad) reload() ([]any, error) {

@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -26,7 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -54,7 +52,7 @@ type global struct {
 	server     string
 	output     string
 	secretFile string
-	client     *http.Client
+	http       *http.Client
 	stdout     io.Writer
 }
 
@@ -62,7 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("groupctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	g := &global{stdout: stdout, client: &http.Client{Timeout: 10 * time.Second}}
+	g := &global{stdout: stdout, http: &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
+	}}
 	def := os.Getenv("TRANSMIRROR_ADMIN")
 	if def == "" {
 		def = "http://127.0.0.1:8053"
@@ -98,20 +99,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = g.status(ctx, rest)
 	case "add":
 		err = g.add(ctx, rest, stderr)
-	case "remove":
-		err = g.memberOp(ctx, rest, http.MethodDelete, "")
-	case "drain", "undrain":
-		err = g.memberOp(ctx, rest, http.MethodPost, "/"+cmd)
+	case "remove", "drain", "undrain":
+		err = g.memberOp(ctx, rest, cmd)
 	default:
 		fmt.Fprintf(stderr, "groupctl: unknown command %q\n", cmd)
 		fs.Usage()
 		return 2
 	}
 	var ue usageError
+	var se *api.StatusError
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "groupctl:", err)
 		return 2
+	case errors.As(err, &se): // the status and dnsd's reason
+		fmt.Fprintf(stderr, "groupctl: %s: %s\n", se.Status, se.Message)
+		return 1
 	case err != nil:
 		fmt.Fprintln(stderr, "groupctl:", err)
 		return 1
@@ -141,14 +144,25 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// apiError is the JSON error body of the admin API.
-type apiError struct {
-	Error string `json:"error"`
+// client returns the admin API client, with the group secret when signed.
+func (g *global) client(signed bool) (*api.Client, error) {
+	o := api.ClientOptions{HTTP: g.http}
+	if signed {
+		secret, err := g.secret()
+		if err != nil {
+			return nil, err
+		}
+		o.Secret = secret
+	}
+	return api.NewClient(g.server, o)
 }
 
-// get fetches path from the admin API and decodes the JSON body into v.
-func (g *global) get(ctx context.Context, path string, v any) error {
-	return g.do(ctx, http.MethodGet, path, nil, false, v)
+// printJSON writes v as one line of JSON, with "<", ">" and "&" as they
+// are (dnsd's own encoding).
+func (g *global) printJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // secret reads the group secret for signed commands.
@@ -170,46 +184,6 @@ func (g *global) secret() ([]byte, error) {
 	return nil, usageError{"signed command: give -secret-file FILE or set $TRANSMIRROR_SECRET"}
 }
 
-// do sends a request to the admin API, signed when sign is set, and
-// decodes the JSON answer into v.
-func (g *global) do(ctx context.Context, method, path string, body []byte, sign bool, v any) error {
-	u := strings.TrimRight(g.server, "/") + path
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if sign {
-		secret, err := g.secret()
-		if err != nil {
-			return err
-		}
-		probe.SignRequest(req, secret, body, time.Now())
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	respBody, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var ae apiError
-		if json.Unmarshal(respBody, &ae) == nil && ae.Error != "" {
-			return fmt.Errorf("%s: %s", resp.Status, ae.Error)
-		}
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(respBody)))
-	}
-	if err := json.Unmarshal(respBody, v); err != nil {
-		return fmt.Errorf("decode %s: %w", u, err)
-	}
-	return nil
-}
-
 func (g *global) explain(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -223,26 +197,21 @@ func (g *global) explain(ctx context.Context, args []string, stderr io.Writer) e
 	if len(pos) != 1 || *client == "" {
 		return usageError{"usage: groupctl explain GROUP -client IP [-ecs PREFIX] [-type A|AAAA]"}
 	}
-	q := url.Values{"client": {*client}, "qtype": {*qtype}}
-	if *ecs != "" {
-		q.Set("ecs", *ecs)
+	c, err := g.client(false)
+	if err != nil {
+		return err
 	}
-	var raw json.RawMessage
-	if err := g.get(ctx, "/v1/groups/"+url.PathEscape(pos[0])+"/explain?"+q.Encode(), &raw); err != nil {
+	e, err := c.Explain(ctx, pos[0], api.ExplainQuery{Client: *client, ECS: *ecs, Qtype: *qtype})
+	if err != nil {
 		return err
 	}
 	if g.output == "json" {
-		_, err := fmt.Fprintf(g.stdout, "%s\n", raw)
-		return err
-	}
-	var e probe.Explanation
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return err
+		return g.printJSON(e)
 	}
 	return printExplanation(g.stdout, &e)
 }
 
-func printExplanation(w io.Writer, e *probe.Explanation) error {
+func printExplanation(w io.Writer, e *api.Explanation) error {
 	loc := strings.TrimSpace(e.Location.Country + " " + e.Location.Continent)
 	if e.Location.Lat != nil && e.Location.Lon != nil {
 		loc += fmt.Sprintf(" (%.2f, %.2f)", *e.Location.Lat, *e.Location.Lon)
@@ -282,12 +251,16 @@ func (g *global) list(ctx context.Context, args []string) error {
 	if len(args) != 0 {
 		return usageError{"usage: groupctl list"}
 	}
-	var l probe.GroupList
-	if err := g.get(ctx, "/v1/groups", &l); err != nil {
+	c, err := g.client(false)
+	if err != nil {
+		return err
+	}
+	l, err := c.Groups(ctx)
+	if err != nil {
 		return err
 	}
 	if g.output == "json" {
-		return json.NewEncoder(g.stdout).Encode(l)
+		return g.printJSON(l)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tPOLICY\tMEMBERS\tUP\tFAIL-OPEN")
@@ -305,12 +278,16 @@ func (g *global) status(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return usageError{"usage: groupctl status GROUP"}
 	}
-	var v probe.GroupView
-	if err := g.get(ctx, "/v1/groups/"+url.PathEscape(args[0]), &v); err != nil {
+	c, err := g.client(false)
+	if err != nil {
+		return err
+	}
+	v, err := c.Group(ctx, args[0])
+	if err != nil {
 		return err
 	}
 	if g.output == "json" {
-		return json.NewEncoder(g.stdout).Encode(v)
+		return g.printJSON(v)
 	}
 	fmt.Fprintf(g.stdout, "group %s: policy %s, %d per answer, TTL %d..%d s, watermarks %.2f/%.2f",
 		v.Name, v.Policy, v.Answers, v.TTL.Min, v.TTL.Max, v.Watermarks.Low, v.Watermarks.High)
@@ -335,7 +312,7 @@ func (g *global) status(ctx context.Context, args []string) error {
 func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var info probe.MemberInfo
+	var info api.MemberInfo
 	var addrs, country, continent string
 	var lat, lon float64
 	fs.StringVar(&info.Name, "name", "", "member name ([a-z0-9-]+)")
@@ -343,7 +320,7 @@ func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error
 	fs.StringVar(&addrs, "addr", "", "IPv4/IPv6 addresses, comma separated")
 	fs.Float64Var(&info.Capacity, "capacity", 0, "capacity in load units (> 0)")
 	fs.Float64Var(&info.Weight, "weight", 0, "static weight (default 1)")
-	fs.StringVar(&info.Probe, "probe", "", "load report URL (GET /v1/load)")
+	fs.StringVar(&info.Probe, "probe", "", "load report URL ("+string(api.LoadReport)+")")
 	fs.Float64Var(&lat, "lat", 0, "latitude")
 	fs.Float64Var(&lon, "lon", 0, "longitude")
 	fs.StringVar(&country, "country", "", "ISO country code")
@@ -369,35 +346,49 @@ func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error
 		}
 	})
 	info.Location.Country, info.Location.Continent = country, continent
-	body, err := json.Marshal(info)
+	c, err := g.client(true)
 	if err != nil {
 		return err
 	}
-	var out probe.MemberInfo
-	if err := g.do(ctx, http.MethodPost, "/v1/groups/"+url.PathEscape(pos[0])+"/members", body, true, &out); err != nil {
+	out, err := c.AddMember(ctx, pos[0], info)
+	if err != nil {
 		return err
 	}
 	if g.output == "json" {
-		return json.NewEncoder(g.stdout).Encode(out)
+		return g.printJSON(out)
 	}
 	_, err = fmt.Fprintf(g.stdout, "added %s to %s (%s)\n", out.Name, pos[0], strings.Join(out.Addresses, ", "))
 	return err
 }
 
 // memberOp is remove, drain and undrain: a signed request on one member.
-func (g *global) memberOp(ctx context.Context, args []string, method, suffix string) error {
+func (g *global) memberOp(ctx context.Context, args []string, cmd string) error {
 	if len(args) != 2 {
 		return usageError{"usage: groupctl remove|drain|undrain GROUP MEMBER"}
 	}
-	var out map[string]any
-	path := "/v1/groups/" + url.PathEscape(args[0]) + "/members/" + url.PathEscape(args[1]) + suffix
-	if err := g.do(ctx, method, path, []byte{}, true, &out); err != nil {
+	c, err := g.client(true)
+	if err != nil {
+		return err
+	}
+	var out any
+	var done string
+	switch cmd {
+	case "remove":
+		out, err = c.RemoveMember(ctx, args[0], args[1])
+		done = "removed"
+	case "drain":
+		out, err = c.Drain(ctx, args[0], args[1])
+		done = "drained"
+	default:
+		out, err = c.Undrain(ctx, args[0], args[1])
+		done = "undrained"
+	}
+	if err != nil {
 		return err
 	}
 	if g.output == "json" {
-		return json.NewEncoder(g.stdout).Encode(out)
+		return g.printJSON(out)
 	}
-	what := map[string]string{"": "removed", "/drain": "drained", "/undrain": "undrained"}[suffix]
-	_, err := fmt.Fprintf(g.stdout, "%s %s in %s\n", what, args[1], args[0])
+	_, err = fmt.Fprintf(g.stdout, "%s %s in %s\n", done, args[1], args[0])
 	return err
 }

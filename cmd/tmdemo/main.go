@@ -30,7 +30,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,7 +46,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -357,14 +356,11 @@ func (d *demo) allChildren() []*child {
 
 // notServing returns why the group is not serving yet, "" when it is.
 func (d *demo) notServing(ctx context.Context, client *http.Client) string {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+adminAddr+"/v1/groups/"+groupName, nil)
-	resp, err := client.Do(req)
+	c, err := api.NewClient("http://"+adminAddr, api.ClientOptions{HTTP: client})
 	if err != nil {
 		return "dnsd admin: " + err.Error()
 	}
-	var v probe.GroupView
-	err = json.NewDecoder(resp.Body).Decode(&v)
-	resp.Body.Close()
+	v, err := c.Group(ctx, groupName)
 	if err != nil {
 		return "dnsd group view: " + err.Error()
 	}

@@ -1,4 +1,4 @@
-package probe
+package api
 
 import (
 	"bytes"
@@ -11,9 +11,15 @@ import (
 	"time"
 )
 
+// t0 is a fixed instant, aligned to the second.
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// reportJSON is a load report body, what a push signs.
+const reportJSON = `{"group":"www","member":"fra1","seq":42,"time":"2025-03-01T12:00:00.123456789Z","r":100.5,"m":1.25,"conns":7,"bytes_per_second":1000000,"redirects_per_second":2,"load":1017.5,"capacity":5000}`
+
 func TestSignVerify(t *testing.T) {
 	secret := []byte("group secret")
-	body := []byte(goodJSON)
+	body := []byte(reportJSON)
 	const path = "/v1/groups/www/report?x=1"
 	good := Sign(secret, "POST", path, body, t0)
 	tests := []struct {
@@ -93,21 +99,21 @@ func TestVerifierReplay(t *testing.T) {
 
 func TestSignRequestOverHTTP(t *testing.T) {
 	secret := []byte("group secret")
-	clk := newFakeClock(t0)
+	now := t0
 	v := NewVerifier(0, 0)
 	var stateless, replay []error
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, MaxReportSize))
-		stateless = append(stateless, VerifyRequest(r, body, secret, clk.Now(), 0))
-		replay = append(replay, v.VerifyRequest(r, body, secret, clk.Now()))
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+		stateless = append(stateless, VerifyRequest(r, body, secret, now, 0))
+		replay = append(replay, v.VerifyRequest(r, body, secret, now))
 	}))
 	defer srv.Close()
-	body := []byte(goodJSON)
+	body := []byte(reportJSON)
 	req, err := http.NewRequest("POST", srv.URL+"/v1/push/www?seq=42&a=%2F", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	SignRequest(req, secret, body, clk.Now())
+	SignRequest(req, secret, body, now)
 	for range 2 {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		resp, err := http.DefaultClient.Do(req)
@@ -122,4 +128,25 @@ func TestSignRequestOverHTTP(t *testing.T) {
 	if replay[0] != nil || !errors.Is(replay[1], ErrReplayed) {
 		t.Errorf("Verifier.VerifyRequest: %v, want nil then ErrReplayed", replay)
 	}
+}
+
+// FuzzVerify feeds Verify arbitrary headers and bodies: it must not panic,
+// must accept only a header whose MAC is this body's at its timestamp,
+// and must accept the header Sign makes.
+func FuzzVerify(f *testing.F) {
+	secret := []byte("group secret")
+	f.Add(Sign(secret, "POST", "/p", []byte(reportJSON), t0), []byte(reportJSON))
+	f.Add("TM-HMAC-SHA256 ts=1740830400,sig=", []byte{})
+	f.Add("tm-hmac-sha256 ts=-1,sig="+strings.Repeat("00", 32), []byte("x"))
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		if err := Verify(secret, "POST", "/p", body, header, t0, 0); err == nil {
+			ts, sig, perr := parseSignature(header)
+			if perr != nil || !bytes.Equal(sig, mac(secret, ts, "POST", "/p", body)) {
+				t.Fatalf("verified %q, whose MAC is not this body's", header)
+			}
+		}
+		if err := Verify(secret, "POST", "/p", body, Sign(secret, "POST", "/p", body, t0), t0, 0); err != nil {
+			t.Fatalf("Sign's own header refused: %v", err)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package probe
+package api
 
 import (
 	"container/heap"

@@ -1,11 +1,17 @@
-package probe
+package api
 
-import "time"
+import (
+	"time"
 
-// GroupView is GROUP-QUERY's answer, the JSON of dnsd's
-// GET /v1/groups/{group}: the group's settings and every member with its
-// live state. It carries no secret. Mirrors refresh it to choose redirect
-// targets; groupctl and the dashboard show it.
+	"github.com/transmirror/transmirror/probe"
+)
+
+// GroupView is GROUP-QUERY's answer, the JSON of dnsd's GetGroup: the
+// group's settings and every member with its live state and its figures
+// as measured (the last reported load, when it was reported, the hidden
+// load of recent answers, the capacity). It carries no secret. Mirrors
+// refresh it to choose redirect targets with the same figures dnsd's
+// policy uses; groupctl and the dashboard show it.
 type GroupView struct {
 	// Name is the group's canonical name ("www.example.org.").
 	Name string `json:"name"`
@@ -46,8 +52,9 @@ type LocationView struct {
 	Continent string   `json:"continent,omitempty"`
 }
 
-// MemberInfo is a member as GROUP-ADD takes it (the body of
-// POST /v1/groups/{group}/members) and as a view shows it.
+// MemberInfo is a member as GROUP-ADD takes it (the body of AddMember)
+// and as a view shows it. Capacity, in load units, is the one dnsd's
+// policy divides by.
 type MemberInfo struct {
 	Name      string       `json:"name"`
 	Host      string       `json:"host"`
@@ -67,14 +74,22 @@ type MemberView struct {
 	State string `json:"state"`
 	// Since is when the member entered State (zero if never changed).
 	Since time.Time `json:"since,omitzero"`
-	// Load is the last reported load, in load units; Utilization is the
-	// load, with the hidden load of recent answers, over the capacity.
-	Load        float64 `json:"load"`
+	// Load is the load of the member's last report, in load units, as the
+	// member reported it (0 before the first); Reported is when that
+	// report's figures were taken (zero: no report yet).
+	Load     float64   `json:"load"`
+	Reported time.Time `json:"reported,omitzero"`
+	// Pending is dnsd's estimate, in load units, of the load that its
+	// answers since that report will add and no report shows yet (the
+	// hidden load of the least-load policies).
+	Pending float64 `json:"pending"`
+	// Utilization is Utilization(Load, Pending, Capacity), for people to
+	// read; programs use the figures.
 	Utilization float64 `json:"utilization"`
 	// LastReport is the last load report, pulled or pushed (nil if none);
 	// ReportAge is its age in seconds when the view was made.
-	LastReport *Report `json:"last_report,omitempty"`
-	ReportAge  float64 `json:"report_age_seconds,omitempty"`
+	LastReport *probe.Report `json:"last_report,omitempty"`
+	ReportAge  float64       `json:"report_age_seconds,omitempty"`
 	// AnswerShare is the member's share of the group's DNS answers over
 	// the last minute; CapacityShare its share of the capacity of the
 	// members that are answered.
@@ -82,7 +97,7 @@ type MemberView struct {
 	CapacityShare float64 `json:"capacity_share"`
 }
 
-// GroupSummary is one group in the list of GET /v1/groups.
+// GroupSummary is one group in the list of ListGroups.
 type GroupSummary struct {
 	Name     string `json:"name"`
 	Policy   string `json:"policy"`
@@ -91,43 +106,16 @@ type GroupSummary struct {
 	FailOpen bool   `json:"fail_open"`
 }
 
-// GroupList is the JSON of GET /v1/groups.
+// GroupList is the JSON of ListGroups.
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
 }
 
-// Explanation is why a group question gets the answer it gets: the JSON of
-// dnsd's GET /v1/groups/{group}/explain, what `groupctl explain` prints.
-type Explanation struct {
-	Group        string            `json:"group"`
-	Policy       string            `json:"policy"`
-	Qtype        string            `json:"qtype"`
-	Client       string            `json:"client"`
-	ECS          string            `json:"ecs,omitempty"`
-	ClientPrefix string            `json:"client_prefix"`
-	Location     LocationView      `json:"location"`
-	Source       string            `json:"source"`
-	ECSUse       string            `json:"ecs_use"`
-	Scope        int               `json:"scope"`
-	TTL          uint32            `json:"ttl"`
-	FailOpen     bool              `json:"fail_open"`
-	Answer       []string          `json:"answer"`
-	Addresses    []string          `json:"addresses"`
-	Members      []ExplainedMember `json:"members"`
-	Why          string            `json:"why"`
-	Watermarks   Watermarks        `json:"watermarks"`
-}
-
-// ExplainedMember is one member as the policy saw it.
-type ExplainedMember struct {
-	Name        string  `json:"name"`
-	State       string  `json:"state"`
-	DistanceKm  float64 `json:"distance_km"`
-	Load        float64 `json:"load"`
-	Pending     float64 `json:"pending"`
-	Capacity    float64 `json:"capacity"`
-	Weight      float64 `json:"weight"`
-	Utilization float64 `json:"utilization"`
-	Picked      bool    `json:"picked"`
-	Note        string  `json:"note"`
+// Utilization is the utilization a policy sees: a member's reported load
+// plus its pending load, over its capacity; 0 without a positive capacity.
+func Utilization(load, pending, capacity float64) float64 {
+	if !(capacity > 0) {
+		return 0
+	}
+	return (load + pending) / capacity
 }

@@ -1,0 +1,122 @@
+package dnsd
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
+)
+
+// TestAdminAPIClient drives the admin API with the client that groupctl
+// and the mirrors use: each call's typed answer, and errors that carry the
+// status and dnsd's reason.
+func TestAdminAPIClient(t *testing.T) {
+	e := startCtl(t, t.TempDir(), ctlConfig(""))
+	ctx := context.Background()
+	newClient := func(secret string) *api.Client {
+		c, err := api.NewClient(e.admin.URL, api.ClientOptions{Secret: []byte(secret)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := newClient(ctlSecret)
+	const group = "www.example.org."
+
+	t.Run("the view carries the pushed figures as reported", func(t *testing.T) {
+		at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+		rep := probe.Report{Group: group, Member: "fra1", Seq: 1, Time: at, R: 12.34, M: 0.5, Load: probe.LoadOf(12.34, 0.5), Capacity: 1000}
+		if err := c.PushLoad(ctx, rep); err != nil {
+			t.Fatal(err)
+		}
+		var m api.MemberView
+		waitFor(t, 5*time.Second, "the report in the view", func() bool {
+			v, err := c.Group(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = v.Members[0]
+			return m.Reported.Equal(at)
+		})
+		for range 50 {
+			e.answered() // each answer adds pending load until the next report
+		}
+		v, err := c.Group(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = v.Members[0]
+		if m.Load != rep.Load {
+			t.Errorf("load %v, want %v as reported", m.Load, rep.Load)
+		}
+		if m.Pending <= 0 || m.Utilization != api.Utilization(m.Load, m.Pending, m.Capacity) {
+			t.Errorf("pending %v, utilization %v: not (load + pending) / capacity of %v, %v", m.Pending, m.Utilization, m.Load, m.Capacity)
+		}
+		if m.LastReport == nil || m.LastReport.Seq != 1 {
+			t.Errorf("last report %+v", m.LastReport)
+		}
+	})
+
+	calls := []struct {
+		name string
+		call func() (any, error)
+		want any
+	}{
+		{"list", func() (any, error) {
+			l, err := c.Groups(ctx)
+			return len(l.Groups), err
+		}, 1},
+		{"add", func() (any, error) {
+			m, err := c.AddMember(ctx, group, api.MemberInfo{Name: "ams1", Host: "ams1.example.org.", Addresses: []string{"10.0.1.2"}, Capacity: 500})
+			return m.Name + " " + m.Addresses[0], err
+		}, "ams1 10.0.1.2"},
+		{"drain", func() (any, error) { return c.Drain(ctx, group, "ams1") }, api.Drained{Drained: true, Member: "ams1"}},
+		{"undrain", func() (any, error) { return c.Undrain(ctx, group, "ams1") }, api.Drained{Drained: false, Member: "ams1"}},
+		{"remove", func() (any, error) { return c.RemoveMember(ctx, group, "ams1") }, api.Removed{Removed: "ams1"}},
+	}
+	for _, tc := range calls {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.call()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+
+	refused := []struct {
+		name string
+		call func() error
+		code int
+		msg  string
+	}{
+		{"wrong secret", func() error { _, err := newClient("wrong").Drain(ctx, group, "fra1"); return err },
+			http.StatusUnauthorized, "api: signature mismatch"},
+		{"unknown group", func() error { _, err := c.Group(ctx, "nope.example.org"); return err },
+			http.StatusNotFound, "dnsd: unknown group: nope.example.org."},
+		{"static member", func() error { _, err := c.RemoveMember(ctx, group, "fra1"); return err },
+			http.StatusConflict, "fra1"},
+		{"push for another member", func() error {
+			return c.PushLoad(ctx, probe.Report{Group: group, Member: "ghost", Time: time.Now()})
+		}, http.StatusNotFound, "unknown member"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			var se *api.StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want a *api.StatusError", err)
+			}
+			if se.Code != tc.code || !strings.Contains(se.Message, tc.msg) {
+				t.Errorf("%d %q, want %d with %q", se.Code, se.Message, tc.code, tc.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package api
+
+import "net/url"
+
+// Explanation is why a group question gets the answer it gets: the JSON of
+// dnsd's ExplainGroup, what `groupctl explain` prints.
+type Explanation struct {
+	Group        string            `json:"group"`
+	Policy       string            `json:"policy"`
+	Qtype        string            `json:"qtype"`
+	Client       string            `json:"client"`
+	ECS          string            `json:"ecs,omitempty"`
+	ClientPrefix string            `json:"client_prefix"`
+	Location     LocationView      `json:"location"`
+	Source       string            `json:"source"`
+	ECSUse       string            `json:"ecs_use"`
+	Scope        int               `json:"scope"`
+	TTL          uint32            `json:"ttl"`
+	FailOpen     bool              `json:"fail_open"`
+	Answer       []string          `json:"answer"`
+	Addresses    []string          `json:"addresses"`
+	Members      []ExplainedMember `json:"members"`
+	Why          string            `json:"why"`
+	Watermarks   Watermarks        `json:"watermarks"`
+}
+
+// ExplainedMember is one member as the policy saw it.
+type ExplainedMember struct {
+	Name        string  `json:"name"`
+	State       string  `json:"state"`
+	DistanceKm  float64 `json:"distance_km"`
+	Load        float64 `json:"load"`
+	Pending     float64 `json:"pending"`
+	Capacity    float64 `json:"capacity"`
+	Weight      float64 `json:"weight"`
+	Utilization float64 `json:"utilization"`
+	Picked      bool    `json:"picked"`
+	Note        string  `json:"note"`
+}
+
+// ExplainQuery is the question of ExplainGroup, sent as its query
+// parameters; dnsd validates them.
+type ExplainQuery struct {
+	// Client is the client's (or its resolver's) IP address.
+	Client string
+	// ECS is an EDNS Client Subnet prefix such as 198.51.100.0/24; ""
+	// asks without one.
+	ECS string
+	// Qtype is A or AAAA; "" is A.
+	Qtype string
+}
+
+// Values returns q as the query of an ExplainGroup request.
+func (q ExplainQuery) Values() url.Values {
+	v := url.Values{ClientParam: {q.Client}}
+	if q.Qtype != "" {
+		v.Set(QtypeParam, q.Qtype)
+	}
+	if q.ECS != "" {
+		v.Set(ECSParam, q.ECS)
+	}
+	return v
+}

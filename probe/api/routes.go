@@ -1,0 +1,120 @@
+package api
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Route is one endpoint of an admin server: "METHOD /path", the path in
+// http.ServeMux pattern syntax with the wildcards {group} and {member}.
+// The server registers Pattern; a client fills in Path.
+type Route string
+
+// Wildcards of the routes' paths, the names of http.Request.PathValue.
+const (
+	// GroupParam is a group's name.
+	GroupParam = "group"
+	// MemberParam is a member's name in its group.
+	MemberParam = "member"
+)
+
+// Query parameters of ExplainGroup.
+const (
+	// ClientParam is the client's (or resolver's) IP address.
+	ClientParam = "client"
+	// ECSParam is an EDNS Client Subnet prefix.
+	ECSParam = "ecs"
+	// QtypeParam is A or AAAA.
+	QtypeParam = "qtype"
+)
+
+// HealthyPath is the path of Healthy, for the places that need a constant
+// (a site's default back-end health check).
+const HealthyPath = "/-/healthy"
+
+// Routes of dnsd's admin server.
+const (
+	// ListGroups is the list of groups (GroupList).
+	ListGroups Route = "GET /v1/groups"
+	// GetGroup is GROUP-QUERY, one group's view (GroupView).
+	GetGroup Route = "GET /v1/groups/{group}"
+	// ExplainGroup is why dnsd answers a group the way it does for one
+	// client (Explanation); see ExplainQuery.
+	ExplainGroup Route = "GET /v1/groups/{group}/explain"
+	// AddMember is GROUP-ADD (signed): a MemberInfo in, the member as
+	// added out, 201.
+	AddMember Route = "POST /v1/groups/{group}/members"
+	// RemoveMember is GROUP-EXIT (signed): Removed.
+	RemoveMember Route = "DELETE /v1/groups/{group}/members/{member}"
+	// PushLoad is LOAD-INFORM (signed): a probe.Report in, Accepted, 202.
+	PushLoad Route = "POST /v1/groups/{group}/members/{member}/load"
+	// DrainMember stops answering with a member and keeps probing it
+	// (signed, or with the admin token): Drained.
+	DrainMember Route = "POST /v1/groups/{group}/members/{member}/drain"
+	// UndrainMember answers with a drained member again (signed, or with
+	// the admin token): Drained.
+	UndrainMember Route = "POST /v1/groups/{group}/members/{member}/undrain"
+	// Dashboard is the dashboard's data as JSON.
+	Dashboard Route = "GET /v1/dashboard"
+	// Stream is the dashboard's live stream (Server-Sent Events).
+	Stream Route = "GET /v1/stream"
+	// Ready answers 200 once dnsd serves.
+	Ready Route = "GET /-/ready"
+	// Reload reloads dnsd's configuration (loopback callers only); a bad
+	// configuration is refused with 400 and the error.
+	Reload Route = "POST /-/reload"
+)
+
+// Routes of the mirror's admin server.
+const (
+	// LoadReport is the mirror's load report (LOAD-QUERY), a probe.Report.
+	LoadReport Route = "GET /v1/load"
+	// MirrorStatus is the mirror's status page as JSON.
+	MirrorStatus Route = "GET /v1/status"
+)
+
+// Routes of both admin servers.
+const (
+	// Healthy answers 200 while the daemon runs.
+	Healthy Route = "GET " + HealthyPath
+	// Metrics is the Prometheus exposition.
+	Metrics Route = "GET /metrics"
+)
+
+// Routes returns every route, dnsd's first.
+func Routes() []Route {
+	return []Route{
+		ListGroups, GetGroup, ExplainGroup, AddMember, RemoveMember, PushLoad,
+		DrainMember, UndrainMember, Dashboard, Stream, Ready, Reload,
+		LoadReport, MirrorStatus, Healthy, Metrics,
+	}
+}
+
+// Method returns the route's HTTP method.
+func (r Route) Method() string {
+	m, _, _ := strings.Cut(string(r), " ")
+	return m
+}
+
+// Pattern returns the route as an http.ServeMux pattern.
+func (r Route) Pattern() string { return string(r) }
+
+// Path returns the route's path with its wildcards replaced, in order, by
+// values, each escaped as one path segment. A wildcard without a value is
+// left as it is.
+func (r Route) Path(values ...string) string {
+	_, p, _ := strings.Cut(string(r), " ")
+	if !strings.Contains(p, "{") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if len(values) == 0 {
+			break
+		}
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+			segs[i], values = url.PathEscape(values[0]), values[1:]
+		}
+	}
+	return strings.Join(segs, "/")
+}
