@@ -63,12 +63,12 @@ func TestConfigGlobal(t *testing.T) {
 				t.Errorf("codes not upper-cased: %+v", c.Geo)
 			}
 		}},
-		{"geo prefix twice", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24, location: {country: de}}, {prefix: 192.0.2.0/24, location: {country: fr}}]}\n", "geo.networks[1].prefix: 192.0.2.0/24 is listed twice", nil},
-		{"geo prefix missing", head + "root: .\ngeo: {networks: [{location: {country: de}}]}\n", "geo.networks[0].prefix: is required", nil},
-		{"geo location empty", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24}]}\n", "geo.networks[0].location: must say something", nil},
-		{"geo bad prefix", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/33, location: {country: de}}]}\n", `mirror.yaml:7:27: geo.networks[0].prefix: invalid prefix "192.0.2.0/33"`, nil},
-		{"geo default out of range", head + "root: .\ngeo: {default: {lat: 91, lon: 0}}\n", "geo.default.lat: 91 must be in -90..90", nil},
-		{"geo mmdb missing", head + "root: .\ngeo: {mmdb: nope.mmdb}\n", `geo.mmdb: cannot use "nope.mmdb"`, nil},
+		{"geo prefix twice", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24, location: {country: de}}, {prefix: 192.0.2.0/24, location: {country: fr}}]}\n", "geo: network 192.0.2.0/24: listed twice", nil},
+		{"geo prefix missing", head + "root: .\ngeo: {networks: [{location: {country: de}}]}\n", "geo: networks[0]: prefix is required", nil},
+		{"geo location empty", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24}]}\n", "geo: network 192.0.2.0/24: location must say something", nil},
+		{"geo bad prefix", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/33, location: {country: de}}]}\n", `mirror.yaml:7:27: geo.networks[0].prefix: invalid prefix "192.0.2.0/33": want e.g. 192.0.2.0/24 or 2001:db8::/32`, nil},
+		{"geo default out of range", head + "root: .\ngeo: {default: {lat: 91, lon: 0}}\n", "geo: default: location: lat 91 must be in -90..90", nil},
+		{"geo mmdb missing", head + "root: .\ngeo: {mmdb: nope.mmdb}\n", `geo: mmdb: cannot use "nope.mmdb": no such file or directory`, nil},
 		{"geo mmdb resolved", head + "root: .\ngeo: {mmdb: not.mmdb}\n", "", func(t *testing.T, c *Config) {
 			if c.Geo.MMDB != filepath.Join(dir, "not.mmdb") {
 				t.Errorf("mmdb %q", c.Geo.MMDB)
