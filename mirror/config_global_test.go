@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/transmirror/transmirror/scheduler/geo"
 )
 
 // TestConfigGlobal covers the keys of the mirror's global role: dnsd's
@@ -90,33 +88,6 @@ func TestConfigGlobal(t *testing.T) {
 				t.Fatalf("no error, want %q", tt.want)
 			case !strings.Contains(err.Error(), tt.want):
 				t.Errorf("error\n%v\ndoes not contain\n%s", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestNewLocator(t *testing.T) {
-	c, err := ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(
-		"listen: [':80']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nbackends: [{name: b, url: 'http://b'}]\n"+
-			"geo: {networks: [{prefix: 192.0.2.0/24, location: {country: de, continent: eu}}], default: {continent: oc}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := NewLocator(c.Geo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name, addr, country, continent string
-	}{
-		{"static", "192.0.2.77", "DE", "EU"},
-		{"default", "203.0.113.1", "", "OC"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := loc.Locate(geo.ClientPrefix(netip.MustParseAddr(tt.addr), netip.Prefix{}, false)).Loc
-			if got.Country != tt.country || got.Continent != tt.continent {
-				t.Errorf("located at %+v", got)
 			}
 		})
 	}
