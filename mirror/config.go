@@ -353,7 +353,7 @@ func (v *validator) names() {
 	switch {
 	case c.Member == "":
 		v.errorf("member", "is required")
-	case !validMemberName(c.Member):
+	case !yamlconf.IsMemberName(c.Member):
 		v.errorf("member", "%q must match [a-z0-9-]+", c.Member)
 	}
 }
@@ -550,19 +550,6 @@ func validHostName(s string) bool {
 			if !(isLetter(c) || c >= '0' && c <= '9' || c == '-') {
 				return false
 			}
-		}
-	}
-	return true
-}
-
-func validMemberName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
 		}
 	}
 	return true

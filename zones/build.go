@@ -458,7 +458,7 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 
 func (b *builder) member(path, gobj string, m *MemberConfig) {
 	obj := fmt.Sprintf("%s: member %q", gobj, m.Name)
-	if !validMemberName(m.Name) {
+	if !yamlconf.IsMemberName(m.Name) {
 		b.errorf(path+".name", "%s: name must match [a-z0-9-]+", obj)
 	}
 	if m.Host == "" {
@@ -500,19 +500,6 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 			b.errorf(path+".probe", "%s: probe %q: want an http or https URL", obj, m.Probe)
 		}
 	}
-}
-
-func validMemberName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // Defaults of the health section.

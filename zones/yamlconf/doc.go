@@ -19,8 +19,9 @@
 // The shared value types are [Duration] ("10s"), [ByteSize] ("512MiB"),
 // [Location] and the geo block [Geo] with its [Network] rows; [Geo.Check]
 // and [Location.Check] validate and normalise them the same way in both
-// daemons, with the same errors. scheduler/geo builds a locator from a
-// checked Geo.
+// daemons, with the same errors; [IsMemberName] is the syntax of a
+// member's name in both. scheduler/geo builds a locator from a checked
+// Geo.
 //
 // The package imports nothing of transmirror and only a YAML library
 // besides the standard library, so that every other package may use it.
