@@ -302,27 +302,20 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 	d.snap.Store(&dsnap{loc: loc, groups: next})
 }
 
+// newLocator builds the locator of set's geo block, with the database
+// path that Build resolved.
 func newLocator(set *zones.Set) (*geo.Locator, error) {
-	gc := set.Config.Geo
-	opts := geo.Options{MMDB: set.MMDB, Default: location(gc.Default)}
-	for _, n := range gc.Networks {
-		opts.Static = append(opts.Static, geo.Row{Network: n.Prefix, Loc: location(n.Location)})
-	}
-	loc, err := geo.NewLocator(opts)
+	g := set.Config.Geo
+	g.MMDB = set.MMDB
+	loc, err := geo.FromConfig(g)
 	if err != nil {
-		return nil, fmt.Errorf("dnsd: geo: %w", err)
+		return nil, fmt.Errorf("dnsd: %w", err)
 	}
 	return loc, nil
 }
 
 // location converts a configured location to the scheduler's.
-func location(l zones.Location) scheduler.Location {
-	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
-	if l.Lat != nil && l.Lon != nil {
-		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
-	}
-	return s
-}
+func location(l zones.Location) scheduler.Location { return geo.LocationOf(l) }
 
 // member returns the index of the member named name, or -1.
 func (g *dgroup) member(name string) int {

@@ -3,10 +3,8 @@ package mirror
 import (
 	"errors"
 	"fmt"
-	"github.com/transmirror/transmirror/probe"
 	"math"
 	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // Defaults of the mirror configuration. A key that is absent from the file
@@ -43,9 +44,6 @@ const (
 	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes).
 	DefaultMaxHeaderBytes = 64 << 10
 )
-
-// continents are the continent codes a location may have.
-const continents = "AF AN AS EU NA OC SA"
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
 // strictly (unknown keys are errors), defaulted and validated by
@@ -177,90 +175,25 @@ type RedirectConfig struct {
 	Never []string `yaml:"never"`
 }
 
-// GeoConfig says where HTTP clients are: a static networks table that
-// wins, then a GeoIP2/GeoLite2 City or Country database, then a default.
-// Without any of them every client is at the unknown location and the
-// sibling is chosen by load alone.
-type GeoConfig struct {
-	// MMDB is a GeoIP2 or GeoLite2 (or DB-IP) City or Country database,
-	// relative to the config file's directory; "" for none. After
-	// ParseConfig it is resolved.
-	MMDB string `yaml:"mmdb"`
-	// Networks map client prefixes to locations; the longest prefix wins
-	// and the table wins over the MMDB.
-	Networks []NetworkConfig `yaml:"networks"`
-	// Default is where clients that nothing locates are.
-	Default Location `yaml:"default"`
-}
+// GeoConfig says where HTTP clients are: the geo block that the mirror
+// shares with dnsd (see yamlconf.Geo). Without any of its settings every
+// client is at the unknown location and the sibling is chosen by load
+// alone. After ParseConfig its MMDB is resolved against the config file's
+// directory.
+type GeoConfig = yamlconf.Geo
 
 // NetworkConfig is one row of the static networks table.
-type NetworkConfig struct {
-	// Prefix is the client prefix, e.g. 198.51.100.0/24.
-	Prefix netip.Prefix `yaml:"prefix"`
-	// Location is where its clients are; it must say something.
-	Location Location `yaml:"location"`
-}
+type NetworkConfig = yamlconf.Network
 
 // Location is a place: coordinates and/or country and continent codes.
-type Location struct {
-	// Lat is the latitude in degrees, -90..90; given together with Lon.
-	Lat *float64 `yaml:"lat"`
-	// Lon is the longitude in degrees, -180..180; given together with Lat.
-	Lon *float64 `yaml:"lon"`
-	// Country is the ISO 3166-1 alpha-2 code, upper case after ParseConfig.
-	Country string `yaml:"country"`
-	// Continent is one of AF AN AS EU NA OC SA, upper case after ParseConfig.
-	Continent string `yaml:"continent"`
-}
+type Location = yamlconf.Location
 
 // Duration is a time.Duration written as "10s", "1m30s" in YAML.
-type Duration time.Duration
-
-// UnmarshalText parses a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("invalid duration %q: want e.g. 10s or 1m30s", b)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
+type Duration = yamlconf.Duration
 
 // ByteSize is a number of bytes written as 1048576, 512KiB, 8GiB or 2GB in
 // YAML (binary units KiB MiB GiB TiB, decimal units kB MB GB TB).
-type ByteSize int64
-
-// UnmarshalText parses a non-negative size with an optional unit.
-func (n *ByteSize) UnmarshalText(b []byte) error {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-		{"B", 1},
-	}
-	s := strings.TrimSpace(string(b))
-	num, mult := s, int64(1)
-	for _, u := range units {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			num, mult = strings.TrimSpace(rest), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v < 0 || v > math.MaxInt64/mult {
-		return fmt.Errorf("invalid size %q: want e.g. 1048576, 512MiB or 8GiB", b)
-	}
-	*n = ByteSize(v * mult)
-	return nil
-}
+type ByteSize = yamlconf.ByteSize
 
 // LoadConfig reads the config file at path and returns it decoded,
 // defaulted and validated (see ParseConfig).
@@ -273,62 +206,64 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // ParseConfig decodes data, the YAML text of the config file named file,
-// strictly, fills in defaults and validates the result. Relative paths
-// (root, dnsd.secret_file) are resolved against file's directory. All
-// problems are returned together (errors.Join), one per line, each of the
-// form "FILE:LINE:COL: OBJECT.PATH: what".
+// strictly (yamlconf.Decode: unknown keys, YAML tags and more than one
+// document are refused), fills in defaults and validates the result.
+// Relative paths (root, dnsd.secret_file, geo.mmdb) are resolved against
+// file's directory. All problems are returned together (errors.Join), one
+// per line, each of the form "FILE:LINE:COL: KEY.PATH: what"; the geo
+// block and locations are checked as dnsd checks them, with dnsd's errors
+// ("FILE:LINE:COL: geo: network 192.0.2.0/24: listed twice").
 func ParseConfig(file string, data []byte) (*Config, error) {
-	cfg := &Config{}
-	pos, err := decodeStrict(file, data, cfg)
+	cfg, pos, err := decodeConfig(file, data)
 	if err != nil {
 		return nil, err
 	}
-	cfg.File = file
-	v := &validator{c: cfg, file: file, dir: filepath.Dir(file), pos: pos}
-	v.validate()
-	if len(v.errs) > 0 {
-		return nil, errors.Join(v.errs...)
+	if err := validateConfig(cfg, pos); err != nil {
+		return nil, err
 	}
 	return cfg, nil
+}
+
+// decodeConfig decodes data strictly into a Config (yamlconf.Decode) and
+// returns where each key was written.
+func decodeConfig(file string, data []byte) (*Config, yamlconf.Positions, error) {
+	cfg := &Config{}
+	pos, err := yamlconf.Decode(file, data, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.File = file
+	return cfg, pos, nil
+}
+
+// validateConfig defaults and validates cfg, decoded from cfg.File with
+// its keys at pos, and returns all its problems joined.
+func validateConfig(cfg *Config, pos yamlconf.Positions) error {
+	v := &validator{c: cfg, dir: filepath.Dir(cfg.File), pos: pos, errs: yamlconf.NewErrors(cfg.File, pos, "mirror")}
+	v.validate()
+	return v.errs.Err()
 }
 
 // validator defaults and validates one Config and collects its errors.
 type validator struct {
 	c    *Config
-	file string
 	dir  string
-	pos  positions
-	errs []error
+	pos  yamlconf.Positions
+	errs *yamlconf.Errors
 }
 
-// errorf records an error about the object at path (a YAML path such as
+// errorf records an error about the value at path (a YAML path such as
 // "backends[1].url"), prefixed with where it (or its nearest written
-// ancestor) was written.
+// ancestor) was written and named by its path.
 func (v *validator) errorf(path, format string, args ...any) {
-	line, col := 1, 1
-	if p, ok := v.pos.at(path); ok {
-		line, col = p.Line, p.Column
-	}
-	msg := fmt.Sprintf(format, args...)
-	if path != "" {
-		msg = path + ": " + msg
-	}
-	v.errs = append(v.errs, fmt.Errorf("%s:%d:%d: %s", v.file, line, col, msg))
+	v.errs.KeyErrorf(path, format, args...)
 }
 
 // written reports whether the config file has the key at path.
-func (v *validator) written(path string) bool {
-	_, ok := v.pos[path]
-	return ok
-}
+func (v *validator) written(path string) bool { return v.pos.Has(path) }
 
 // resolve returns name relative to the config file's directory.
-func (v *validator) resolve(name string) string {
-	if filepath.IsAbs(name) {
-		return name
-	}
-	return filepath.Join(v.dir, name)
-}
+func (v *validator) resolve(name string) string { return yamlconf.Resolve(v.dir, name) }
 
 func (v *validator) validate() {
 	c := v.c
@@ -418,7 +353,7 @@ func (v *validator) names() {
 	switch {
 	case c.Member == "":
 		v.errorf("member", "is required")
-	case !validMemberName(c.Member):
+	case !yamlconf.IsMemberName(c.Member):
 		v.errorf("member", "%q must match [a-z0-9-]+", c.Member)
 	}
 }
@@ -445,7 +380,7 @@ func (v *validator) dnsd() {
 		data, err := os.ReadFile(v.resolve(d.SecretFile))
 		if err != nil {
 			// The error names the file as written, not as resolved.
-			v.errorf("dnsd.secret_file", "cannot read %q: %v", d.SecretFile, unwrapPath(err))
+			v.errorf("dnsd.secret_file", "cannot read %q: %v", d.SecretFile, yamlconf.WithoutPath(err))
 			break
 		}
 		d.Secret = strings.TrimSpace(string(data))
@@ -467,15 +402,6 @@ func (v *validator) dnsd() {
 	}
 }
 
-// unwrapPath drops the *PathError's operation and path, keeping the cause.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func (v *validator) content() {
 	c := v.c
 	switch {
@@ -493,7 +419,7 @@ func (v *validator) content() {
 		fi, err := os.Stat(root)
 		switch {
 		case err != nil:
-			v.errorf("root", "cannot use %q: %v", c.Root, unwrapPath(err))
+			v.errorf("root", "cannot use %q: %v", c.Root, yamlconf.WithoutPath(err))
 		case !fi.IsDir():
 			v.errorf("root", "%q is not a directory", c.Root)
 		default:
@@ -602,75 +528,11 @@ func (v *validator) redirect() {
 }
 
 // location validates and normalises the location l written at path.
-func (v *validator) location(path string, l *Location) {
-	switch {
-	case (l.Lat == nil) != (l.Lon == nil):
-		v.errorf(path, "lat and lon go together")
-	case l.Lat != nil:
-		if !(*l.Lat >= -90 && *l.Lat <= 90) {
-			v.errorf(path+".lat", "%g must be in -90..90", *l.Lat)
-		}
-		if !(*l.Lon >= -180 && *l.Lon <= 180) {
-			v.errorf(path+".lon", "%g must be in -180..180", *l.Lon)
-		}
-	}
-	if l.Country != "" {
-		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
-			v.errorf(path+".country", "%q: want a two-letter code", l.Country)
-		}
-		l.Country = strings.ToUpper(l.Country)
-	}
-	if l.Continent != "" {
-		if c := strings.ToUpper(l.Continent); slices.Contains(strings.Fields(continents), c) {
-			l.Continent = c
-		} else {
-			v.errorf(path+".continent", "%q: want one of %s", l.Continent, continents)
-		}
-	}
-}
+func (v *validator) location(path string, l *Location) { l.Check(v.errs, path, "") }
 
-// geo validates the client location settings, as dnsd does.
-func (v *validator) geo() {
-	g := &v.c.Geo
-	if g.MMDB != "" {
-		p := v.resolve(g.MMDB)
-		if fi, err := os.Stat(p); err != nil {
-			v.errorf("geo.mmdb", "cannot use %q: %v", g.MMDB, unwrapPath(err))
-		} else if !fi.Mode().IsRegular() {
-			v.errorf("geo.mmdb", "%q is not a file", g.MMDB)
-		} else {
-			g.MMDB = p
-		}
-	}
-	seen := make(map[netip.Prefix]bool)
-	for i := range g.Networks {
-		n := &g.Networks[i]
-		path := fmt.Sprintf("geo.networks[%d]", i)
-		if !n.Prefix.IsValid() {
-			v.errorf(path+".prefix", "is required")
-			continue
-		}
-		a := n.Prefix.Addr()
-		bits := n.Prefix.Bits()
-		if a.Is4In6() {
-			if bits < 96 {
-				v.errorf(path+".prefix", "%s: an IPv4-mapped prefix must be at least /96", n.Prefix)
-				continue
-			}
-			bits -= 96
-		}
-		n.Prefix = netip.PrefixFrom(a.Unmap(), bits).Masked()
-		if seen[n.Prefix] {
-			v.errorf(path+".prefix", "%s is listed twice", n.Prefix)
-		}
-		seen[n.Prefix] = true
-		v.location(path+".location", &n.Location)
-		if n.Location.Lat == nil && n.Location.Country == "" && n.Location.Continent == "" {
-			v.errorf(path+".location", "must say something (lat/lon, country or continent)")
-		}
-	}
-	v.location("geo.default", &g.Default)
-}
+// geo validates the client location settings, as dnsd does, and resolves
+// geo.mmdb.
+func (v *validator) geo() { v.c.Geo.MMDB = v.c.Geo.Check(v.errs, "geo", v.dir) }
 
 // validHostName accepts a DNS host name of letters, digits and hyphens
 // (a trailing dot allowed).
@@ -688,19 +550,6 @@ func validHostName(s string) bool {
 			if !(isLetter(c) || c >= '0' && c <= '9' || c == '-') {
 				return false
 			}
-		}
-	}
-	return true
-}
-
-func validMemberName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
 		}
 	}
 	return true

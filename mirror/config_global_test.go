@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/transmirror/transmirror/scheduler/geo"
 )
 
 // TestConfigGlobal covers the keys of the mirror's global role: dnsd's
@@ -63,12 +61,12 @@ func TestConfigGlobal(t *testing.T) {
 				t.Errorf("codes not upper-cased: %+v", c.Geo)
 			}
 		}},
-		{"geo prefix twice", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24, location: {country: de}}, {prefix: 192.0.2.0/24, location: {country: fr}}]}\n", "geo.networks[1].prefix: 192.0.2.0/24 is listed twice", nil},
-		{"geo prefix missing", head + "root: .\ngeo: {networks: [{location: {country: de}}]}\n", "geo.networks[0].prefix: is required", nil},
-		{"geo location empty", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24}]}\n", "geo.networks[0].location: must say something", nil},
-		{"geo bad prefix", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/33, location: {country: de}}]}\n", `mirror.yaml:7:27: geo.networks[0].prefix: invalid prefix "192.0.2.0/33"`, nil},
-		{"geo default out of range", head + "root: .\ngeo: {default: {lat: 91, lon: 0}}\n", "geo.default.lat: 91 must be in -90..90", nil},
-		{"geo mmdb missing", head + "root: .\ngeo: {mmdb: nope.mmdb}\n", `geo.mmdb: cannot use "nope.mmdb"`, nil},
+		{"geo prefix twice", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24, location: {country: de}}, {prefix: 192.0.2.0/24, location: {country: fr}}]}\n", "geo: network 192.0.2.0/24: listed twice", nil},
+		{"geo prefix missing", head + "root: .\ngeo: {networks: [{location: {country: de}}]}\n", "geo: networks[0]: prefix is required", nil},
+		{"geo location empty", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/24}]}\n", "geo: network 192.0.2.0/24: location must say something", nil},
+		{"geo bad prefix", head + "root: .\ngeo: {networks: [{prefix: 192.0.2.0/33, location: {country: de}}]}\n", `mirror.yaml:7:27: geo.networks[0].prefix: invalid prefix "192.0.2.0/33": want e.g. 192.0.2.0/24 or 2001:db8::/32`, nil},
+		{"geo default out of range", head + "root: .\ngeo: {default: {lat: 91, lon: 0}}\n", "geo: default: location: lat 91 must be in -90..90", nil},
+		{"geo mmdb missing", head + "root: .\ngeo: {mmdb: nope.mmdb}\n", `geo: mmdb: cannot use "nope.mmdb": no such file or directory`, nil},
 		{"geo mmdb resolved", head + "root: .\ngeo: {mmdb: not.mmdb}\n", "", func(t *testing.T, c *Config) {
 			if c.Geo.MMDB != filepath.Join(dir, "not.mmdb") {
 				t.Errorf("mmdb %q", c.Geo.MMDB)
@@ -90,33 +88,6 @@ func TestConfigGlobal(t *testing.T) {
 				t.Fatalf("no error, want %q", tt.want)
 			case !strings.Contains(err.Error(), tt.want):
 				t.Errorf("error\n%v\ndoes not contain\n%s", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestNewLocator(t *testing.T) {
-	c, err := ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(
-		"listen: [':80']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nbackends: [{name: b, url: 'http://b'}]\n"+
-			"geo: {networks: [{prefix: 192.0.2.0/24, location: {country: de, continent: eu}}], default: {continent: oc}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := NewLocator(c.Geo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name, addr, country, continent string
-	}{
-		{"static", "192.0.2.77", "DE", "EU"},
-		{"default", "203.0.113.1", "", "OC"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := loc.Locate(geo.ClientPrefix(netip.MustParseAddr(tt.addr), netip.Prefix{}, false)).Loc
-			if got.Country != tt.country || got.Continent != tt.continent {
-				t.Errorf("located at %+v", got)
 			}
 		})
 	}

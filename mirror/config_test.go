@@ -137,8 +137,8 @@ func TestLoadConfigBad(t *testing.T) {
 			`many.yaml:9:3: timeouts.write: must be >= 0 (0 is off), got -1s`,
 			`many.yaml:10:1: capacity: must be > 0, got -3`,
 			`many.yaml:11:1: location: lat and lon go together`,
-			`many.yaml:13:3: location.country: "Germany": want a two-letter code`,
-			`many.yaml:14:3: location.continent: "XX": want one of AF AN AS EU NA OC SA`,
+			`many.yaml:13:3: location: country "Germany": want a two-letter code`,
+			`many.yaml:14:3: location: continent "XX": want one of AF AN AS EU NA OC SA`,
 		}},
 	}
 	for _, tt := range tests {
@@ -174,7 +174,8 @@ func TestParseConfigInline(t *testing.T) {
 		want string // "" means valid
 	}{
 		{"empty file", "", "mirror.yaml:1:1: listen: at least one address is required"},
-		{"two documents", head + "root: .\n---\nroot: .\n", "mirror.yaml:7:"},
+		{"two documents", head + "root: .\n---\nroot: .\n", "mirror.yaml:6:1: more than one YAML document"},
+		{"YAML tag", head + "root: !dir .\n", "mirror.yaml:5:7: root: YAML tag !dir is not supported"},
 		{"backends only", head + "backends: [{name: b1, url: 'http://10.0.0.1', memory: 512MiB}]\n", ""},
 		{"duplicate backend", head + "backends: [{name: b1, url: 'http://a'}, {name: b1, url: 'http://b'}]\n", `backends[1].name: "b1" is listed twice`},
 		{"negative weight", head + "backends: [{name: b1, url: 'http://a', weight: -1}]\n", "backends[0].weight: must be >= 0"},
@@ -192,7 +193,7 @@ func TestParseConfigInline(t *testing.T) {
 		{"never dotdot", head + "root: .\nredirect: {never: [/a/../b]}\n", `redirect.never[0]`},
 		{"watermark zero", head + "root: .\nredirect: {low_watermark: 0}\n", "redirect.low_watermark: want 0 < low_watermark (0)"},
 		{"redirect off", head + "root: .\nredirect: {enabled: false}\n", ""},
-		{"lon out of range", head + "root: .\nlocation: {lat: 0, lon: 181}\n", "location.lon: 181 must be in -180..180"},
+		{"lon out of range", head + "root: .\nlocation: {lat: 0, lon: 181}\n", "mirror.yaml:6:20: location: lon 181 must be in -180..180"},
 		{"capacity infinite", head + "root: .\ncapacity: .inf\n", "capacity: must be > 0"},
 		{"bad port", "listen: [':http']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: ":http": invalid port "http"`},
 		{"unknown nested key", head + "root: .\nredirect: {enabled: true, watermark: 1}\n", "mirror.yaml:6:27: redirect.watermark: unknown field"},

@@ -17,7 +17,6 @@ import (
 
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
-	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
 )
 
@@ -175,9 +174,9 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		}
 	}
 
-	loc, err := NewLocator(cfg.Geo)
+	loc, err := geo.FromConfig(cfg.Geo)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	ro := RedirectorOptions{
 		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Locator: loc,
@@ -208,28 +207,6 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// NewLocator builds the geo.Locator that g describes (see GeoConfig).
-func NewLocator(g GeoConfig) (*geo.Locator, error) {
-	opts := geo.Options{MMDB: g.MMDB, Default: schedLocation(g.Default)}
-	for _, n := range g.Networks {
-		opts.Static = append(opts.Static, geo.Row{Network: n.Prefix, Loc: schedLocation(n.Location)})
-	}
-	loc, err := geo.NewLocator(opts)
-	if err != nil {
-		return nil, fmt.Errorf("mirror: geo: %w", err)
-	}
-	return loc, nil
-}
-
-// schedLocation converts a configured location to the scheduler's.
-func schedLocation(l Location) scheduler.Location {
-	s := scheduler.Location{Country: l.Country, Continent: l.Continent}
-	if l.Lat != nil && l.Lon != nil {
-		s.Lat, s.Lon, s.HasCoords = *l.Lat, *l.Lon, true
-	}
-	return s
 }
 
 // Handler returns the public handler chain without the HTTP server's

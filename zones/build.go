@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // Defaults that Build applies to settings left empty (zero).
@@ -50,9 +52,6 @@ const (
 // policies are the names a group's policy may have.
 var policies = []string{"weighted", "least-load", "nearest", "hash", "geo-load"}
 
-// continents are the continent codes a member's location may have.
-var continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
-
 var tsigAlgorithms = map[string]string{
 	"hmac-sha1":   dns.HmacSHA1,
 	"hmac-sha256": dns.HmacSHA256,
@@ -69,7 +68,7 @@ func Build(cfg *Config) (*Set, error) {
 	if cfg == nil {
 		return nil, errors.New("zones: nil config")
 	}
-	b := &builder{c: cloneConfig(cfg), zones: make(map[string]*Zone)}
+	b := &builder{c: cloneConfig(cfg), zones: make(map[string]*Zone), errs: yamlconf.NewErrors(cfg.File, cfg.pos, "zones")}
 	if cfg.File != "" {
 		b.dir = filepath.Dir(cfg.File)
 	}
@@ -78,14 +77,14 @@ func Build(cfg *Config) (*Set, error) {
 	b.tsig()
 	b.zoneFiles()
 	b.groups()
-	b.geo()
+	b.mmdb = b.c.Geo.Check(b.errs, "geo", b.dir)
 	b.health()
 	b.adminToken()
 	if b.c.StateFile != "" {
 		b.stateFile = b.resolve(b.c.StateFile)
 	}
-	if len(b.errs) > 0 {
-		return nil, errors.Join(b.errs...)
+	if err := b.errs.Err(); err != nil {
+		return nil, err
 	}
 	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups)), MMDB: b.mmdb, StateFile: b.stateFile}
 	for _, zc := range b.c.Zones {
@@ -139,46 +138,29 @@ type builder struct {
 	zones     map[string]*Zone // parsed zones by canonical origin
 	mmdb      string           // geo.mmdb resolved against dir
 	stateFile string           // state_file resolved against dir
-	errs      []error
+	errs      *yamlconf.Errors // every problem, each naming file:line:col and its object
 }
 
 // errorf records an error about the object at path (a YAML path such as
-// "groups[0].members[1].capacity"), prefixed with where it was written.
+// "groups[0].members[1].capacity"), prefixed with where it was written;
+// the message names the object.
 func (b *builder) errorf(path, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	switch {
-	case b.c.File == "":
-		b.errs = append(b.errs, errors.New("zones: "+msg))
-	default:
-		if p, ok := b.c.pos.at(path); ok {
-			b.errs = append(b.errs, fmt.Errorf("%s:%d:%d: %s", b.c.File, p.Line, p.Column, msg))
-		} else {
-			b.errs = append(b.errs, fmt.Errorf("%s: %s", b.c.File, msg))
-		}
-	}
+	b.errs.Errorf(path, format, args...)
 }
 
 // written reports whether the config file has the key at path.
-func (b *builder) written(path string) bool {
-	_, ok := b.c.pos[path]
-	return ok
-}
+func (b *builder) written(path string) bool { return b.c.pos.Has(path) }
 
 // where returns "LINE:COL" of path in the config file, or "".
 func (b *builder) where(path string) string {
-	if p, ok := b.c.pos[path]; ok && b.c.File != "" {
-		return fmt.Sprintf("%d:%d", p.Line, p.Column)
+	if p, ok := b.c.pos.Of(path); ok && b.c.File != "" {
+		return p.String()
 	}
 	return ""
 }
 
 // resolve returns name relative to the config file's directory.
-func (b *builder) resolve(name string) string {
-	if filepath.IsAbs(name) || b.dir == "" {
-		return name
-	}
-	return filepath.Join(b.dir, name)
-}
+func (b *builder) resolve(name string) string { return yamlconf.Resolve(b.dir, name) }
 
 func cloneConfig(cfg *Config) *Config {
 	c := *cfg
@@ -188,11 +170,7 @@ func cloneConfig(cfg *Config) *Config {
 	for i := range c.Zones {
 		c.Zones[i].AllowTransfer = slices.Clone(c.Zones[i].AllowTransfer)
 	}
-	c.Geo.Networks = slices.Clone(cfg.Geo.Networks)
-	for i := range c.Geo.Networks {
-		c.Geo.Networks[i].Location = cloneLocation(c.Geo.Networks[i].Location)
-	}
-	c.Geo.Default = cloneLocation(c.Geo.Default)
+	c.Geo = cfg.Geo.Clone()
 	c.Groups = slices.Clone(cfg.Groups)
 	for i := range c.Groups {
 		g := &c.Groups[i]
@@ -200,7 +178,7 @@ func cloneConfig(cfg *Config) *Config {
 		for j := range g.Members {
 			m := &g.Members[j]
 			m.Addresses = slices.Clone(m.Addresses)
-			m.Location = cloneLocation(m.Location)
+			m.Location = m.Location.Clone()
 		}
 	}
 	return &c
@@ -345,7 +323,7 @@ func (b *builder) zoneFiles() {
 		z, err := ParseZone(zc.Origin, file, f, zc.AllowInclude)
 		f.Close()
 		if err != nil {
-			b.errs = append(b.errs, err) // each line names the zone file and line
+			b.errs.Add(err) // each line names the zone file and line
 			continue
 		}
 		b.zones[zc.Origin] = z
@@ -480,7 +458,7 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 
 func (b *builder) member(path, gobj string, m *MemberConfig) {
 	obj := fmt.Sprintf("%s: member %q", gobj, m.Name)
-	if !validMemberName(m.Name) {
+	if !yamlconf.IsMemberName(m.Name) {
 		b.errorf(path+".name", "%s: name must match [a-z0-9-]+", obj)
 	}
 	if m.Host == "" {
@@ -506,7 +484,7 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 			b.errorf(apath, "%s: address %s listed twice", obj, m.Addresses[i])
 		}
 	}
-	b.location(path+".location", obj, &m.Location)
+	m.Location.Check(b.errs, path+".location", obj)
 	if !(m.Capacity > 0) || math.IsInf(m.Capacity, 1) {
 		b.errorf(path+".capacity", "%s: capacity must be > 0", obj)
 	}
@@ -522,101 +500,6 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 			b.errorf(path+".probe", "%s: probe %q: want an http or https URL", obj, m.Probe)
 		}
 	}
-}
-
-func validMemberName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
-// location validates and normalises a location at path.
-func (b *builder) location(path, obj string, l *Location) {
-	switch {
-	case (l.Lat == nil) != (l.Lon == nil):
-		b.errorf(path, "%s: location: lat and lon go together", obj)
-	case l.Lat != nil:
-		if !(*l.Lat >= -90 && *l.Lat <= 90) {
-			b.errorf(path+".lat", "%s: location: lat %g must be in -90..90", obj, *l.Lat)
-		}
-		if !(*l.Lon >= -180 && *l.Lon <= 180) {
-			b.errorf(path+".lon", "%s: location: lon %g must be in -180..180", obj, *l.Lon)
-		}
-	}
-	if l.Country != "" {
-		if len(l.Country) != 2 || !isLetter(l.Country[0]) || !isLetter(l.Country[1]) {
-			b.errorf(path+".country", "%s: location: country %q: want a two-letter code", obj, l.Country)
-		}
-		l.Country = strings.ToUpper(l.Country)
-	}
-	if l.Continent != "" {
-		if c := strings.ToUpper(l.Continent); slices.Contains(continents, c) {
-			l.Continent = c
-		} else {
-			b.errorf(path+".continent", "%s: location: continent %q: want one of %s", obj, l.Continent, strings.Join(continents, " "))
-		}
-	}
-}
-
-// geo validates the client location settings.
-func (b *builder) geo() {
-	g := &b.c.Geo
-	if g.MMDB != "" {
-		b.mmdb = b.resolve(g.MMDB)
-		if f, err := os.Open(b.mmdb); err != nil {
-			b.errorf("geo.mmdb", "geo: mmdb: %v", err)
-		} else {
-			f.Close()
-		}
-	}
-	seen := make(map[netip.Prefix]bool)
-	for i := range g.Networks {
-		n := &g.Networks[i]
-		path := fmt.Sprintf("geo.networks[%d]", i)
-		obj := fmt.Sprintf("geo: network %s", n.Prefix)
-		if !n.Prefix.IsValid() {
-			b.errorf(path+".prefix", "geo: network %d: prefix is required", i)
-			continue
-		}
-		n.Prefix = netip.PrefixFrom(n.Prefix.Addr().Unmap(), n.Prefix.Bits()-unmapBits(n.Prefix.Addr())).Masked()
-		if seen[n.Prefix] {
-			b.errorf(path+".prefix", "%s: listed twice", obj)
-		}
-		seen[n.Prefix] = true
-		b.location(path+".location", obj, &n.Location)
-	}
-	b.location("geo.default", "geo: default", &g.Default)
-}
-
-// unmapBits is how many prefix bits an IPv4-mapped IPv6 address loses
-// when it is unmapped.
-func unmapBits(a netip.Addr) int {
-	if a.Is4In6() {
-		return 96
-	}
-	return 0
-}
-
-// cloneLocation copies l so that the copy shares no pointers with it.
-func cloneLocation(l Location) Location {
-	if l.Lat != nil {
-		lat := *l.Lat
-		l.Lat = &lat
-	}
-	if l.Lon != nil {
-		lon := *l.Lon
-		l.Lon = &lon
-	}
-	return l
 }
 
 // Defaults of the health section.

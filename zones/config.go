@@ -1,9 +1,9 @@
 package zones
 
 import (
-	"fmt"
 	"net/netip"
-	"time"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // Config is the dnsd configuration file, decoded strictly (unknown keys are
@@ -41,7 +41,7 @@ type Config struct {
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
 
-	pos positions // where each object was written (Parse), for errors
+	pos yamlconf.Positions // where each object was written (Parse), for errors
 
 	adminTokenFromFile bool // AdminToken was read from AdminTokenFile by Build
 }
@@ -173,54 +173,15 @@ type HealthConfig struct {
 	SignatureWindow Duration `yaml:"signature_window"`
 }
 
-// GeoConfig says where DNS clients are: a static networks table that wins,
-// then a GeoIP2/GeoLite2 City or Country database, then a default.
-type GeoConfig struct {
-	// MMDB is a GeoIP2 or GeoLite2 (or DB-IP) City or Country database,
-	// relative to the config file's directory; "" for none.
-	MMDB string `yaml:"mmdb"`
-	// Networks map client prefixes to locations; the longest prefix wins
-	// and the table wins over the MMDB.
-	Networks []NetworkConfig `yaml:"networks"`
-	// Default is where clients that nothing locates are.
-	Default Location `yaml:"default"`
-}
+// GeoConfig says where DNS clients are: the geo block that dnsd and the
+// mirror share (see yamlconf.Geo).
+type GeoConfig = yamlconf.Geo
 
 // NetworkConfig is one row of the static networks table.
-type NetworkConfig struct {
-	// Prefix is the client prefix, e.g. 198.51.100.0/24.
-	Prefix netip.Prefix `yaml:"prefix"`
-	// Location is where its clients are.
-	Location Location `yaml:"location"`
-}
+type NetworkConfig = yamlconf.Network
 
 // Location is a place: coordinates and/or country and continent codes.
-type Location struct {
-	// Lat is the latitude in degrees, -90..90; given together with Lon.
-	Lat *float64 `yaml:"lat"`
-	// Lon is the longitude in degrees, -180..180; given together with Lat.
-	Lon *float64 `yaml:"lon"`
-	// Country is the ISO 3166-1 alpha-2 code, upper case after Build.
-	Country string `yaml:"country"`
-	// Continent is one of AF AN AS EU NA OC SA.
-	Continent string `yaml:"continent"`
-}
+type Location = yamlconf.Location
 
 // Duration is a time.Duration written as "10s", "1m30s" in YAML.
-type Duration time.Duration
-
-// UnmarshalText parses a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("invalid duration %q: want e.g. 10s or 1m30s", b)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
+type Duration = yamlconf.Duration

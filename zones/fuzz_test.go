@@ -55,6 +55,7 @@ func FuzzParseConfig(f *testing.F) {
 		for i := range cfg.Groups {
 			cfg.Groups[i].SecretFile = ""
 		}
+		cfg.Geo.MMDB, cfg.AdminTokenFile = "", ""
 		if _, err := Build(cfg); err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				if strings.TrimSpace(line) == "" {

@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // WithMembers returns a Set like s whose groups also hold the run-time
@@ -18,9 +20,8 @@ import (
 // names the group and the member.
 func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 	c := cloneConfig(s.Config)
-	file := c.File
-	c.File = "" // errors about run-time members name no position in the file
-	b := &builder{c: c}
+	// Errors about run-time members name no position in the file.
+	b := &builder{c: c, errs: yamlconf.NewErrors("", nil, "zones")}
 	index := make(map[string]int, len(c.Groups))
 	for i, g := range c.Groups {
 		index[g.Name] = i
@@ -31,30 +32,29 @@ func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 		gname := dns.CanonicalName(name)
 		i, ok := index[gname]
 		if !ok {
-			b.errs = append(b.errs, fmt.Errorf("zones: group %q: %w", gname, ErrUnknownGroup))
+			b.errs.Add(fmt.Errorf("zones: group %q: %w", gname, ErrUnknownGroup))
 			continue
 		}
 		g := &c.Groups[i]
 		obj := fmt.Sprintf("group %q", g.Name)
 		for _, m := range extra[name] {
 			m.Addresses = slices.Clone(m.Addresses)
-			m.Location = cloneLocation(m.Location)
+			m.Location = m.Location.Clone()
 			m.Runtime = true
-			before := len(b.errs)
+			before := b.errs.Len()
 			b.member("", obj, &m)
-			if len(b.errs) > before {
+			if b.errs.Len() > before {
 				continue
 			}
 			if slices.ContainsFunc(g.Members, func(x MemberConfig) bool { return x.Name == m.Name }) {
-				b.errs = append(b.errs, fmt.Errorf("zones: %s: member %q: %w", obj, m.Name, ErrDuplicateMember))
+				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w", obj, m.Name, ErrDuplicateMember))
 				continue
 			}
 			g.Members = append(g.Members, m)
 		}
 	}
-	c.File = file
-	if len(b.errs) > 0 {
-		return nil, errors.Join(b.errs...)
+	if err := b.errs.Err(); err != nil {
+		return nil, err
 	}
 	out := &Set{Config: c, Zones: s.Zones, MMDB: s.MMDB, StateFile: s.StateFile, Groups: make(map[string]*GroupConfig, len(c.Groups))}
 	for i := range c.Groups {

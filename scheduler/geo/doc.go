@@ -15,6 +15,11 @@
 //		// echo FAMILY, SOURCE PREFIX-LENGTH and ADDRESS, set SCOPE to scope
 //	}
 //
+// [FromConfig] is the one builder of both daemons: it turns the geo block
+// of a config file (zones/yamlconf.Geo, the same in dnsd's and the
+// mirror's) into a Locator, reading the database and refusing one that is
+// corrupt with an error that names the file.
+//
 // [WriteMMDB] and [ReadRows] build small test databases from a CSV table;
 // cmd/mkmmdb is the command line for them.
 //

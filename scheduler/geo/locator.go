@@ -225,6 +225,31 @@ func (l *Locator) openDB(data []byte) error {
 		return fmt.Errorf("%w %q: want a City or Country database", ErrDatabaseType, t)
 	}
 	l.db, l.kind, l.dbType = db, k, t
+	if err := l.probeDB(db.Metadata().IPVersion); err != nil {
+		l.db, l.kind, l.dbType = nil, kindNone, ""
+		_ = db.Close()
+		return err
+	}
+	return nil
+}
+
+// probeDB looks up one address in each /4 of the address space (and of
+// IPv6's, unless the database is IPv4 only). Opening a database reads its
+// metadata alone; a search tree or data section that is corrupt shows in
+// lookups, and is better refused now, with the file named, than answered
+// with Default for every client it hides.
+func (l *Locator) probeDB(ipVersion uint) error {
+	for i := range 16 {
+		probes := []netip.Addr{netip.AddrFrom4([4]byte{byte(i << 4), 1, 2, 3})}
+		if ipVersion != 4 {
+			probes = append(probes, netip.AddrFrom16([16]byte{0: byte(i << 4), 1: 1, 15: 1}))
+		}
+		for _, a := range probes {
+			if _, _, err := l.lookupDB(a); err != nil {
+				return fmt.Errorf("corrupt database: looking up %s: %w", a, err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package mirror
+package yamlconf
 
 import (
 	"errors"
@@ -14,17 +14,20 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// decodeStrict decodes data, the YAML text of file, into cfg with unknown
-// keys refused, and returns where each key and value was written. Errors
-// have the form "FILE:LINE:COL: KEY.PATH: what". The approach follows
-// zones/load.go: walk the AST for positions, then decode with go-yaml's
-// strict mode and map its error back onto the AST.
-func decodeStrict(file string, data []byte, cfg any) (positions, error) {
+// Decode decodes data, the YAML text of the config file named file, into
+// v (a pointer to a struct with yaml tags) and returns where each key and
+// value was written. Unknown keys, wrong types, scalars that their type
+// does not accept ([Duration], [ByteSize], netip.Addr, netip.Prefix),
+// syntax errors, more than one document and YAML tags are errors of one
+// line, "FILE:LINE:COL: KEY.PATH: what". A panic of the YAML decoder on
+// malformed input is an error too. An empty file decodes to nothing: v is
+// left as it is. Nothing is defaulted or validated here.
+func Decode(file string, data []byte, v any) (Positions, error) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, yamlError(file, nil, err)
 	}
-	pos := make(positions)
+	pos := make(Positions)
 	docs := 0
 	for _, doc := range f.Docs {
 		if doc == nil || doc.Body == nil {
@@ -32,92 +35,75 @@ func decodeStrict(file string, data []byte, cfg any) (positions, error) {
 		}
 		docs++
 		if docs > 1 {
-			return nil, fmt.Errorf("%s:%s: more than one YAML document", file, tokenPos(doc.GetToken()))
+			tk := doc.Start // the "---"
+			if tk == nil {
+				tk = doc.Body.GetToken()
+			}
+			return nil, fmt.Errorf("%s:%s: more than one YAML document", file, tokenPos(tk))
 		}
-		ast.Walk(pos, doc.Body)
+		ast.Walk(walker(pos), doc.Body)
+		if tag := findTag(doc.Body); tag != nil {
+			return nil, fmt.Errorf("%s:%s: %s: YAML tag %s is not supported", file,
+				tokenPos(tag.GetToken()), trimPath(tag.GetPath()), oneLine(tag.GetToken().Value))
+		}
 	}
 	if docs == 0 {
 		return pos, nil
 	}
-	err = yaml.UnmarshalWithOptions(data, cfg, yaml.Strict(),
-		yaml.CustomUnmarshaler(func(d *Duration, b []byte) error {
-			return parseText(b, "duration", func(s string) error { return d.UnmarshalText([]byte(s)) })
-		}),
-		yaml.CustomUnmarshaler(func(n *ByteSize, b []byte) error {
-			return parseText(b, "size", func(s string) error { return n.UnmarshalText([]byte(s)) })
-		}),
-		yaml.CustomUnmarshaler(func(p *netip.Prefix, b []byte) error {
-			return parseText(b, "prefix", func(s string) error {
-				v, err := netip.ParsePrefix(s)
-				if err != nil {
-					return fmt.Errorf("invalid prefix %q: want e.g. 192.0.2.0/24 or 2001:db8::/32", s)
-				}
-				*p = v
-				return nil
-			})
-		}),
-	)
-	if err != nil {
+	if err := decode(data, v); err != nil {
 		return nil, yamlError(file, f, err)
 	}
 	return pos, nil
 }
 
-// positions maps a YAML path without the leading "$." ("backends[0].url")
-// to where it was written; it is filled by walking the parsed file.
-type positions map[string]token.Position
-
-// Visit records the position of every key and value (ast.Visitor).
-func (p positions) Visit(n ast.Node) ast.Visitor {
-	path := trimPath(n.GetPath())
-	switch n := n.(type) {
-	case *ast.MappingValueNode:
-		if n.Key != nil && n.Key.GetToken() != nil {
-			p.add(path, n.Key.GetToken())
+// decode decodes data into v strictly. The decoder has panicked on
+// malformed input that the parser accepted; such a panic is an error.
+func decode(data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (decoder failed: %v)", r)
 		}
-	case *ast.MappingNode:
-		if len(n.Values) > 0 && n.Values[0].Key != nil && n.Values[0].Key.GetToken() != nil {
-			p.add(path, n.Values[0].Key.GetToken())
-		}
-	default:
-		if tk := n.GetToken(); tk != nil {
-			p.add(path, tk)
-		}
-	}
-	return p
+	}()
+	return yaml.UnmarshalWithOptions(data, v, yaml.Strict(),
+		yaml.CustomUnmarshaler(func(a *netip.Addr, b []byte) error {
+			return parseText(b, "IP address", "", func(s string) (err error) { *a, err = netip.ParseAddr(s); return err })
+		}),
+		yaml.CustomUnmarshaler(func(p *netip.Prefix, b []byte) error {
+			return parseText(b, "prefix", prefixHint, func(s string) (err error) { *p, err = netip.ParsePrefix(s); return err })
+		}),
+		yaml.CustomUnmarshaler(func(d *Duration, b []byte) error {
+			return parseText(b, "duration", durationHint, func(s string) error { return d.UnmarshalText([]byte(s)) })
+		}),
+		yaml.CustomUnmarshaler(func(n *ByteSize, b []byte) error {
+			return parseText(b, "size", sizeHint, func(s string) error { return n.UnmarshalText([]byte(s)) })
+		}),
+	)
 }
 
-func (p positions) add(path string, tk *token.Token) {
-	if _, ok := p[path]; !ok && tk.Position != nil {
-		p[path] = *tk.Position
-	}
+// findTag returns the first tag node ("!foo value") under n, or nil: a
+// config has no use for tags, and the decoder mishandles some.
+func findTag(n ast.Node) ast.Node {
+	var found ast.Node
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		if found != nil {
+			return false
+		}
+		if n.Type() == ast.TagType {
+			found = n
+			return false
+		}
+		return true
+	}), n)
+	return found
 }
 
-// at returns the position of path, or of its nearest ancestor written.
-func (p positions) at(path string) (token.Position, bool) {
-	for {
-		if pos, ok := p[path]; ok {
-			return pos, true
-		}
-		if path == "" {
-			return token.Position{}, false
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			path = ""
-		} else {
-			path = path[:i]
-		}
-	}
-}
-
-// pathOf returns the path of the node written at tk, or "".
+// pathOf returns the key path of the node written at tk, or "".
 func pathOf(f *ast.File, tk *token.Token) string {
-	if f == nil || tk == nil || tk.Position == nil {
+	if tk == nil || tk.Position == nil {
 		return ""
 	}
 	var found string
-	v := visitFunc(func(n ast.Node) bool {
+	walkDocs(f, visitFunc(func(n ast.Node) bool {
 		if found != "" {
 			return false
 		}
@@ -127,15 +113,14 @@ func pathOf(f *ast.File, tk *token.Token) string {
 			return false
 		}
 		return true
-	})
-	walkDocs(f, v)
+	}))
 	return found
 }
 
 // nodeWithText returns the first scalar node whose text is s, or nil.
 func nodeWithText(f *ast.File, s string) ast.Node {
 	var found ast.Node
-	v := visitFunc(func(n ast.Node) bool {
+	walkDocs(f, visitFunc(func(n ast.Node) bool {
 		if found != nil {
 			return false
 		}
@@ -148,11 +133,11 @@ func nodeWithText(f *ast.File, s string) ast.Node {
 			}
 		}
 		return true
-	})
-	walkDocs(f, v)
+	}))
 	return found
 }
 
+// walkDocs walks every document of f (none when f is nil).
 func walkDocs(f *ast.File, v ast.Visitor) {
 	if f == nil {
 		return
@@ -173,6 +158,8 @@ func (v visitFunc) Visit(n ast.Node) ast.Visitor {
 	return nil
 }
 
+// trimPath turns a go-yaml path ("$.groups[0].name") into a key path
+// ("groups[0].name").
 func trimPath(p string) string {
 	p = strings.TrimPrefix(p, "$")
 	return oneLine(strings.TrimPrefix(p, "."))
@@ -188,6 +175,7 @@ func oneLine(s string) string {
 	return q[1 : len(q)-1]
 }
 
+// tokenPos returns "LINE:COL" of tk, or "1:1" when it has no position.
 func tokenPos(tk *token.Token) string {
 	if tk == nil || tk.Position == nil {
 		return "1:1"
@@ -197,28 +185,36 @@ func tokenPos(tk *token.Token) string {
 
 // textError is a scalar that its type's text form does not accept.
 type textError struct {
-	text string
+	text string // the scalar as written
+	what string // the type, as a config file's author calls it
+	hint string // what would do, or ""
 	err  error
 }
 
-func (e *textError) Error() string { return e.err.Error() }
+func (e *textError) Error() string {
+	msg := fmt.Sprintf("invalid %s %q", e.what, e.text)
+	if e.hint != "" {
+		msg += ": want " + e.hint
+	}
+	return msg
+}
 
 func (e *textError) Unwrap() error { return e.err }
 
 // parseText decodes the YAML scalar b as a string and hands it to parse.
-func parseText(b []byte, what string, parse func(string) error) error {
+func parseText(b []byte, what, hint string, parse func(string) error) error {
 	var s string
 	if err := yaml.Unmarshal(b, &s); err != nil {
-		text := strings.TrimSpace(string(b))
-		return &textError{text: text, err: fmt.Errorf("invalid %s %q", what, text)}
+		return &textError{text: strings.TrimSpace(string(b)), what: what, hint: hint, err: err}
 	}
 	if err := parse(s); err != nil {
-		return &textError{text: s, err: err}
+		return &textError{text: s, what: what, hint: hint, err: err}
 	}
 	return nil
 }
 
-// yamlError turns a go-yaml error into one line: "FILE:LINE:COL: PATH: what".
+// yamlError turns an error of go-yaml (or of decode) into one line:
+// "FILE:LINE:COL: PATH: what".
 func yamlError(file string, f *ast.File, err error) error {
 	var te *textError
 	if errors.As(err, &te) {
@@ -229,7 +225,7 @@ func yamlError(file string, f *ast.File, err error) error {
 	}
 	var ye yaml.Error
 	if !errors.As(err, &ye) {
-		return fmt.Errorf("%s:1:1: %s", file, firstLine(err.Error()))
+		return fmt.Errorf("%s:1:1: %s", file, oneLine(firstLine(err.Error())))
 	}
 	var what string
 	switch e := ye.(type) {
@@ -240,9 +236,9 @@ func yamlError(file string, f *ast.File, err error) error {
 	case *yaml.UnexpectedNodeTypeError:
 		what = fmt.Sprintf("wrong type: want %s, got %s", e.Expected.YAMLName(), e.Actual.YAMLName())
 	case *yaml.OverflowError:
-		what = fmt.Sprintf("%s is out of range for %s", e.SrcNum, typeName(e.DstType))
+		what = fmt.Sprintf("%s is out of range for %s", oneLine(e.SrcNum), typeName(e.DstType))
 	default:
-		what = firstLine(ye.GetMessage())
+		what = oneLine(firstLine(ye.GetMessage()))
 	}
 	tk := ye.GetToken()
 	where := file + ":" + tokenPos(tk)
@@ -262,6 +258,10 @@ func typeName(t reflect.Type) string {
 		return "duration"
 	case reflect.TypeFor[ByteSize]():
 		return "size"
+	case reflect.TypeFor[netip.Addr]():
+		return "IP address"
+	case reflect.TypeFor[netip.Prefix]():
+		return "prefix"
 	}
 	switch t.Kind() {
 	case reflect.Bool:

@@ -1,0 +1,28 @@
+// Package yamlconf is the one config layer of dnsd and the mirror: strict,
+// positioned YAML decoding, one error collector, and the value types that
+// both config files share.
+//
+// [Decode] decodes a config file into a struct with unknown keys refused,
+// refuses more than one YAML document and any YAML tag, turns a panic of
+// the YAML decoder into an error, and returns the [Positions] of every key
+// and value, so that validation can say where a key path was written.
+// Every error it returns is one line of the form
+//
+//	FILE:LINE:COL: KEY.PATH: what
+//
+// [Errors] collects the errors of one file's validation, each prefixed
+// with the file:line:col of the key path it is about and naming its object,
+// either by the message itself (dnsd: `group "www": member "fra1": capacity
+// must be > 0`) or by the key path ([Errors.KeyErrorf], the mirror:
+// `capacity: must be > 0, got 0`), and joins them with errors.Join.
+//
+// The shared value types are [Duration] ("10s"), [ByteSize] ("512MiB"),
+// [Location] and the geo block [Geo] with its [Network] rows; [Geo.Check]
+// and [Location.Check] validate and normalise them the same way in both
+// daemons, with the same errors; [IsMemberName] is the syntax of a
+// member's name in both. scheduler/geo builds a locator from a checked
+// Geo.
+//
+// The package imports nothing of transmirror and only a YAML library
+// besides the standard library, so that every other package may use it.
+package yamlconf
