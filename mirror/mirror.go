@@ -107,9 +107,10 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 	m = &Mirror{log: o.Logger, reg: o.Registry, started: o.Clock()}
 	m.cfg.Store(cfg)
+	built := m // m is nil once an error is returned
 	defer func() {
 		if err != nil {
-			m.Close()
+			built.Close()
 		}
 	}()
 

@@ -156,3 +156,22 @@ func TestPrepareReload(t *testing.T) {
 		})
 	}
 }
+
+// TestNewFails: New returns the error of what it could not open (and
+// releases what it had opened) instead of failing on its way out.
+func TestNewFails(t *testing.T) {
+	dir := newReloadDir(t)
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"corrupt mmdb", reloadBaseYAML + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := New(dir.parse(t, tt.yaml), Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil {
+				t.Fatalf("New = %v, %v; want nil and an error with %q", m, err, tt.want)
+			}
+		})
+	}
+}
