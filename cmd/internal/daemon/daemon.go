@@ -148,7 +148,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // errors read "must be > 0", not "\u003e"
+	_ = enc.Encode(v)
 }
 
 // Component is one part of a daemon: it runs until ctx is done, then

@@ -136,6 +136,7 @@ func TestReloadHandler(t *testing.T) {
 		{"loopback, reloaded", "127.0.0.1:4000", nil, http.StatusOK, `"status":"reloaded"`, true},
 		{"loopback v6, failed", "[::1]:4000", errors.New("m.yaml: listen: changed from a to b: needs a restart"), http.StatusBadRequest, `"error":"m.yaml: listen: changed from a to b: needs a restart"`, true},
 		{"v4-mapped loopback", "[::ffff:127.0.0.1]:4000", nil, http.StatusOK, "reloaded", true},
+		{"error as written", "127.0.0.1:4000", errors.New("capacity: must be > 0"), http.StatusBadRequest, "must be > 0", true},
 		{"remote caller", "192.0.2.7:4000", nil, http.StatusForbidden, "loopback only", false},
 		{"no address", "", nil, http.StatusForbidden, "loopback only", false},
 	}
