@@ -2,6 +2,9 @@ package mirror
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +176,55 @@ func TestNewFails(t *testing.T) {
 				t.Fatalf("New = %v, %v; want nil and an error with %q", m, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestReloadWhileServing commits reloads while requests on the group name
+// are served (run with -race): every request is answered.
+func TestReloadWhileServing(t *testing.T) {
+	dir := newReloadDir(t)
+	if err := os.WriteFile(filepath.Join(string(dir), "root", "f.txt"), []byte("f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(dir.parse(t, reloadBaseYAML), Options{RunQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(errc)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			req := httptest.NewRequest(http.MethodGet, "http://www.example.test/f.txt", nil)
+			req.RemoteAddr = "198.51.100.7:1234"
+			w := httptest.NewRecorder()
+			m.Handler().ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				errc <- fmt.Errorf("GET: %d", w.Code)
+				return
+			}
+		}
+	}()
+	for i := range 50 {
+		yaml := strings.Replace(reloadBaseYAML, "capacity: 100", fmt.Sprintf("capacity: %d", 100+i), 1) +
+			fmt.Sprintf("redirect: {max_share: 0.%d}\ngeo: {networks: [{prefix: 198.51.100.0/24, location: {country: DE}}]}\n", 1+i%9)
+		r, err := m.PrepareReload(dir.parse(t, yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Commit()
+	}
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Reporter().Snapshot(time.Now()).Capacity; got != 149 {
+		t.Errorf("capacity %g after the last reload, want 149", got)
 	}
 }
