@@ -22,19 +22,27 @@ const minMeterRefresh = 10 * time.Millisecond
 // (a tenth of the report window: one bucket of the Reporter) instead of
 // being taken for every request. A LoadMeter is safe for concurrent use.
 type LoadMeter struct {
-	rep      *probe.Reporter
-	capacity float64
-	refresh  time.Duration
+	rep     *probe.Reporter
+	refresh time.Duration
 
-	mu sync.Mutex
-	at time.Time // when u was taken; zero: never
-	u  float64
+	mu       sync.Mutex
+	capacity float64
+	at       time.Time // when u was taken; zero: never
+	u        float64
 }
 
 // NewLoadMeter returns a LoadMeter over rep for a mirror of this capacity
 // (load units, > 0) that caches a figure for refresh (at least 10ms).
 func NewLoadMeter(rep *probe.Reporter, capacity float64, refresh time.Duration) *LoadMeter {
 	return &LoadMeter{rep: rep, capacity: capacity, refresh: max(refresh, minMeterRefresh)}
+}
+
+// SetCapacity makes capacity (load units, > 0) the mirror's capacity from
+// now on (a reload); the cached figure is dropped.
+func (m *LoadMeter) SetCapacity(capacity float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.capacity, m.at = capacity, time.Time{}
 }
 
 // Utilization returns the mirror's serving utilization at now:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,9 @@ var (
 	// ErrNoContent is returned by New for a config with backends but no
 	// content handler (the site front end) in Options.
 	ErrNoContent = errors.New("mirror: backends need a content handler")
+	// ErrNeedsRestart is wrapped by the errors of a reload that changes a
+	// key the running mirror can not change (see RestartChanges).
+	ErrNeedsRestart = errors.New("needs a restart")
 )
 
 // adminShutdownTimeout is the admin server's grace on shutdown.
@@ -69,7 +73,7 @@ type Options struct {
 // ViewWatcher (GROUP-QUERY). Build it with New, run Run and one Serve per
 // public listener (and ServeAdmin) under one context, then Close it.
 type Mirror struct {
-	cfg      *Config
+	cfg      atomic.Pointer[Config] // swapped by a reload (Reload.Commit)
 	log      *slog.Logger
 	reg      *prometheus.Registry
 	reporter *probe.Reporter
@@ -101,10 +105,12 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	m = &Mirror{cfg: cfg, log: o.Logger, reg: o.Registry, started: o.Clock()}
+	m = &Mirror{log: o.Logger, reg: o.Registry, started: o.Clock()}
+	m.cfg.Store(cfg)
+	built := m // m is nil once an error is returned
 	defer func() {
 		if err != nil {
-			m.Close()
+			built.Close()
 		}
 	}()
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -334,9 +335,11 @@ type RedirectorOptions struct {
 
 // Redirector is the http.Handler of 302 correction: it runs Decide for
 // every request and redirects, refuses or hands it to the next handler.
-// It is safe for concurrent use.
+// Its rules and locator can be swapped while it serves (SetRules). It is
+// safe for concurrent use.
 type Redirector struct {
-	o RedirectorOptions
+	o   RedirectorOptions
+	cur atomic.Pointer[redirectConfig]
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
@@ -374,6 +377,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, no_sibling).",
 		}, []string{"reason"}),
 	}
+	rd.cur.Store(&redirectConfig{rules: o.Rules, loc: o.Locator})
 	for _, r := range []string{ReasonOverload, ReasonDispatch} {
 		rd.redirects.WithLabelValues(r)
 	}
@@ -390,9 +394,29 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 	return rd, nil
 }
 
+// redirectConfig is what SetRules swaps: one immutable value, so that a
+// request sees the rules and the locator of one configuration.
+type redirectConfig struct {
+	rules RedirectRules
+	loc   *geo.Locator
+}
+
+// SetRules makes rules and loc (nil: the unknown location for everyone)
+// the redirect rules and the client locator from the next request on.
+// rules.Group and rules.Dispatcher keep the values NewRedirector was
+// given: they decide how the mirror was built, and need a restart.
+func (rd *Redirector) SetRules(rules RedirectRules, loc *geo.Locator) {
+	rules.Group, rules.Dispatcher = rd.o.Rules.Group, rd.o.Rules.Dispatcher
+	rd.cur.Store(&redirectConfig{rules: rules, loc: loc})
+}
+
+// Rules returns the rules in use.
+func (rd *Redirector) Rules() RedirectRules { return rd.cur.Load().rules }
+
 // ServeHTTP decides and acts.
 func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rules := &rd.o.Rules
+	cur := rd.cur.Load()
+	rules := &cur.rules
 	if !rules.Dispatcher && !hostMatches(r.Host, rules.Group) {
 		rd.o.Next.ServeHTTP(w, r) // the common case, without a draw
 		return
@@ -414,7 +438,7 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Host:   r.Host,
 		Path:   r.URL.Path,
 		Size:   rd.sizeFunc(r),
-		Client: func() scheduler.Client { return rd.client(r) },
+		Client: func() scheduler.Client { return locateClient(r, cur.loc) },
 	}, u, snap, now, rnd)
 	rd.act(w, r, d)
 }
@@ -460,8 +484,9 @@ func writeTiny(w http.ResponseWriter, r *http.Request, code int) {
 	}
 }
 
-// client locates the request's remote address (no ECS over HTTP).
-func (rd *Redirector) client(r *http.Request) scheduler.Client {
+// locateClient locates the request's remote address with loc (no ECS
+// over HTTP); a nil loc puts everyone at the unknown location.
+func locateClient(r *http.Request, loc *geo.Locator) scheduler.Client {
 	var src netip.Addr
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		src = ap.Addr()
@@ -470,8 +495,8 @@ func (rd *Redirector) client(r *http.Request) scheduler.Client {
 	}
 	p := geo.ClientPrefix(src, netip.Prefix{}, false)
 	c := scheduler.Client{Key: scheduler.ScopeKey(p)}
-	if rd.o.Locator != nil {
-		c.Loc = rd.o.Locator.Locate(p).Loc
+	if loc != nil {
+		c.Loc = loc.Locate(p).Loc
 	}
 	return c
 }

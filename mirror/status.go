@@ -202,7 +202,7 @@ var _ SiteStatusSource = (*siteHandler)(nil)
 // other server: the load snapshot, the counters, the view and the
 // policy's own report.
 func (m *Mirror) Status(now time.Time) Status {
-	cfg := m.cfg
+	cfg := m.cfg.Load()
 	s := Status{
 		Time: now, Group: cfg.Group, Member: cfg.Member, Host: cfg.Host,
 		Role: RoleRoot, Started: m.started, UptimeSeconds: max(now.Sub(m.started).Seconds(), 0),
@@ -224,7 +224,7 @@ func (m *Mirror) Status(now time.Time) Status {
 		s.Load.Utilization = rep.Load / rep.Capacity
 	}
 
-	rules := m.redirect.o.Rules
+	rules := m.redirect.Rules()
 	s.Redirect = RedirectStatus{
 		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
 		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,

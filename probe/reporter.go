@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,7 @@ type Reporter struct {
 
 	inFlight atomic.Int64
 	seq      atomic.Uint64
+	capacity atomic.Uint64 // math.Float64bits of the capacity; see SetCapacity
 
 	mu      sync.Mutex
 	buckets [reporterBuckets]bucket
@@ -70,8 +72,8 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if err := checkName(cfg.Member); err != nil {
 		return nil, fmt.Errorf("%w: member: %w", ErrInvalidSpec, err)
 	}
-	if !(cfg.Capacity >= 0) || cfg.Capacity > 1e300 {
-		return nil, fmt.Errorf("%w: capacity %g: want a finite number >= 0", ErrInvalidSpec, cfg.Capacity)
+	if err := CheckCapacity(cfg.Capacity); err != nil {
+		return nil, err
 	}
 	if cfg.Window == 0 {
 		cfg.Window = DefaultReportWindow
@@ -92,7 +94,26 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	for i := range r.buckets {
 		r.buckets[i].epoch = -1 << 62
 	}
+	r.capacity.Store(math.Float64bits(cfg.Capacity))
 	return r, nil
+}
+
+// CheckCapacity returns an error unless c is a capacity that a Reporter
+// takes: a finite number >= 0.
+func CheckCapacity(c float64) error {
+	if !(c >= 0) || c > 1e300 {
+		return fmt.Errorf("%w: capacity %g: want a finite number >= 0", ErrInvalidSpec, c)
+	}
+	return nil
+}
+
+// SetCapacity makes c the capacity of the reports from now on (a reload).
+// c must pass CheckCapacity; any other value is ignored, so that the
+// reports stay valid.
+func (r *Reporter) SetCapacity(c float64) {
+	if CheckCapacity(c) == nil {
+		r.capacity.Store(math.Float64bits(c))
+	}
 }
 
 // RequestStarted counts a request in flight; pair it with RequestDone.
@@ -169,7 +190,7 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 		Conns:              max(r.inFlight.Load(), 0),
 		BytesPerSecond:     rate(byt),
 		RedirectsPerSecond: rate(red),
-		Capacity:           r.cfg.Capacity,
+		Capacity:           math.Float64frombits(r.capacity.Load()),
 	}
 	rep.Load = LoadOf(rep.R, rep.M)
 	return rep

@@ -207,3 +207,27 @@ func TestNewReporterErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestReporterSetCapacity(t *testing.T) {
+	tests := []struct {
+		name string
+		set  float64
+		want float64
+	}{
+		{"raised", 5000, 5000},
+		{"zero", 0, 0},
+		{"negative ignored", -1, 2000},
+		{"NaN ignored", math.NaN(), 2000},
+		{"infinite ignored", math.Inf(1), 2000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock(time.Unix(1000, 0))
+			r := newTestReporter(t, clk, time.Second, fixedRunQueue(0))
+			r.SetCapacity(tt.set)
+			if got := r.Snapshot(clk.Now()).Capacity; got != tt.want {
+				t.Errorf("capacity %g after SetCapacity(%g), want %g", got, tt.set, tt.want)
+			}
+		})
+	}
+}

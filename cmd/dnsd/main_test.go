@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,6 +43,60 @@ func TestFlags(t *testing.T) {
 			}
 			if !strings.Contains(errb.String(), tc.want) {
 				t.Errorf("stderr %q lacks %q", errb.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckGeo: -check opens the GeoIP database the way a start does, so
+// a corrupt one fails the check with the file's name.
+func TestCheckGeo(t *testing.T) {
+	dir := t.TempDir()
+	zone := "$ORIGIN example.test.\n$TTL 300\n@ IN SOA ns1 hostmaster 1 3600 600 604800 60\n@ IN NS ns1\nns1 IN A 127.0.0.1\n"
+	if err := os.WriteFile(filepath.Join(dir, "example.test.zone"), []byte(zone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 4096)
+	if _, err := rand.Read(junk); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "corrupt.mmdb"), junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	demoMMDB, err := filepath.Abs(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.mmdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := func(mmdb string) string {
+		return "listen: [\"127.0.0.1:0\"]\nzones:\n  - {origin: example.test., file: example.test.zone}\n" +
+			"geo: {mmdb: \"" + mmdb + "\"}\n"
+	}
+	tests := []struct {
+		name   string
+		config string
+		code   int
+		want   string // in stdout for 0, in stderr otherwise
+	}{
+		{"good mmdb", config(demoMMDB), 0, "ok: 1 zones"},
+		{"corrupt mmdb", config("corrupt.mmdb"), 1, "corrupt.mmdb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			if err := os.WriteFile(p, []byte(tt.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			code := run([]string{"-check", "-config", p}, &out, &errb)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tt.code, errb.String())
+			}
+			got := out.String()
+			if tt.code != 0 {
+				got = errb.String()
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("output %q lacks %q", got, tt.want)
 			}
 		})
 	}

@@ -7,7 +7,11 @@
 // Usage:
 //
 //	mirror -config mirror.yaml [-listen ADDR]... [-admin ADDR]
-//	mirror -check -config mirror.yaml    validate and exit 0 or 1
+//	mirror -check -config mirror.yaml    validate, prepare and exit 0 or 1
+//
+// -check runs what a start runs before it serves (the config, the
+// document root, the GeoIP database, the site front end) and exits: 0 if
+// the mirror would start, 1 with the error otherwise.
 //
 // -listen (repeatable) replaces the config's listen addresses and -admin
 // its admin address; port 0 picks a free port. Once the sockets are open
@@ -16,9 +20,16 @@
 // msg="mirror started".
 //
 // Signals: SIGINT and SIGTERM stop accepting connections and drain the
-// requests in flight for up to timeouts.shutdown. SIGHUP does not reload
-// yet: it is logged and ignored (the process keeps running with the
-// config it started with); restart the mirror to apply a new config.
+// requests in flight for up to timeouts.shutdown. SIGHUP, and POST
+// /-/reload on the admin address (loopback callers only), reload the
+// config: it is read and validated again, what can fail is prepared (the
+// GeoIP database, the redirect rules), then the capacity, the redirect
+// rules, geo, location and host are swapped in at once. A config that is
+// invalid, or that changes a key the running mirror can not change
+// (listen, admin, group, member, root, backends, site, dispatcher, dnsd,
+// timeouts, listing, load_window), is refused with an error naming the
+// key, in the log and in the reply, and the old config keeps serving;
+// transmirror_mirror_config_last_reload_successful says which happened.
 package main
 
 import (
@@ -32,28 +43,22 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// listFlag is a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 type options struct {
 	config    string
 	check     bool
-	listen    listFlag
+	listen    daemon.ListFlag
 	admin     string
 	logFormat string
 	logLevel  string
@@ -64,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("mirror", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.config, "config", "", "path of the YAML configuration file (required)")
-	fs.BoolVar(&o.check, "check", false, "validate the configuration, then exit")
+	fs.BoolVar(&o.check, "check", false, "validate the configuration and prepare what a start opens, then exit")
 	fs.Var(&o.listen, "listen", "public HTTP listen address host:port (repeatable; replaces the config's)")
 	fs.StringVar(&o.admin, "admin", "", "admin HTTP listen address host:port (replaces the config's)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -89,21 +94,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
-	}
-	ho := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
-	}
-	return nil, fmt.Errorf("-log-format %q: want text or json", format)
-}
-
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -121,31 +111,47 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
 	}
-	logger, err := newLogger(stderr, o.logFormat, o.logLevel)
+	logger, err := daemon.NewLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
 	}
-	cfg, err := mirror.LoadConfig(o.config)
+	ld := loader{opts: o}
+	cfg, err := ld.load()
+	if err == nil && o.check {
+		err = check(cfg, logger)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
-	}
-	if len(o.listen) > 0 {
-		cfg.Listen = append([]string(nil), o.listen...)
-	}
-	if o.admin != "" {
-		cfg.Admin = o.admin
 	}
 	if o.check {
 		fmt.Fprintf(stdout, "%s: ok: member %s of group %s, %s\n", o.config, cfg.Member, cfg.Group, role(cfg))
 		return 0
 	}
-	if err := serve(ctx, cfg, logger); err != nil {
+	if err := serve(ctx, ld, cfg, logger); err != nil {
 		logger.Error("mirror stopped", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// loader reads the config file and applies the command line's listen
+// addresses, the same way at start and on every reload.
+type loader struct{ opts options }
+
+func (l loader) load() (*mirror.Config, error) {
+	cfg, err := mirror.LoadConfig(l.opts.config)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.opts.listen) > 0 {
+		cfg.Listen = append([]string(nil), l.opts.listen...)
+	}
+	if l.opts.admin != "" {
+		cfg.Admin = l.opts.admin
+	}
+	return cfg, nil
 }
 
 // role describes what the mirror serves, for -check.
@@ -159,24 +165,60 @@ func role(cfg *mirror.Config) string {
 	return "serving " + cfg.Root
 }
 
-func serve(ctx context.Context, cfg *mirror.Config, logger *slog.Logger) error {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	var content http.Handler
+// build is what a start does before it serves, everything that can fail:
+// the site front end (with backends), then the mirror (the document root,
+// the GeoIP database, the redirect rules, the metrics in reg). The
+// returned func releases them once nothing serves any more.
+func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*mirror.Mirror, func(), error) {
+	var (
+		content http.Handler
+		site    io.Closer
+	)
 	if len(cfg.Backends) > 0 {
 		h, closer, err := mirror.NewSiteHandler(cfg, mirror.SiteOptions{Logger: logger, Registerer: reg})
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer closer.Close()
-		content = h
+		content, site = h, closer
 	}
 	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content, ReportWindow: cfg.LoadWindow.D()})
 	if err != nil {
+		if site != nil {
+			site.Close()
+		}
+		return nil, nil, err
+	}
+	return m, func() {
+		m.Close()
+		if site != nil {
+			site.Close()
+		}
+	}, nil
+}
+
+// check runs exactly a start's build, with private metrics, and releases
+// it: it serves nothing and opens no socket.
+func check(cfg *mirror.Config, logger *slog.Logger) error {
+	_, release, err := build(cfg, logger, prometheus.NewRegistry())
+	if err != nil {
 		return err
 	}
-	defer m.Close()
+	release()
+	return nil
+}
+
+func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, release, err := build(cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer release()
+	reloader, err := daemon.NewReloader("mirror", cfg.File, configLoad{ld, m}.reload, logger, reg)
+	if err != nil {
+		return err
+	}
 
 	var lns []net.Listener
 	defer func() {
@@ -192,7 +234,6 @@ func serve(ctx context.Context, cfg *mirror.Config, logger *slog.Logger) error {
 		lns = append(lns, ln)
 		logger.Info("http listening", "addr", ln.Addr().String())
 	}
-	nPublic := len(lns)
 	if cfg.Site.HandoffSocket != "" {
 		// The back-end role of connection handoff: a front end on this host
 		// passes accepted client connections over this socket.
@@ -201,44 +242,36 @@ func serve(ctx context.Context, cfg *mirror.Config, logger *slog.Logger) error {
 			return fmt.Errorf("mirror: handoff: %w", err)
 		}
 		lns = append(lns, ln)
-		nPublic++
 		logger.Info("handoff listening", "socket", cfg.Site.HandoffSocket)
 	}
-	var adminLn net.Listener
+	components := []daemon.Component{m.Run}
+	for _, ln := range lns {
+		components = append(components, func(ctx context.Context) error { return m.Serve(ctx, ln) })
+	}
 	if cfg.Admin != "" {
-		if adminLn, err = net.Listen("tcp", cfg.Admin); err != nil {
+		ln, err := net.Listen("tcp", cfg.Admin)
+		if err != nil {
 			return fmt.Errorf("mirror: admin: %w", err)
 		}
-		lns = append(lns, adminLn)
-		logger.Info("admin listening", "addr", adminLn.Addr().String())
-	}
-
-	// SIGHUP is caught from here on, before "mirror started" tells anyone
-	// that they may send it; without a handler it would kill the process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return m.Run(gctx) })
-	for _, ln := range lns[:nPublic] {
-		g.Go(func() error { return m.Serve(gctx, ln) })
-	}
-	if adminLn != nil {
-		g.Go(func() error { return m.ServeAdmin(gctx, adminLn) })
-	}
-	g.Go(func() error {
-		for {
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-hup:
-				logger.Warn("SIGHUP: reload is not supported yet; restart the mirror to apply a new config", "config", cfg.File)
-			}
+		lns = append(lns, ln)
+		logger.Info("admin listening", "addr", ln.Addr().String())
+		admin := http.NewServeMux()
+		admin.Handle("POST /-/reload", daemon.ReloadHandler(reloader.Reload))
+		admin.Handle("/", m.AdminHandler())
+		hs := &http.Server{
+			Handler:           admin,
+			ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout:       60 * time.Second,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
-	})
-	logger.Info("mirror started", "group", cfg.Group, "member", cfg.Member, "role", role(cfg))
-	if err := g.Wait(); err != nil {
+		components = append(components, daemon.ServeHTTP("mirror: admin", ln, hs, 5*time.Second))
+	}
+	// SIGHUP is caught before "mirror started" tells anyone that they may
+	// send it; without a handler it would kill the process.
+	started := func() {
+		logger.Info("mirror started", "group", cfg.Group, "member", cfg.Member, "role", role(cfg))
+	}
+	if err := daemon.Run(ctx, reloader.Reload, started, components...); err != nil {
 		return err
 	}
 	logger.Info("mirror stopped")

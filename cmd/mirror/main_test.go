@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -42,6 +44,13 @@ root: root
 
 func TestFlags(t *testing.T) {
 	good := writeConfig(t, goodYAML)
+	fixture, err := filepath.Abs(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.mmdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodMMDB := writeConfig(t, goodYAML+fmt.Sprintf("geo: {mmdb: %q}\n", fixture))
+	corrupt := writeConfig(t, goodYAML+"geo: {mmdb: corrupt.mmdb}\n")
+	writeRandom(t, filepath.Join(filepath.Dir(corrupt), "corrupt.mmdb"))
 	bad := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: A\nhost: a.example.test\nroot: root\n")
 	dispatcher := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: d\nhost: d.example.test\ndispatcher: true\n")
 	tests := []struct {
@@ -63,6 +72,8 @@ func TestFlags(t *testing.T) {
 		{"listen overridden", []string{"-config", good, "-check", "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, 0, "ok:", ""},
 		{"bad config: file:line:col", []string{"-config", bad, "-check"}, 1, "", `mirror.yaml:3:1: member: "A" must match [a-z0-9-]+`},
 		{"dispatcher needs dnsd", []string{"-config", dispatcher, "-check"}, 1, "", "dispatcher: needs dnsd"},
+		{"check opens the mmdb", []string{"-config", goodMMDB, "-check"}, 0, "ok:", ""},
+		{"check: corrupt mmdb", []string{"-config", corrupt, "-check"}, 1, "", "corrupt.mmdb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +88,18 @@ func TestFlags(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errb.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+// writeRandom writes 4 KiB of random bytes to path, e.g. a corrupt .mmdb.
+func writeRandom(t *testing.T, path string) {
+	t.Helper()
+	b := make([]byte, 4096)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -98,17 +121,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestServe starts the daemon on port 0, reads the addresses from its log
-// the way the e2e harness does, fetches a file and the admin endpoints,
-// and stops it.
-func TestServe(t *testing.T) {
-	cfg := writeConfig(t, goodYAML)
-	var logs syncBuffer
+// startServe runs the daemon with cfg on port 0 until the test ends,
+// reads the addresses from its log the way the e2e harness does, and
+// returns them and the log.
+func startServe(t *testing.T, cfg string) (public, admin string, logs *syncBuffer) {
+	t.Helper()
+	logs = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- runContext(ctx, []string{"-config", cfg}, io.Discard, &logs) }()
+	go func() { done <- runContext(ctx, []string{"-config", cfg}, io.Discard, logs) }()
 	exited := false
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if exited {
 			return
@@ -119,7 +142,7 @@ func TestServe(t *testing.T) {
 		if !strings.Contains(logs.String(), `msg="mirror stopped"`) {
 			t.Errorf("no stop line in\n%s", logs.String())
 		}
-	}()
+	})
 
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), `msg="mirror started"`) {
@@ -140,7 +163,13 @@ func TestServe(t *testing.T) {
 		}
 		return m[1]
 	}
-	public, admin := addr("http listening"), addr("admin listening")
+	return addr("http listening"), addr("admin listening"), logs
+}
+
+// TestServe starts the daemon on port 0, fetches a file and the admin
+// endpoints, and stops it.
+func TestServe(t *testing.T) {
+	public, admin, _ := startServe(t, writeConfig(t, goodYAML))
 	c := &http.Client{Timeout: 5 * time.Second}
 	for _, tc := range []struct{ url, want string }{
 		{"http://" + public + "/hello.txt", "hello\n"},
@@ -157,5 +186,65 @@ func TestServe(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), tc.want) {
 			t.Errorf("GET %s: %s, body %q lacks %q", tc.url, resp.Status, body, tc.want)
 		}
+	}
+}
+
+// TestReload: POST /-/reload takes a new capacity, refuses a broken config
+// or a restart-only change with the error in its body (the old config
+// keeps serving), and the outcome is exported.
+func TestReload(t *testing.T) {
+	cfg := writeConfig(t, goodYAML+"capacity: 100\n")
+	public, admin, _ := startServe(t, cfg)
+	writeRandom(t, filepath.Join(filepath.Dir(cfg), "corrupt.mmdb"))
+	c := &http.Client{Timeout: 5 * time.Second}
+	get := func(url string) string {
+		t.Helper()
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	tests := []struct {
+		name     string
+		yaml     string
+		code     int
+		body     string
+		capacity string // in the load report afterwards
+		ok       string // transmirror_mirror_config_last_reload_successful
+	}{
+		{"capacity", goodYAML + "capacity: 250\n", http.StatusOK, `"status":"reloaded"`, `"capacity":250`, "1"},
+		{"invalid", goodYAML + "capacity: -1\n", http.StatusBadRequest, "capacity: must be > 0", `"capacity":250`, "0"},
+		{"restart-only key", strings.Replace(goodYAML, "member: a", "member: b", 1), http.StatusBadRequest,
+			`member: changed from \"a\" to \"b\": needs a restart`, `"capacity":250`, "0"},
+		{"corrupt mmdb", goodYAML + "capacity: 300\ngeo: {mmdb: corrupt.mmdb}\n", http.StatusBadRequest, "corrupt.mmdb", `"capacity":250`, "0"},
+		{"good again", goodYAML + "capacity: 400\n", http.StatusOK, "reloaded", `"capacity":400`, "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(cfg, []byte(tt.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Post("http://"+admin+"/-/reload", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.code || !strings.Contains(string(b), tt.body) {
+				t.Errorf("POST /-/reload: %d %s, want %d with %q", resp.StatusCode, b, tt.code, tt.body)
+			}
+			if got := get("http://" + admin + "/v1/load"); !strings.Contains(got, tt.capacity) {
+				t.Errorf("load report %s lacks %s", got, tt.capacity)
+			}
+			if got := get("http://" + public + "/hello.txt"); got != "hello\n" {
+				t.Errorf("public GET: %q", got)
+			}
+			if m := get("http://" + admin + "/metrics"); !strings.Contains(m, "transmirror_mirror_config_last_reload_successful "+tt.ok+"\n") {
+				t.Errorf("metrics lack last_reload_successful %s", tt.ok)
+			}
+		})
 	}
 }

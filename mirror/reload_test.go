@@ -1,0 +1,230 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const reloadBaseYAML = `listen: ["127.0.0.1:8080"]
+admin: 127.0.0.1:9180
+group: www.example.test
+member: a
+host: a.mirrors.example.test
+root: root
+capacity: 100
+dnsd: {url: "http://127.0.0.1:8053", secret: s3cret}
+`
+
+// reloadDir is a directory with two document roots (root, root2), a
+// corrupt GeoIP database (bad.mmdb) and, for each config written with
+// parse, a mirror.yaml.
+type reloadDir string
+
+func newReloadDir(t *testing.T) reloadDir {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"root", "root2"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.mmdb"), []byte("\x8a\x13 not a MaxMind database \xff\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return reloadDir(dir)
+}
+
+func (d reloadDir) parse(t *testing.T, yaml string) *Config {
+	t.Helper()
+	p := filepath.Join(string(d), "mirror.yaml")
+	cfg, err := ParseConfig(p, []byte(yaml))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	return cfg
+}
+
+func TestRestartChanges(t *testing.T) {
+	dir := newReloadDir(t)
+	cur := dir.parse(t, reloadBaseYAML)
+	edit := func(old, new string) string { return strings.Replace(reloadBaseYAML, old, new, 1) }
+	tests := []struct {
+		name string
+		yaml string
+		want []string // substrings of the error; none: reloadable
+		not  string   // must not appear in the error
+	}{
+		{"unchanged", reloadBaseYAML, nil, ""},
+		{"capacity", edit("capacity: 100", "capacity: 250"), nil, ""},
+		{"host", edit("host: a.mirrors", "host: a2.mirrors"), nil, ""},
+		{"redirect", reloadBaseYAML + "redirect: {max_share: 0.2, low_watermark: 0.5, never: [/, /index.html]}\n", nil, ""},
+		{"geo", reloadBaseYAML + "geo: {networks: [{prefix: 10.0.0.0/8, location: {country: DE}}], default: {continent: EU}}\n", nil, ""},
+		{"location", reloadBaseYAML + "location: {lat: 50.1, lon: 8.7}\n", nil, ""},
+		{"listen", edit(":8080", ":8081"),
+			[]string{`mirror.yaml: listen: changed from ["127.0.0.1:8080"] to ["127.0.0.1:8081"]: needs a restart`}, ""},
+		{"admin", edit(":9180", ":9181"), []string{`admin: changed from "127.0.0.1:9180" to "127.0.0.1:9181"`}, ""},
+		{"group", edit("group: www", "group: ftp"), []string{`group: changed from "www.example.test" to "ftp.example.test"`}, ""},
+		{"member", edit("member: a", "member: b"), []string{`member: changed from "a" to "b"`}, ""},
+		{"root", edit("root: root", "root: root2"), []string{"root: changed from", `root2"`}, ""},
+		{"dnsd url", edit("8053", "8054"), []string{`dnsd.url: changed from "http://127.0.0.1:8053" to "http://127.0.0.1:8054"`}, ""},
+		{"dnsd secret not shown", edit("s3cret", "other"), []string{"mirror.yaml: dnsd.secret: changed: needs a restart"}, "s3cret"},
+		{"dnsd push interval", edit("s3cret}", "s3cret, push_interval: 1s}"), []string{"dnsd.push_interval: changed from 5s to 1s"}, ""},
+		{"timeouts", reloadBaseYAML + "timeouts: {idle: 10s}\n", []string{"timeouts.idle: changed from 2m0s to 10s"}, ""},
+		{"load window", reloadBaseYAML + "load_window: 30s\n", []string{"load_window: changed from 10s to 30s"}, ""},
+		{"listing", reloadBaseYAML + "listing: true\n", []string{"listing: changed from false to true"}, ""},
+		{"site cache", reloadBaseYAML + "site: {cache: {memory: 1MiB}}\n", []string{"site.cache.memory: changed from 268435456 to 1048576"}, ""},
+		{"two keys, a reloadable one beside", edit("member: a", "member: b") + "listing: true\nload_window: 30s\nredirect: {max_share: 0.1}\n",
+			[]string{"member: changed", "listing: changed", "load_window: changed"}, "redirect"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := RestartChanges(cur, dir.parse(t, tt.yaml))
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("RestartChanges: %v, want nil (reloadable)", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNeedsRestart) {
+				t.Fatalf("RestartChanges: %v, want ErrNeedsRestart", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tt.not != "" && strings.Contains(err.Error(), tt.not) {
+				t.Errorf("error %q shows %q", err, tt.not)
+			}
+		})
+	}
+}
+
+func TestPrepareReload(t *testing.T) {
+	dir := newReloadDir(t)
+	now := time.Unix(1_700_000_000, 0)
+	tests := []struct {
+		name     string
+		yaml     string
+		want     string // substring of the error; "": the reload commits
+		capacity float64
+		maxShare float64
+		host     string
+	}{
+		{"capacity, rules and host", strings.NewReplacer("capacity: 100", "capacity: 250", "host: a.", "host: a2.").Replace(reloadBaseYAML) +
+			"redirect: {max_share: 0.2}\ngeo: {default: {continent: EU}}\n", "", 250, 0.2, "a2.mirrors.example.test"},
+		{"restart-only key", strings.NewReplacer("member: a", "member: b", "capacity: 100", "capacity: 250").Replace(reloadBaseYAML), "member: changed", 100, DefaultMaxShare, "a.mirrors.example.test"},
+		{"corrupt mmdb", strings.Replace(reloadBaseYAML, "capacity: 100", "capacity: 250", 1) + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb", 100, DefaultMaxShare, "a.mirrors.example.test"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := New(dir.parse(t, reloadBaseYAML), Options{Clock: func() time.Time { return now }, RunQueue: func() (float64, error) { return 0, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			next, err := ParseConfig(filepath.Join(string(dir), "mirror.yaml"), []byte(tt.yaml))
+			if err != nil {
+				t.Fatalf("ParseConfig: %v", err)
+			}
+			r, err := m.PrepareReload(next)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("PrepareReload: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("PrepareReload: %v, want an error with %q", err, tt.want)
+			case err == nil:
+				r.Commit()
+			}
+			st := m.Status(now)
+			if got := m.Reporter().Snapshot(now).Capacity; got != tt.capacity {
+				t.Errorf("report capacity %g, want %g", got, tt.capacity)
+			}
+			if st.Load.Capacity != tt.capacity {
+				t.Errorf("status capacity %g, want %g", st.Load.Capacity, tt.capacity)
+			}
+			if st.Redirect.MaxShare != tt.maxShare {
+				t.Errorf("max_share %g, want %g", st.Redirect.MaxShare, tt.maxShare)
+			}
+			if st.Host != tt.host {
+				t.Errorf("status host %q, want %q", st.Host, tt.host)
+			}
+		})
+	}
+}
+
+// TestNewFails: New returns the error of what it could not open (and
+// releases what it had opened) instead of failing on its way out.
+func TestNewFails(t *testing.T) {
+	dir := newReloadDir(t)
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"corrupt mmdb", reloadBaseYAML + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := New(dir.parse(t, tt.yaml), Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil {
+				t.Fatalf("New = %v, %v; want nil and an error with %q", m, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestReloadWhileServing commits reloads while requests on the group name
+// are served (run with -race): every request is answered.
+func TestReloadWhileServing(t *testing.T) {
+	dir := newReloadDir(t)
+	if err := os.WriteFile(filepath.Join(string(dir), "root", "f.txt"), []byte("f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(dir.parse(t, reloadBaseYAML), Options{RunQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(errc)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			req := httptest.NewRequest(http.MethodGet, "http://www.example.test/f.txt", nil)
+			req.RemoteAddr = "198.51.100.7:1234"
+			w := httptest.NewRecorder()
+			m.Handler().ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				errc <- fmt.Errorf("GET: %d", w.Code)
+				return
+			}
+		}
+	}()
+	for i := range 50 {
+		yaml := strings.Replace(reloadBaseYAML, "capacity: 100", fmt.Sprintf("capacity: %d", 100+i), 1) +
+			fmt.Sprintf("redirect: {max_share: 0.%d}\ngeo: {networks: [{prefix: 198.51.100.0/24, location: {country: DE}}]}\n", 1+i%9)
+		r, err := m.PrepareReload(dir.parse(t, yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Commit()
+	}
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Reporter().Snapshot(time.Now()).Capacity; got != 149 {
+		t.Errorf("capacity %g after the last reload, want 149", got)
+	}
+}
