@@ -40,7 +40,7 @@ func BenchmarkServeDNS(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				s.serveMsg(ctx, w, q, "udp")
+				s.ServeMsg(ctx, w, q, "udp")
 			}
 			if w.last == nil || (w.last.Rcode != dns.RcodeSuccess && w.last.Rcode != dns.RcodeNameError) {
 				b.Fatalf("reply %v", w.last)

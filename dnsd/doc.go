@@ -8,9 +8,17 @@
 // AA/RA/RD and 0x20 question echo, and recover() → SERVFAIL. Handlers only
 // build answers.
 //
-// Configuration arrives as an immutable *zones.Set through Server.Load,
-// which builds the handler chain once and swaps it in atomically; queries
-// never rebuild anything.
+// Configuration arrives as an immutable *zones.Set through Server.Prepare
+// (or Load), which builds the handler chain once; its commit swaps it in
+// atomically; queries never rebuild anything. Group names are answered by
+// a GroupAnswerer that the caller plugs in.
+//
+// The rest of the global level lives beside it, one job a package:
+// dnsd/dispatch answers groups (locate, policy, TTL, ECS scope);
+// dnsd/members is the member registry (config plus run-time members,
+// drains, the state file) with prepare → persist → commit; dnsd/admin is
+// the admin HTTP server, the dashboard and the event log. cmd/dnsd wires
+// them together.
 //
 // Choices where the RFCs leave room:
 //   - Messages that miekg/dns cannot unpack are dropped without a reply

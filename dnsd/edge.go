@@ -94,7 +94,7 @@ func (s *Server) serveRaw(ctx context.Context, w dns.ResponseWriter, raw []byte,
 	if err := r.Unpack(raw); err != nil {
 		return
 	}
-	s.serveMsg(ctx, w, r, proto)
+	s.ServeMsg(ctx, w, r, proto)
 }
 
 // edgeHandler adapts the Server to miekg's dns.Handler for one transport.
@@ -107,7 +107,7 @@ type edgeHandler struct {
 var _ dns.Handler = edgeHandler{}
 
 func (h edgeHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	h.s.serveMsg(h.ctx, w, r, h.proto)
+	h.s.ServeMsg(h.ctx, w, r, h.proto)
 }
 
 // reqInfo is what the edge learned about a request, for the handlers.
@@ -154,8 +154,11 @@ func addrOf(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// serveMsg applies the edge rules to r and runs the snapshot's chain.
-func (s *Server) serveMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, proto string) {
+// ServeMsg answers one parsed query r on w as if it came in over proto
+// ("udp" or "tcp"): the edge rules, then the snapshot's chain. The sockets
+// of ServeUDP and ServeTCP call it for every message; benchmarks and
+// in-process callers use it without a socket.
+func (s *Server) ServeMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, proto string) {
 	start := time.Now()
 	snap := s.snap.Load()
 	info := &reqInfo{tcp: proto == "tcp", client: addrOf(w.RemoteAddr())}

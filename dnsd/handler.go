@@ -81,9 +81,9 @@ type StaticGroups struct {
 
 var _ GroupAnswerer = StaticGroups{}
 
-// defaultAnswers is how many members a group answer carries when the
+// DefaultAnswers is how many members a group answer carries when the
 // config says 0.
-const defaultAnswers = 2
+const DefaultAnswers = 2
 
 // AnswerGroup answers q from the static configuration.
 func (g StaticGroups) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, error) {
@@ -100,7 +100,7 @@ func (g StaticGroups) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer,
 	}
 	n := gc.Answers
 	if n <= 0 {
-		n = defaultAnswers
+		n = DefaultAnswers
 	}
 	ans.TTL = gc.TTL.Max
 	for _, m := range gc.Members {

@@ -207,12 +207,3 @@ func mustPack(t testing.TB, m *dns.Msg) []byte {
 	return b
 }
 
-// mustServer returns a Server answering groups with g, its metrics in reg.
-func mustServer(t testing.TB, reg prometheus.Registerer, g GroupAnswerer) *Server {
-	t.Helper()
-	s, err := New(Options{Logger: discardLogger(), Registry: reg, Groups: g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}

@@ -31,6 +31,9 @@ import (
 
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/admin"
+	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
@@ -169,7 +172,7 @@ func (l *loader) load() (*zones.Set, error) {
 // the run-time members, the GeoIP database, the groups' policies, the
 // server's snapshot), with private metrics, and commits nothing.
 func check(set *zones.Set, logger *slog.Logger) error {
-	disp, err := dnsd.NewDispatcher(dnsd.DispatcherOptions{Logger: logger})
+	disp, err := dispatch.New(dispatch.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -177,7 +180,7 @@ func check(set *zones.Set, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ctl, err := dnsd.NewController(dnsd.ControllerOptions{Logger: logger, Answers: disp, Server: srv})
+	ctl, err := members.New(members.Options{Logger: logger, Answers: disp, Server: srv})
 	if err != nil {
 		return err
 	}
@@ -187,9 +190,9 @@ func check(set *zones.Set, logger *slog.Logger) error {
 func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	events := dnsd.NewEventLog(0, nil)
-	flows := dnsd.NewAnswerFlows(0, nil)
-	disp, err := dnsd.NewDispatcher(dnsd.DispatcherOptions{Logger: logger, Registry: reg,
+	events := admin.NewEventLog(0, nil)
+	flows := admin.NewAnswerFlows(0, nil)
+	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg,
 		OnAnswer: flows.Add, OnFailOpen: events.FailOpen})
 	if err != nil {
 		return err
@@ -210,7 +213,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	ctl, err := dnsd.NewController(dnsd.ControllerOptions{
+	ctl, err := members.New(members.Options{
 		Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher,
 	})
 	if err != nil {
@@ -226,7 +229,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	rl := events.Reloader(reloader)
 	adminToken := func() string { return ctl.Current().Config.AdminToken }
-	dash, err := dnsd.NewDashboard(dnsd.DashboardOptions{
+	dash, err := admin.NewDashboard(admin.DashboardOptions{
 		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
 		TokenAuth: func() bool { return adminToken() != "" },
 	})
@@ -267,7 +270,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	if adminLn != nil {
 		hs := &http.Server{
-			Handler: dnsd.NewAdmin(dnsd.AdminOptions{
+			Handler: admin.NewHandler(admin.Options{
 				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
 				Membership: events.Membership(ctl), Verifier: verifier,
 				AdminToken: adminToken, Dashboard: dash,
@@ -280,7 +283,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	// SIGHUP is caught before "dnsd started" tells anyone that they may
 	// send it.
 	started := func() {
-		events.Add(dnsd.Event{Kind: dnsd.EventStart, Message: fmt.Sprintf("dnsd started: %d zones, %d groups", len(set.Zones), len(set.Groups))})
+		events.Add(admin.Event{Kind: admin.EventStart, Message: fmt.Sprintf("dnsd started: %d zones, %d groups", len(set.Zones), len(set.Groups))})
 		logger.Info("dnsd started", "zones", len(set.Zones), "groups", len(set.Groups))
 	}
 	err = daemon.Run(ctx, rl.Reload, started, components...)

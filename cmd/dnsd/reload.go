@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -11,7 +11,7 @@ import (
 // signature window. On error nothing changed.
 type configLoad struct {
 	ld       *loader
-	ctl      *dnsd.Controller
+	ctl      *members.Controller
 	verifier *api.Verifier
 }
 

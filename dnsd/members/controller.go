@@ -1,4 +1,4 @@
-package dnsd
+package members
 
 import (
 	"errors"
@@ -13,6 +13,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
@@ -21,11 +23,11 @@ import (
 // Errors of the membership API.
 var (
 	// ErrStaticMember: the member is in the config file; change it there.
-	ErrStaticMember = errors.New("dnsd: member is in the config file; remove it there")
+	ErrStaticMember = errors.New("members: member is in the config file; remove it there")
 	// ErrInvalidMember: a GROUP-ADD body that is not a valid member.
-	ErrInvalidMember = errors.New("dnsd: invalid member")
+	ErrInvalidMember = errors.New("members: invalid member")
 	// ErrNoSecret: the group has no secret, so nothing can be signed for it.
-	ErrNoSecret = errors.New("dnsd: group has no secret: writes are disabled")
+	ErrNoSecret = errors.New("members: group has no secret: writes are disabled")
 )
 
 // Watcher is what the Controller needs from the prober.
@@ -45,7 +47,7 @@ type Watcher interface {
 type Answers interface {
 	Prepare(set *zones.Set, drained map[string][]string) (commit func(), err error)
 	PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error)
-	Live(group string) (map[string]MemberLive, bool)
+	Live(group string) (map[string]dispatch.MemberLive, bool)
 	FailingOpen(group string) bool
 }
 
@@ -55,8 +57,8 @@ type Snapshotter interface {
 	Prepare(set *zones.Set) (commit func(), err error)
 }
 
-// ControllerOptions configure a Controller.
-type ControllerOptions struct {
+// Options configure a Controller.
+type Options struct {
 	Logger *slog.Logger
 	// Registry gets the controller's metrics; nil keeps them private.
 	Registry prometheus.Registerer
@@ -95,9 +97,9 @@ type Controller struct {
 	changes *prometheus.CounterVec
 }
 
-// NewController returns a Controller. It reads nothing yet: Load reads the
+// New returns a Controller. It reads nothing yet: Load reads the
 // state file named by the config.
-func NewController(o ControllerOptions) (*Controller, error) {
+func New(o Options) (*Controller, error) {
 	c := &Controller{
 		log: o.Logger, disp: o.Answers, srv: o.Server, watch: o.Watcher, now: o.Now,
 		watching: make(map[string]probe.MemberSpec),
@@ -109,7 +111,7 @@ func NewController(o ControllerOptions) (*Controller, error) {
 		c.now = time.Now
 	}
 	if c.disp == nil || c.srv == nil {
-		return nil, errors.New("dnsd: controller needs a dispatcher and a server")
+		return nil, errors.New("members: controller needs a dispatcher and a server")
 	}
 	c.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "membership_changes_total",
@@ -120,7 +122,7 @@ func NewController(o ControllerOptions) (*Controller, error) {
 		reg = prometheus.NewRegistry()
 	}
 	if err := reg.Register(c.changes); err != nil {
-		return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+		return nil, fmt.Errorf("members: register metrics: %w", err)
 	}
 	for _, op := range []string{"add", "remove", "drain", "undrain"} {
 		for _, r := range []string{"ok", "error"} {
@@ -269,7 +271,7 @@ func (c *Controller) add(group string, info api.MemberInfo) (api.MemberInfo, err
 	group = dns.CanonicalName(group)
 	cur := c.current.Load()
 	if cur == nil || cur.Group(group) == nil {
-		return api.MemberInfo{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return api.MemberInfo{}, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	mc, err := memberConfig(info)
 	if err != nil {
@@ -307,11 +309,11 @@ func (c *Controller) remove(group, member string) error {
 	cur := c.current.Load()
 	g := cur.Group(group)
 	if g == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	i := slices.IndexFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member })
 	if i < 0 {
-		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
 	}
 	if !g.Members[i].Runtime {
 		return fmt.Errorf("%w: %s in %s", ErrStaticMember, member, group)
@@ -352,10 +354,10 @@ func (c *Controller) drain(group, member string, on bool) error {
 	cur := c.current.Load()
 	g := cur.Group(group)
 	if g == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	if !slices.ContainsFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
-		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
 	}
 	st := c.state.clone()
 	st.Drained[group] = slices.DeleteFunc(st.Drained[group], func(m string) bool { return m == member })
@@ -417,10 +419,10 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 	group = dns.CanonicalName(group)
 	g := c.current.Load().Group(group)
 	if g == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	if !slices.ContainsFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
-		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
+		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
 	}
 	if dns.CanonicalName(r.Group) != group || r.Member != member {
 		return fmt.Errorf("%w: report is for %s/%s, posted to %s/%s", ErrInvalidMember, r.Group, r.Member, group, member)
@@ -447,11 +449,11 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 func (c *Controller) Secret(group string) ([]byte, error) {
 	set := c.current.Load()
 	if set == nil {
-		return nil, ErrNoConfig
+		return nil, dnsd.ErrNoConfig
 	}
 	g := set.Group(group)
 	if g == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return nil, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	if g.Secret == "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoSecret, g.Name)

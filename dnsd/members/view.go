@@ -1,4 +1,4 @@
-package dnsd
+package members
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -16,11 +17,11 @@ import (
 func (c *Controller) View(group string) (api.GroupView, error) {
 	set := c.current.Load()
 	if set == nil {
-		return api.GroupView{}, ErrNoConfig
+		return api.GroupView{}, dnsd.ErrNoConfig
 	}
 	g := set.Group(group)
 	if g == nil {
-		return api.GroupView{}, fmt.Errorf("%w: %s", ErrUnknownGroup, dns.CanonicalName(group))
+		return api.GroupView{}, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, dns.CanonicalName(group))
 	}
 	now := c.now()
 	live, _ := c.disp.Live(g.Name)
@@ -58,10 +59,10 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 		mv.Load, mv.Reported, mv.Pending = l.State.Load, l.State.Reported, l.Pending
 		mv.Utilization = api.Utilization(mv.Load, mv.Pending, m.Capacity)
 		if answers > 0 {
-			mv.AnswerShare = round2(float64(l.Answers) / float64(answers))
+			mv.AnswerShare = api.Round2(float64(l.Answers) / float64(answers))
 		}
 		if capAnswered > 0 && l.State.Answered() {
-			mv.CapacityShare = round2(m.Capacity * m.Weight / capAnswered)
+			mv.CapacityShare = api.Round2(m.Capacity * m.Weight / capAnswered)
 		}
 		v.Members = append(v.Members, mv)
 	}

@@ -1,4 +1,4 @@
-package dnsd
+package dispatch
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -59,7 +60,7 @@ func dispatchSet(t testing.TB, policy string) *zones.Set { return dispatchSetCap
 func dispatchSetCap(t testing.TB, policy, capacity string) *zones.Set {
 	t.Helper()
 	dir := t.TempDir()
-	mmdb, err := filepath.Abs(filepath.Join("..", "scheduler", "geo", "testdata", "regions.mmdb"))
+	mmdb, err := filepath.Abs(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.mmdb"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func dispatchSetCap(t testing.TB, policy, capacity string) *zones.Set {
 func newTestDispatcher(t testing.TB, policy string, now func() time.Time) (*Dispatcher, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	d, err := NewDispatcher(DispatcherOptions{Registry: reg, Now: now, Seed: 42})
+	d, err := New(Options{Registry: reg, Now: now, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestDispatcherRegions(t *testing.T) {
 				ecs = netip.MustParsePrefix(tc.ecs)
 			}
 			for range 50 {
-				ans, err := d.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: tc.qtype, Client: resolver, ECS: ecs})
+				ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: tc.qtype, Client: resolver, ECS: ecs})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +156,7 @@ func TestDispatcherStates(t *testing.T) {
 	clock := func() time.Time { return now }
 	ask := func(t *testing.T, d *Dispatcher, ecs string) string {
 		t.Helper()
-		ans, err := d.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix(ecs)})
+		ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix(ecs)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func TestDispatcherStates(t *testing.T) {
 func TestDispatcherHiddenLoad(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	reg := prometheus.NewRegistry()
-	d, err := NewDispatcher(DispatcherOptions{Registry: reg, Now: func() time.Time { return now }, Seed: 1})
+	d, err := New(Options{Registry: reg, Now: func() time.Time { return now }, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestDispatcherHiddenLoad(t *testing.T) {
 	}
 	eu := 0
 	for i := range 40 {
-		ans, err := d.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
+		ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
 			Client: resolver, ECS: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, 0}), 24)})
 		if err != nil {
 			t.Fatal(err)
@@ -284,7 +285,7 @@ func TestDispatcherHiddenLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ans, _ := d.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
+	ans, _ := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
 		Client: resolver, ECS: netip.MustParsePrefix("198.51.100.0/24")})
 	if regionOf[ans.Addrs[0].String()] != "EU" {
 		t.Errorf("after a report of 10%% load, EU clients go to EU again; got %v", ans.Addrs)
@@ -298,7 +299,7 @@ func TestDispatcherAdaptiveTTL(t *testing.T) {
 	var first, last uint32
 	for i := range 2000 {
 		now = now.Add(50 * time.Millisecond)
-		ans, err := d.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: heavy})
+		ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: heavy})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +308,7 @@ func TestDispatcherAdaptiveTTL(t *testing.T) {
 		}
 		last = ans.TTL
 	}
-	light, err := d.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix("203.0.113.0/24")})
+	light, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix("203.0.113.0/24")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +347,7 @@ func TestDispatcherExplain(t *testing.T) {
 // and the whole edge (unpack, answer, pack) for a group query with ECS.
 func BenchmarkGroupAnswer(b *testing.B) {
 	d, _ := newTestDispatcher(b, "geo-load", time.Now)
-	q := GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix("198.51.100.0/24")}
+	q := dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix("198.51.100.0/24")}
 	b.Run("dispatcher", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -356,7 +357,7 @@ func BenchmarkGroupAnswer(b *testing.B) {
 		}
 	})
 	b.Run("edge_with_ecs", func(b *testing.B) {
-		s, err := New(Options{Groups: d})
+		s, err := dnsd.New(dnsd.Options{Groups: d})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -367,13 +368,33 @@ func BenchmarkGroupAnswer(b *testing.B) {
 		m.SetEdns0(1232, false)
 		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{
 			Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IP{198, 51, 100, 0}})
-		w := &fakeWriter{}
+		w := &lastWriter{}
 		b.ReportAllocs()
 		for b.Loop() {
-			s.serveMsg(context.Background(), w, m, "udp")
+			s.ServeMsg(context.Background(), w, m, "udp")
 		}
 		if w.last == nil || len(w.last.Answer) != 1 {
 			b.Fatalf("reply %v", w.last)
 		}
 	})
 }
+
+// lastWriter is an in-process dns.ResponseWriter that keeps the last reply.
+type lastWriter struct{ last *dns.Msg }
+
+func (w *lastWriter) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (w *lastWriter) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 5353}
+}
+func (w *lastWriter) WriteMsg(m *dns.Msg) error {
+	if _, err := m.Pack(); err != nil {
+		return err
+	}
+	w.last = m
+	return nil
+}
+func (w *lastWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *lastWriter) Close() error                { return nil }
+func (w *lastWriter) TsigStatus() error           { return nil }
+func (w *lastWriter) TsigTimersOnly(bool)         {}
+func (w *lastWriter) Hijack()                     {}

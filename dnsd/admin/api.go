@@ -1,4 +1,4 @@
-package dnsd
+package admin
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
@@ -26,10 +29,10 @@ type Membership interface {
 	Secret(group string) ([]byte, error)
 }
 
-var _ Membership = (*Controller)(nil)
+var _ Membership = (*members.Controller)(nil)
 
-// maxBody bounds the body of every write to the admin API.
-const maxBody = 64 << 10
+// MaxBody bounds the body of every write to the admin API.
+const MaxBody = 64 << 10
 
 // groupsAPI serves GROUP-QUERY, GROUP-ADD, GROUP-EXIT, LOAD-INFORM and
 // drains: the routes of package api from ListGroups to UndrainMember. Writes must be signed with the group's secret
@@ -58,7 +61,7 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 	mux.HandleFunc(api.AddMember.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
 		var info api.MemberInfo
 		if err := decodeStrict(body, &info); err != nil {
-			writeError(w, fmt.Errorf("%w: %w", ErrInvalidMember, err))
+			writeError(w, fmt.Errorf("%w: %w", members.ErrInvalidMember, err))
 			return
 		}
 		out, err := a.m.Add(r.PathValue(api.GroupParam), info)
@@ -76,7 +79,7 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, api.Removed{Removed: r.PathValue(api.MemberParam)})
 	}))
 	mux.HandleFunc(api.PushLoad.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
-		rep, err := probe.DecodeReport(bytes.NewReader(body), maxBody)
+		rep, err := probe.DecodeReport(bytes.NewReader(body), MaxBody)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -105,11 +108,11 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 // group's secret and only then calls h.
 func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {
 			var mb *http.MaxBytesError
 			if errors.As(err, &mb) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", maxBody)})
+				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", MaxBody)})
 				return
 			}
 			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
@@ -135,7 +138,7 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("malformed JSON: %s", jsonErrorAt(body, err))
+		return fmt.Errorf("malformed JSON: %s", api.JSONErrorAt(body, err))
 	}
 	if dec.More() {
 		return errors.New("malformed JSON: data after the object")
@@ -148,13 +151,13 @@ func decodeStrict(body []byte, v any) error {
 func writeError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, ErrUnknownGroup), errors.Is(err, ErrUnknownMember), errors.Is(err, zones.ErrUnknownGroup):
+	case errors.Is(err, dnsd.ErrUnknownGroup), errors.Is(err, dispatch.ErrUnknownMember), errors.Is(err, zones.ErrUnknownGroup):
 		code = http.StatusNotFound
-	case errors.Is(err, ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember):
+	case errors.Is(err, members.ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember):
 		code = http.StatusConflict
-	case errors.Is(err, ErrNoSecret):
+	case errors.Is(err, members.ErrNoSecret):
 		code = http.StatusForbidden
-	case errors.Is(err, ErrInvalidMember), errors.Is(err, probe.ErrReportSyntax),
+	case errors.Is(err, members.ErrInvalidMember), errors.Is(err, probe.ErrReportSyntax),
 		errors.Is(err, probe.ErrInvalidReport), errors.Is(err, probe.ErrInvalidSpec):
 		code = http.StatusBadRequest
 	case errors.Is(err, probe.ErrReportTooLarge):

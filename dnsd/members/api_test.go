@@ -1,4 +1,4 @@
-package dnsd
+package members_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -16,7 +17,7 @@ import (
 // and the mirrors use: each call's typed answer, and errors that carry the
 // status and dnsd's reason.
 func TestAdminAPIClient(t *testing.T) {
-	e := startCtl(t, t.TempDir(), ctlConfig(""))
+	e := startCtl(t, t.TempDir(), testenv.Config(""))
 	ctx := context.Background()
 	newClient := func(secret string) *api.Client {
 		c, err := api.NewClient(e.admin.URL, api.ClientOptions{Secret: []byte(secret)})
@@ -25,7 +26,7 @@ func TestAdminAPIClient(t *testing.T) {
 		}
 		return c
 	}
-	c := newClient(ctlSecret)
+	c := newClient(testenv.Secret)
 	const group = "www.example.org."
 
 	t.Run("the view carries the pushed figures as reported", func(t *testing.T) {
@@ -35,7 +36,7 @@ func TestAdminAPIClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m api.MemberView
-		waitFor(t, 5*time.Second, "the report in the view", func() bool {
+		testenv.WaitFor(t, 5*time.Second, "the report in the view", func() bool {
 			v, err := c.Group(ctx, group)
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,10 @@
-package dnsd
+package admin
 
 import (
 	"sync"
 	"time"
+
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // History defaults: one point every 10 s, an hour of them.
@@ -83,7 +85,7 @@ func (h *History) Record(now time.Time, samples []MemberSample) {
 			rate = float64(s.AnswersTotal-r.lastTotal) / dt
 		}
 		r.lastTotal, r.lastTime = s.AnswersTotal, now
-		r.p[r.next] = HistoryPoint{Time: now.Unix(), Answers: round2(rate), Utilization: round2(s.Utilization)}
+		r.p[r.next] = HistoryPoint{Time: now.Unix(), Answers: api.Round2(rate), Utilization: api.Round2(s.Utilization)}
 		r.next = (r.next + 1) % len(r.p)
 		r.full = r.full || r.next == 0
 	}

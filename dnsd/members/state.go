@@ -1,4 +1,4 @@
-package dnsd
+package members
 
 import (
 	"bytes"
@@ -33,18 +33,18 @@ func readState(path string) (persisted, error) {
 		return st, nil
 	}
 	if err != nil {
-		return st, fmt.Errorf("dnsd: state file: %w", err)
+		return st, fmt.Errorf("members: state file: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
-		return st, fmt.Errorf("dnsd: state file %s is corrupt (%s); fix or move it away, dnsd will not overwrite it", path, jsonErrorAt(data, err))
+		return st, fmt.Errorf("members: state file %s is corrupt (%s); fix or move it away, dnsd will not overwrite it", path, api.JSONErrorAt(data, err))
 	}
 	if dec.More() {
-		return st, fmt.Errorf("dnsd: state file %s is corrupt (data after the JSON object); fix or move it away", path)
+		return st, fmt.Errorf("members: state file %s is corrupt (data after the JSON object); fix or move it away", path)
 	}
 	if st.Version != stateVersion {
-		return st, fmt.Errorf("dnsd: state file %s: version %d, want %d", path, st.Version, stateVersion)
+		return st, fmt.Errorf("members: state file %s: version %d, want %d", path, st.Version, stateVersion)
 	}
 	if st.Members == nil {
 		st.Members = map[string][]api.MemberInfo{}
@@ -55,67 +55,42 @@ func readState(path string) (persisted, error) {
 	return st, nil
 }
 
-// jsonErrorAt describes a JSON decoding error with its line and column.
-func jsonErrorAt(data []byte, err error) string {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	}
-	if off < 0 {
-		return err.Error()
-	}
-	line, col := 1, 1
-	for _, c := range data[:min(int(off), len(data))] {
-		if c == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
-}
-
 // writeState writes st to path atomically: a temporary file in the same
 // directory, fsync, rename over path, fsync of the directory.
 func writeState(path string, st persisted) error {
 	st.Version = stateVersion
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	data = append(data, '\n')
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("dnsd: state file: %w", err)
+		return fmt.Errorf("members: state file: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("dnsd: state file: sync %s: %w", dir, err)
+		return fmt.Errorf("members: state file: sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package dnsd
+package members_test
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -14,81 +13,42 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/admin"
+	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/internal/testenv"
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
 
-const ctlSecret = "s3cret-for-tests"
-
-// fakeMirror serves a load report at /v1/load until told to fail.
-type fakeMirror struct {
-	group, member string
-	failing       atomic.Bool
-	hits          atomic.Int64
-	srv           *httptest.Server
-}
-
-func newFakeMirror(t *testing.T, group, member string) *fakeMirror {
-	f := &fakeMirror{group: group, member: member}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.hits.Add(1)
-		if f.failing.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		rep := probe.Report{Group: f.group, Member: f.member, Seq: uint64(f.hits.Load()), Time: time.Now(), R: 1, Load: probe.LoadOf(1, 0), Capacity: 1000}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(rep)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-// ctlEnv is a Controller with a real Watcher, Dispatcher and admin API.
+// ctlEnv is a Controller with a real Watcher, Dispatcher, DNS server and
+// admin API.
 type ctlEnv struct {
 	t     *testing.T
 	dir   string
 	set   *zones.Set
-	disp  *Dispatcher
-	srv   *Server
+	disp  *dispatch.Dispatcher
+	srv   *dnsd.Server
 	dns   string // the server's UDP address
-	ctl   *Controller
+	ctl   *members.Controller
+	watch *probe.Watcher
 	admin *httptest.Server
 	stop  context.CancelFunc
 	done  chan struct{}
 }
 
-// ctlConfig has one group with a static member "fra1" probed at probeURL.
-func ctlConfig(probeURL string) string {
-	return `
-listen: ["127.0.0.1:0"]
-state_file: state.json
-health: {interval: 40ms, timeout: 30ms, jitter: 5ms, rise: 2, fall: 3, signature_window: 30s}
-zones:
-  - origin: example.org.
-    file: example.org.zone
-groups:
-  - name: www.example.org.
-    secret: ` + ctlSecret + `
-    answers: 4
-    members:
-      - {name: fra1, host: fra1.example.org., addresses: [10.0.1.1], capacity: 1000, probe: "` + probeURL + `"}
-`
-}
-
 func startCtl(t *testing.T, dir, config string) *ctlEnv {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(config), 0o644); err != nil {
@@ -100,7 +60,7 @@ func startCtl(t *testing.T, dir, config string) *ctlEnv {
 	}
 	e := &ctlEnv{t: t, dir: dir, set: set, done: make(chan struct{})}
 	reg := prometheus.NewRegistry()
-	if e.disp, err = NewDispatcher(DispatcherOptions{Registry: reg, Seed: 7}); err != nil {
+	if e.disp, err = dispatch.New(dispatch.Options{Registry: reg, Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := probe.NewWatcher(probe.WatcherConfig{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)),
@@ -108,40 +68,30 @@ func startCtl(t *testing.T, dir, config string) *ctlEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv = mustServer(t, reg, e.disp)
-	if e.ctl, err = NewController(ControllerOptions{Registry: reg, Answers: e.disp, Server: e.srv, Watcher: w}); err != nil {
+	e.watch = w
+	e.srv = testenv.Server(t, reg, e.disp)
+	if e.ctl, err = members.New(members.Options{Registry: reg, Answers: e.disp, Server: e.srv, Watcher: w}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.ctl.Load(set); err != nil {
 		t.Fatal(err)
 	}
-	e.dns = serve(t, e.srv)
+	e.dns = testenv.ServeUDP(t, e.srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
 	go func() { defer close(e.done); _ = w.Run(ctx) }()
-	e.admin = httptest.NewServer(NewAdmin(AdminOptions{Logger: discardLogger(), Gatherer: reg, Membership: e.ctl,
+	e.admin = httptest.NewServer(admin.NewHandler(admin.Options{Logger: testenv.DiscardLogger(), Gatherer: reg, Membership: e.ctl,
 		Verifier: api.NewVerifier(30*time.Second, 0)}))
 	t.Cleanup(func() { e.admin.Close(); cancel(); <-e.done })
-	if problems, err := promlint.NewWithMetricFamilies(mustGather(t, reg)).Lint(); err != nil || len(problems) > 0 {
+	if problems, err := promlint.NewWithMetricFamilies(testenv.Gather(t, reg)).Lint(); err != nil || len(problems) > 0 {
 		t.Errorf("promlint: %v %v", problems, err)
 	}
 	return e
 }
 
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mfs
-}
-
 // answered returns the member addresses of one A answer for the group.
 func (e *ctlEnv) answered() map[string]bool {
-	ans, err := e.disp.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: netip.MustParseAddr("127.0.0.1")})
+	ans, err := e.disp.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: netip.MustParseAddr("127.0.0.1")})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -171,26 +121,15 @@ func (e *ctlEnv) call(method, path string, body []byte, secret []byte, at time.T
 	return resp.StatusCode, string(b)
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
-}
-
 func TestControllerHealth(t *testing.T) {
-	fra := newFakeMirror(t, "www.example.org.", "fra1")
-	e := startCtl(t, t.TempDir(), ctlConfig(fra.srv.URL+"/v1/load"))
-	ams := newFakeMirror(t, "www.example.org.", "ams1")
-	add := fmt.Sprintf(`{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":1000,"probe":%q}`, ams.srv.URL+"/v1/load")
-	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(ctlSecret), time.Now()); code != http.StatusCreated {
+	fra := testenv.NewFakeMirror(t, "www.example.org.", "fra1")
+	e := startCtl(t, t.TempDir(), testenv.Config(fra.Srv.URL+"/v1/load"))
+	ams := testenv.NewFakeMirror(t, "www.example.org.", "ams1")
+	add := fmt.Sprintf(`{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":1000,"probe":%q}`, ams.Srv.URL+"/v1/load")
+	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
-	waitFor(t, 5*time.Second, "both members up", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "both members up", func() bool {
 		v, _ := e.ctl.View("www.example.org")
 		return len(v.Members) == 2 && v.Members[0].State == "up" && v.Members[1].State == "up"
 	})
@@ -200,8 +139,8 @@ func TestControllerHealth(t *testing.T) {
 
 	// /v1/load starts failing: out after fall (3) intervals of 40ms, not before 2.
 	start := time.Now()
-	fra.failing.Store(true)
-	waitFor(t, 5*time.Second, "fra1 leaves the answers", func() bool { return !e.answered()["10.0.1.1"] })
+	fra.Failing.Store(true)
+	testenv.WaitFor(t, 5*time.Second, "fra1 leaves the answers", func() bool { return !e.answered()["10.0.1.1"] })
 	if took := time.Since(start); took < 80*time.Millisecond {
 		t.Errorf("fra1 left after %v: before fall×interval", took)
 	}
@@ -211,30 +150,30 @@ func TestControllerHealth(t *testing.T) {
 		t.Errorf("fra1 state %s, want down", v.Members[0].State)
 	}
 	start = time.Now()
-	fra.failing.Store(false)
-	waitFor(t, 5*time.Second, "fra1 back in the answers", func() bool { return e.answered()["10.0.1.1"] })
+	fra.Failing.Store(false)
+	testenv.WaitFor(t, 5*time.Second, "fra1 back in the answers", func() bool { return e.answered()["10.0.1.1"] })
 	t.Logf("fra1 came back %v after its probe recovered (rise 2 × 40ms)", time.Since(start).Round(time.Millisecond))
 
 	// GROUP-EXIT removes the member from answers at once.
-	if code, body := e.call("DELETE", "/v1/groups/www.example.org./members/ams1", []byte{}, []byte(ctlSecret), time.Now()); code != http.StatusOK {
+	if code, body := e.call("DELETE", "/v1/groups/www.example.org./members/ams1", []byte{}, []byte(testenv.Secret), time.Now()); code != http.StatusOK {
 		t.Fatalf("GROUP-EXIT: %d %s", code, body)
 	}
 	if e.answered()["10.0.1.2"] {
 		t.Error("ams1 still answered right after GROUP-EXIT")
 	}
-	if _, watched := e.ctl.watch.State("www.example.org.", "ams1"); watched {
+	if _, watched := e.watch.State("www.example.org.", "ams1"); watched {
 		t.Error("ams1 is still watched (probed) after GROUP-EXIT")
 	}
 }
 
 func TestControllerPersistence(t *testing.T) {
 	dir := t.TempDir()
-	e := startCtl(t, dir, ctlConfig(""))
+	e := startCtl(t, dir, testenv.Config(""))
 	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2","fd00::2"],"capacity":500,"location":{"lat":52.37,"lon":4.9,"country":"NL"}}`
-	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(ctlSecret), time.Now()); code != http.StatusCreated {
+	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
-	if code, body := e.call("POST", "/v1/groups/www.example.org./members/fra1/drain", []byte{}, []byte(ctlSecret), time.Now()); code != http.StatusOK {
+	if code, body := e.call("POST", "/v1/groups/www.example.org./members/fra1/drain", []byte{}, []byte(testenv.Secret), time.Now()); code != http.StatusOK {
 		t.Fatalf("drain: %d %s", code, body)
 	}
 	if a := e.answered(); a["10.0.1.1"] || !a["10.0.1.2"] {
@@ -243,7 +182,7 @@ func TestControllerPersistence(t *testing.T) {
 	e.stop()
 
 	// A restart: a new controller over the same state file.
-	e2 := startCtl(t, dir, ctlConfig(""))
+	e2 := startCtl(t, dir, testenv.Config(""))
 	v, err := e2.ctl.View("www.example.org")
 	if err != nil {
 		t.Fatal(err)
@@ -251,18 +190,18 @@ func TestControllerPersistence(t *testing.T) {
 	if len(v.Members) != 2 || v.Members[1].Name != "ams1" || v.Members[1].Source != "runtime" || v.Members[1].Capacity != 500 {
 		t.Fatalf("after restart: %+v", v.Members)
 	}
-	waitFor(t, 2*time.Second, "fra1 still drained after restart", func() bool {
+	testenv.WaitFor(t, 2*time.Second, "fra1 still drained after restart", func() bool {
 		a := e2.answered()
 		return !a["10.0.1.1"] && a["10.0.1.2"]
 	})
-	if code, body := e2.call("POST", "/v1/groups/www.example.org./members/fra1/undrain", []byte{}, []byte(ctlSecret), time.Now()); code != http.StatusOK {
+	if code, body := e2.call("POST", "/v1/groups/www.example.org./members/fra1/undrain", []byte{}, []byte(testenv.Secret), time.Now()); code != http.StatusOK {
 		t.Fatalf("undrain: %d %s", code, body)
 	}
 	if !e2.answered()["10.0.1.1"] {
 		t.Error("fra1 not answered after undrain")
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "state.json"))
-	if strings.Contains(string(data), ctlSecret) {
+	if strings.Contains(string(data), testenv.Secret) {
 		t.Error("the state file holds the group secret")
 	}
 }
@@ -272,14 +211,14 @@ func TestControllerCorruptState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("{\n  \"version\": 1,\n  \"members\": {oops}\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644)
-	os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(ctlConfig("")), 0o644)
+	os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644)
+	os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(testenv.Config("")), 0o644)
 	set, err := zones.Load(filepath.Join(dir, "dnsd.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	disp, _ := NewDispatcher(DispatcherOptions{Seed: 1})
-	ctl, _ := NewController(ControllerOptions{Answers: disp, Server: mustServer(t, nil, disp)})
+	disp, _ := dispatch.New(dispatch.Options{Seed: 1})
+	ctl, _ := members.New(members.Options{Answers: disp, Server: testenv.Server(t, nil, disp)})
 	err = ctl.Load(set)
 	if err == nil || !strings.Contains(err.Error(), "state.json is corrupt") || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("corrupt state file: %v; want an error naming the file and line", err)
@@ -291,8 +230,8 @@ func TestControllerCorruptState(t *testing.T) {
 }
 
 func TestAdminAPIBadInput(t *testing.T) {
-	e := startCtl(t, t.TempDir(), ctlConfig(""))
-	secret := []byte(ctlSecret)
+	e := startCtl(t, t.TempDir(), testenv.Config(""))
+	secret := []byte(testenv.Secret)
 	now := time.Now()
 	good := []byte(`{"name":"new1","host":"new1.example.org.","addresses":["10.0.9.1"],"capacity":10}`)
 	report := func(member string) []byte {
@@ -322,7 +261,7 @@ func TestAdminAPIBadInput(t *testing.T) {
 		{"address not an IP", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.300"],"capacity":1}`), secret, now, 400, "not an IP address"},
 		{"invalid member", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.3"],"capacity":0}`), secret, now, 400, "capacity must be > 0"},
 		{"duplicate of a static member", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"fra1","host":"f.example.org.","addresses":["10.0.0.3"],"capacity":1}`), secret, now, 409, "already a member"},
-		{"oversized body", "POST", "/v1/groups/www.example.org./members", bytes.Repeat([]byte("x"), maxBody+1), secret, now, 413, "larger than"},
+		{"oversized body", "POST", "/v1/groups/www.example.org./members", bytes.Repeat([]byte("x"), admin.MaxBody+1), secret, now, 413, "larger than"},
 		{"remove a static member", "DELETE", "/v1/groups/www.example.org./members/fra1", []byte{}, secret, now, 409, "config file"},
 		{"remove an unknown member", "DELETE", "/v1/groups/www.example.org./members/ghost", []byte{}, secret, now, 404, "unknown member"},
 		{"push without a signature", "POST", "/v1/groups/www.example.org./members/fra1/load", report("fra1"), nil, now, 401, "missing signature"},
@@ -338,7 +277,7 @@ func TestAdminAPIBadInput(t *testing.T) {
 			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
 				t.Errorf("%s %s: %d %s; want %d with %q", tc.method, tc.path, code, body, tc.wantCode, tc.wantBody)
 			}
-			if strings.Contains(body, ctlSecret) {
+			if strings.Contains(body, testenv.Secret) {
 				t.Errorf("response shows the secret: %s", body)
 			}
 			if !strings.HasPrefix(strings.TrimSpace(body), "{") {

@@ -1,4 +1,4 @@
-package dnsd
+package admin
 
 import (
 	"crypto/sha256"
@@ -37,11 +37,11 @@ func (a *groupsAPI) operator(h func(http.ResponseWriter, *http.Request, []byte))
 			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: msg})
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {
 			var mb *http.MaxBytesError
 			if errors.As(err, &mb) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", maxBody)})
+				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", MaxBody)})
 				return
 			}
 			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})

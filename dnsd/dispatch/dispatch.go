@@ -1,4 +1,4 @@
-package dnsd
+package dispatch
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
@@ -58,8 +59,8 @@ func (s MemberState) Name() string {
 	return s.State.String()
 }
 
-// DispatcherOptions configure a Dispatcher.
-type DispatcherOptions struct {
+// Options configure a Dispatcher.
+type Options struct {
 	// Logger receives the dispatcher's logs; nil discards them.
 	Logger *slog.Logger
 	// Registry is where its metrics are registered; nil keeps them private.
@@ -85,7 +86,7 @@ type DispatcherOptions struct {
 // the client (ECS or resolver address), asks the group's policy for the
 // members, sets the TTL from the client scope's share of the traffic and
 // books the answer's hidden load on the chosen members. It is the
-// GroupAnswerer that cmd/dnsd plugs into the Server.
+// dnsd.GroupAnswerer that cmd/dnsd plugs into the Server.
 type Dispatcher struct {
 	log       *slog.Logger
 	now       func() time.Time
@@ -106,7 +107,7 @@ type Dispatcher struct {
 	onFailOpen func(group string, on bool)
 }
 
-var _ GroupAnswerer = (*Dispatcher)(nil)
+var _ dnsd.GroupAnswerer = (*Dispatcher)(nil)
 
 // dsnap is what the dispatcher answers from, swapped whole: the locator and
 // the groups by canonical name.
@@ -146,9 +147,9 @@ const (
 	ecsUntrusted = "untrusted"
 )
 
-// NewDispatcher returns a Dispatcher with its metrics registered. It answers
+// New returns a Dispatcher with its metrics registered. It answers
 // nothing until the first Load.
-func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
+func New(o Options) (*Dispatcher, error) {
 	d := &Dispatcher{log: o.Logger, now: o.Now, maxScopes: o.MaxScopes, seed: o.Seed,
 		onAnswer: o.OnAnswer, onFailOpen: o.OnFailOpen}
 	if d.log == nil {
@@ -163,7 +164,7 @@ func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
 	if d.seed == 0 {
 		var b [8]byte
 		if _, err := crand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("dnsd: seed: %w", err)
+			return nil, fmt.Errorf("dispatch: seed: %w", err)
 		}
 		d.seed = binary.LittleEndian.Uint64(b[:])
 	}
@@ -192,7 +193,7 @@ func NewDispatcher(o DispatcherOptions) (*Dispatcher, error) {
 	}
 	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+			return nil, fmt.Errorf("dispatch: register metrics: %w", err)
 		}
 	}
 	for _, r := range []string{ecsNone, ecsUsed, ecsOptOut, ecsUntrusted} {
@@ -223,7 +224,7 @@ func (d *Dispatcher) Load(set *zones.Set) error {
 // commit is called.
 func (d *Dispatcher) Prepare(set *zones.Set, drained map[string][]string) (commit func(), err error) {
 	if set == nil || set.Config == nil {
-		return nil, ErrNoConfig
+		return nil, dnsd.ErrNoConfig
 	}
 	loc, err := newLocator(set)
 	if err != nil {
@@ -236,7 +237,7 @@ func (d *Dispatcher) Prepare(set *zones.Set, drained map[string][]string) (commi
 // locator in service is kept, the GeoIP database is not read again.
 func (d *Dispatcher) PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error) {
 	if set == nil || set.Config == nil {
-		return nil, ErrNoConfig
+		return nil, dnsd.ErrNoConfig
 	}
 	return d.prepare(set, drained, nil)
 }
@@ -249,7 +250,7 @@ func (d *Dispatcher) prepare(set *zones.Set, drained map[string][]string, loc *g
 			LowWatermark: gc.Policy.LowWatermark, HighWatermark: gc.Policy.HighWatermark,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("dnsd: group %s: %w", name, err)
+			return nil, fmt.Errorf("dispatch: group %s: %w", name, err)
 		}
 		g := &dgroup{cfg: gc, policy: policy, states: make([]MemberState, len(gc.Members))}
 		for i, m := range gc.Members {
@@ -309,7 +310,7 @@ func newLocator(set *zones.Set) (*geo.Locator, error) {
 	g.MMDB = set.MMDB
 	loc, err := geo.FromConfig(g)
 	if err != nil {
-		return nil, fmt.Errorf("dnsd: %w", err)
+		return nil, fmt.Errorf("dispatch: %w", err)
 	}
 	return loc, nil
 }
@@ -400,7 +401,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	cur := d.snap.Load()
 	g := cur.groups[dns.CanonicalName(group)]
 	if g == nil {
-		return fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	i := g.member(member)
 	if i < 0 {
@@ -474,17 +475,17 @@ func (d *Dispatcher) FailingOpen(group string) bool {
 }
 
 // ErrUnknownMember is returned for a member name that is not in the group.
-var ErrUnknownMember = errors.New("dnsd: unknown member")
+var ErrUnknownMember = errors.New("dispatch: unknown member")
 
 // AnswerGroup answers one group question.
-func (d *Dispatcher) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, error) {
+func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.GroupAnswer, error) {
 	g := d.groups()[q.Group]
 	if g == nil {
-		return GroupAnswer{ScopePrefix: -1}, fmt.Errorf("%w: %s", ErrUnknownGroup, q.Group)
+		return dnsd.GroupAnswer{ScopePrefix: -1}, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, q.Group)
 	}
 	now := d.now()
 	c := d.locate(q, g.policy.DependsOn())
-	ans := GroupAnswer{ScopePrefix: c.scope, TTL: g.cfg.TTL.Max}
+	ans := dnsd.GroupAnswer{ScopePrefix: c.scope, TTL: g.cfg.TTL.Max}
 	f := g.fam[familyOf(q.Qtype)]
 	if len(f.idx) == 0 {
 		return ans, nil
@@ -523,7 +524,7 @@ func answersOf(gc *zones.GroupConfig) int {
 	if gc.Answers > 0 {
 		return gc.Answers
 	}
-	return defaultAnswers
+	return dnsd.DefaultAnswers
 }
 
 // noteFailOpen counts fail-open answers and logs each episode once.
@@ -554,7 +555,7 @@ type located struct {
 // locate finds the client of q. The reply scope is the prefix length the
 // answer really depended on: the geo scope for proximity policies, the
 // client prefix for hash, 0 for policies that ignore the client.
-func (d *Dispatcher) locate(q GroupQuery, dep scheduler.Dependence) located {
+func (d *Dispatcher) locate(q dnsd.GroupQuery, dep scheduler.Dependence) located {
 	hasECS := q.ECS.IsValid()
 	c := located{prefix: geo.ClientPrefix(q.Client, q.ECS, hasECS), scope: -1, ecs: ecsNone}
 	if loc := d.snap.Load().loc; loc != nil {

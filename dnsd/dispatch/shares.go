@@ -1,4 +1,4 @@
-package dnsd
+package dispatch
 
 import (
 	"sync"

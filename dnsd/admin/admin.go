@@ -1,4 +1,4 @@
-package dnsd
+package admin
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -31,8 +32,8 @@ type Explainer interface {
 	Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (api.Explanation, error)
 }
 
-// AdminOptions configures the admin HTTP handler.
-type AdminOptions struct {
+// Options configures the admin HTTP handler.
+type Options struct {
 	Logger    *slog.Logger
 	Gatherer  prometheus.Gatherer
 	Reloader  Reloader
@@ -53,10 +54,10 @@ type AdminOptions struct {
 	Dashboard *Dashboard
 }
 
-// NewAdmin returns dnsd's admin HTTP handler: api.Metrics, api.Healthy,
+// NewHandler returns dnsd's admin HTTP handler: api.Metrics, api.Healthy,
 // api.Ready and api.Reload (loopback callers only), plus the groups API,
 // api.ExplainGroup and the dashboard when configured.
-func NewAdmin(o AdminOptions) http.Handler {
+func NewHandler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(api.Metrics.Pattern(), promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelError)}))
 	mux.HandleFunc(api.Healthy.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
@@ -121,7 +122,7 @@ func explain(w http.ResponseWriter, r *http.Request, ex Explainer) {
 		return
 	}
 	e, err := ex.Explain(r.PathValue(api.GroupParam), qtype, client, ecs)
-	if errors.Is(err, ErrUnknownGroup) {
+	if errors.Is(err, dnsd.ErrUnknownGroup) {
 		writeJSON(w, http.StatusNotFound, api.ErrorReply{Error: err.Error()})
 		return
 	}

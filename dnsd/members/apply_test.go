@@ -1,4 +1,4 @@
-package dnsd
+package members_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -54,22 +55,22 @@ func (e *ctlEnv) reload(config string) error {
 // TestControllerReloadHealth: health.fall changed by a reload takes effect
 // for the members already watched.
 func TestControllerReloadHealth(t *testing.T) {
-	fra := newFakeMirror(t, "www.example.org.", "fra1")
-	fra.failing.Store(true)
+	fra := testenv.NewFakeMirror(t, "www.example.org.", "fra1")
+	fra.Failing.Store(true)
 	cfg := func(fall int) string {
-		return strings.Replace(ctlConfig(fra.srv.URL+"/v1/load"), "rise: 2, fall: 3", "rise: 2, fall: "+strconv.Itoa(fall), 1)
+		return strings.Replace(testenv.Config(fra.Srv.URL+"/v1/load"), "rise: 2, fall: 3", "rise: 2, fall: "+strconv.Itoa(fall), 1)
 	}
 	e := startCtl(t, t.TempDir(), cfg(100))
 	// ams1 stays up, so that fra1 going down is not a fail-open.
-	ams := newFakeMirror(t, "www.example.org.", "ams1")
-	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":1000,"probe":"` + ams.srv.URL + `/v1/load"}`
-	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(ctlSecret), time.Now()); code != http.StatusCreated {
+	ams := testenv.NewFakeMirror(t, "www.example.org.", "ams1")
+	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":1000,"probe":"` + ams.Srv.URL + `/v1/load"}`
+	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
 	// 8 failed probes with fall 100: fra1 has no verdict and is answered.
-	waitFor(t, 10*time.Second, "8 probes of fra1, ams1 up", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "8 probes of fra1, ams1 up", func() bool {
 		v, _ := e.ctl.View("www.example.org")
-		return fra.hits.Load() >= 8 && len(v.Members) == 2 && v.Members[1].State == "up"
+		return fra.Hits.Load() >= 8 && len(v.Members) == 2 && v.Members[1].State == "up"
 	})
 	if !e.answered()["10.0.1.1"] {
 		t.Fatal("fra1 left the answers after 8 failures with fall 100")
@@ -77,9 +78,9 @@ func TestControllerReloadHealth(t *testing.T) {
 	if err := e.reload(cfg(2)); err != nil {
 		t.Fatal(err)
 	}
-	hits := fra.hits.Load()
-	waitFor(t, 10*time.Second, "fra1 leaves the answers with the reloaded fall 2", func() bool { return !e.answered()["10.0.1.1"] })
-	if n := fra.hits.Load() - hits; n > 3 {
+	hits := fra.Hits.Load()
+	testenv.WaitFor(t, 10*time.Second, "fra1 leaves the answers with the reloaded fall 2", func() bool { return !e.answered()["10.0.1.1"] })
+	if n := fra.Hits.Load() - hits; n > 3 {
 		t.Errorf("fra1 left after %d more probes; fall 2 wants 2 (one more may be in flight)", n)
 	}
 }
@@ -125,11 +126,11 @@ func TestControllerPersistFailure(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(ctlConfig(""), "state_file: state.json", "state_file: state/state.json", 1)
+	cfg := strings.Replace(testenv.Config(""), "state_file: state.json", "state_file: state/state.json", 1)
 	e := startCtl(t, root, cfg)
 	add := func(name, addr string) (int, string) {
 		body := `{"name":"` + name + `","host":"` + name + `.example.org.","addresses":["` + addr + `"],"capacity":10}`
-		return e.call("POST", "/v1/groups/www.example.org./members", []byte(body), []byte(ctlSecret), time.Now())
+		return e.call("POST", "/v1/groups/www.example.org./members", []byte(body), []byte(testenv.Secret), time.Now())
 	}
 	if code, body := add("ams1", "10.0.1.2"); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
@@ -156,7 +157,7 @@ func TestControllerPersistFailure(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := e.call(tc.method, tc.path, []byte(tc.body), []byte(ctlSecret), time.Now())
+			code, body := e.call(tc.method, tc.path, []byte(tc.body), []byte(testenv.Secret), time.Now())
 			if code < 500 {
 				t.Errorf("%s with a read-only state directory: %d %s, want a 5xx", tc.name, code, body)
 			}
@@ -191,14 +192,14 @@ func keys(m map[string]bool) []string {
 // through the admin API, take to reach the first DNS answer over UDP that
 // reflects them. Both travel as events: no loop polls for them.
 func TestTimeToAnswer(t *testing.T) {
-	fra := newFakeMirror(t, "www.example.org.", "fra1")
-	e := startCtl(t, t.TempDir(), ctlConfig(fra.srv.URL+"/v1/load"))
-	ams := newFakeMirror(t, "www.example.org.", "ams1")
-	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":1000,"probe":"` + ams.srv.URL + `/v1/load"}`
-	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(ctlSecret), time.Now()); code != http.StatusCreated {
+	fra := testenv.NewFakeMirror(t, "www.example.org.", "fra1")
+	e := startCtl(t, t.TempDir(), testenv.Config(fra.Srv.URL+"/v1/load"))
+	ams := testenv.NewFakeMirror(t, "www.example.org.", "ams1")
+	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":1000,"probe":"` + ams.Srv.URL + `/v1/load"}`
+	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
-	waitFor(t, 10*time.Second, "both members up and answered", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "both members up and answered", func() bool {
 		a := digA(t, e.dns)
 		return a["10.0.1.1"] && a["10.0.1.2"]
 	})
@@ -218,9 +219,9 @@ func TestTimeToAnswer(t *testing.T) {
 	const bound = time.Second // generous: the path has no timer in it
 
 	t.Run("probe state change", func(t *testing.T) {
-		fra.failing.Store(true)
+		fra.Failing.Store(true)
 		seen := firstWithout("10.0.1.1")
-		st, ok := e.ctl.watch.State("www.example.org.", "fra1")
+		st, ok := e.watch.State("www.example.org.", "fra1")
 		if !ok || st.State.String() != "down" {
 			t.Fatalf("fra1 left the answers but is %v", st.State)
 		}
@@ -229,12 +230,12 @@ func TestTimeToAnswer(t *testing.T) {
 		if took > bound {
 			t.Errorf("took %v, want under %v", took, bound)
 		}
-		fra.failing.Store(false)
-		waitFor(t, 10*time.Second, "fra1 back", func() bool { return digA(t, e.dns)["10.0.1.1"] })
+		fra.Failing.Store(false)
+		testenv.WaitFor(t, 10*time.Second, "fra1 back", func() bool { return digA(t, e.dns)["10.0.1.1"] })
 	})
 	t.Run("drain API call", func(t *testing.T) {
 		start := time.Now()
-		if code, body := e.call("POST", "/v1/groups/www.example.org./members/ams1/drain", []byte{}, []byte(ctlSecret), start); code != http.StatusOK {
+		if code, body := e.call("POST", "/v1/groups/www.example.org./members/ams1/drain", []byte{}, []byte(testenv.Secret), start); code != http.StatusOK {
 			t.Fatalf("drain: %d %s", code, body)
 		}
 		returned := time.Now()

@@ -1,12 +1,14 @@
-package dnsd
+package dispatch
 
 import (
 	"fmt"
-	"github.com/transmirror/transmirror/probe/api"
 	"math"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
+
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/probe/api"
 
 	"github.com/miekg/dns"
 
@@ -18,10 +20,10 @@ import (
 func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs netip.Prefix) (api.Explanation, error) {
 	g := d.groups()[dns.CanonicalName(group)]
 	if g == nil {
-		return api.Explanation{}, fmt.Errorf("%w: %s", ErrUnknownGroup, group)
+		return api.Explanation{}, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
 	now := d.now()
-	q := GroupQuery{Group: g.cfg.Name, Qtype: qtype, Client: client, ECS: ecs}
+	q := dnsd.GroupQuery{Group: g.cfg.Name, Qtype: qtype, Client: client, ECS: ecs}
 	c := d.locate(q, g.policy.DependsOn())
 	low, high := g.cfg.Policy.LowWatermark, g.cfg.Policy.HighWatermark
 	if low == 0 {
@@ -72,8 +74,8 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 			util = (st.Load + pending) / m.Capacity
 		}
 		em := api.ExplainedMember{
-			Name: m.Name, State: st.Name(), Load: st.Load, Pending: round2(pending),
-			Capacity: m.Capacity, Weight: m.Weight, Utilization: round2(util), Picked: isPicked[k],
+			Name: m.Name, State: st.Name(), Load: st.Load, Pending: api.Round2(pending),
+			Capacity: m.Capacity, Weight: m.Weight, Utilization: api.Round2(util), Picked: isPicked[k],
 			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
 		}
 		switch {
@@ -90,13 +92,6 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	}
 	e.Why = why(g.cfg.Policy.Name, e)
 	return e, nil
-}
-
-func round2(x float64) float64 {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return x
-	}
-	return math.Round(x*100) / 100
 }
 
 func why(policy string, e api.Explanation) string {

@@ -1,4 +1,4 @@
-package dnsd
+package admin
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package dnsd
+package admin
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -41,7 +42,7 @@ type DashboardSource interface {
 	View(group string) (api.GroupView, error)
 }
 
-var _ DashboardSource = (*Controller)(nil)
+var _ DashboardSource = (*members.Controller)(nil)
 
 // DashboardOptions configure a Dashboard.
 type DashboardOptions struct {
@@ -106,7 +107,7 @@ type Dashboard struct {
 // scrape, so a removed member's series goes with it).
 func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	if o.Source == nil {
-		return nil, errors.New("dnsd: dashboard needs a source")
+		return nil, errors.New("admin: dashboard needs a source")
 	}
 	d := &Dashboard{
 		log: o.Logger, src: o.Source, flows: o.Flows, events: o.Events, history: o.History,
@@ -121,7 +122,7 @@ func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	}
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
-		return nil, fmt.Errorf("dnsd: dashboard files: %w", err)
+		return nil, fmt.Errorf("admin: dashboard files: %w", err)
 	}
 	d.web = web
 	if d.events == nil {
@@ -164,7 +165,7 @@ func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	}
 	for _, c := range []prometheus.Collector{d.streams, d.rejects, newMemberCollector(d.src)} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+			return nil, fmt.Errorf("admin: register metrics: %w", err)
 		}
 	}
 	return d, nil

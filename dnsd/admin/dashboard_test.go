@@ -1,4 +1,4 @@
-package dnsd
+package admin
 
 import (
 	"bufio"
@@ -21,6 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/internal/testenv"
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
@@ -29,28 +33,28 @@ import (
 
 const dashToken = "dashboard-token-0123456789"
 
-// dashEnv is a Controller, Watcher and Dispatcher with the dashboard on a
+// dashEnv is a Controller, Watcher and dispatch.Dispatcher with the dashboard on a
 // real admin server on 127.0.0.1:0.
 type dashEnv struct {
-	disp   *Dispatcher
-	ctl    *Controller
+	disp   *dispatch.Dispatcher
+	ctl    *members.Controller
 	dash   *Dashboard
 	events *EventLog
 	reg    *prometheus.Registry
 	admin  *httptest.Server
 	cancel context.CancelFunc
-	mirror *fakeMirror
+	mirror *testenv.FakeMirror
 }
 
 func startDash(t *testing.T, maxStreams int) *dashEnv {
 	t.Helper()
 	dir := t.TempDir()
 	e := &dashEnv{reg: prometheus.NewRegistry(), events: NewEventLog(8, nil)}
-	e.mirror = newFakeMirror(t, "www.example.org.", "fra1")
-	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644); err != nil {
+	e.mirror = testenv.NewFakeMirror(t, "www.example.org.", "fra1")
+	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(ctlConfig(e.mirror.srv.URL), "addresses: [10.0.1.1], capacity: 1000,",
+	cfg := strings.Replace(testenv.Config(e.mirror.Srv.URL), "addresses: [10.0.1.1], capacity: 1000,",
 		"addresses: [10.0.1.1], capacity: 1000, location: {lat: 50.1, lon: 8.7, country: DE, continent: EU},", 1) +
 		"      - {name: nyc1, host: nyc1.example.org., addresses: [10.0.2.1], capacity: 1000}\n"
 	if err := os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(cfg), 0o644); err != nil {
@@ -61,7 +65,7 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 		t.Fatal(err)
 	}
 	flows := NewAnswerFlows(0, nil)
-	if e.disp, err = NewDispatcher(DispatcherOptions{Registry: e.reg, Seed: 7, OnAnswer: flows.Add, OnFailOpen: e.events.FailOpen}); err != nil {
+	if e.disp, err = dispatch.New(dispatch.Options{Registry: e.reg, Seed: 7, OnAnswer: flows.Add, OnFailOpen: e.events.FailOpen}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := probe.NewWatcher(probe.WatcherConfig{Registerer: e.reg, Rand: rand.New(rand.NewPCG(1, 2)),
@@ -70,7 +74,7 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.ctl, err = NewController(ControllerOptions{Registry: e.reg, Answers: e.disp, Server: mustServer(t, e.reg, e.disp), Watcher: w}); err != nil {
+	if e.ctl, err = members.New(members.Options{Registry: e.reg, Answers: e.disp, Server: testenv.Server(t, e.reg, e.disp), Watcher: w}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.ctl.Load(set); err != nil {
@@ -88,8 +92,8 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	done := make(chan struct{}, 2)
 	go func() { _ = w.Run(ctx); done <- struct{}{} }()
 	go func() { _ = e.dash.Run(ctx); done <- struct{}{} }()
-	e.admin = httptest.NewServer(NewAdmin(AdminOptions{
-		Logger: discardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl),
+	e.admin = httptest.NewServer(NewHandler(Options{
+		Logger: testenv.DiscardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl),
 		Verifier: api.NewVerifier(30*time.Second, 0), Dashboard: e.dash,
 		AdminToken: func() string { return dashToken },
 	}))
@@ -160,18 +164,18 @@ func TestDashboardPage(t *testing.T) {
 
 func TestDashboardData(t *testing.T) {
 	e := startDash(t, 0)
-	waitFor(t, 5*time.Second, "fra1 up", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "fra1 up", func() bool {
 		v, err := e.ctl.View("www.example.org.")
 		return err == nil && v.Members[0].State == "up"
 	})
 	ecs := netip.MustParsePrefix("198.51.100.0/24")
 	for range 20 {
-		if _, err := e.disp.AnswerGroup(context.Background(), GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
+		if _, err := e.disp.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
 			Client: netip.MustParseAddr("127.0.0.1"), ECS: ecs}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "history with a rate", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "history with a rate", func() bool {
 		for _, pts := range e.dash.history.Series("www.example.org.") {
 			if len(pts) > 0 {
 				return true
@@ -205,7 +209,7 @@ func TestDashboardData(t *testing.T) {
 		}
 	})
 	t.Run("member gauges and lint", func(t *testing.T) {
-		mfs := mustGather(t, e.reg)
+		mfs := testenv.Gather(t, e.reg)
 		want := map[string]bool{"transmirror_dnsd_member_up": false, "transmirror_dnsd_member_utilization_ratio": false}
 		for _, mf := range mfs {
 			if _, ok := want[mf.GetName()]; ok {
@@ -258,7 +262,7 @@ func TestDashboardDrainAuth(t *testing.T) {
 		{"basic scheme is not a token", drain, "Basic " + dashToken, nil, http.StatusUnauthorized, "unknown"},
 		{"admin token drains", drain, "Bearer " + dashToken, nil, http.StatusOK, "draining"},
 		{"admin token undrains", "/v1/groups/www.example.org./members/nyc1/undrain", "bearer " + dashToken, nil, http.StatusOK, "unknown"},
-		{"signature still works", drain, "", []byte(ctlSecret), http.StatusOK, "draining"},
+		{"signature still works", drain, "", []byte(testenv.Secret), http.StatusOK, "draining"},
 		{"token does not add members", "/v1/groups/www.example.org./members", "Bearer " + dashToken, nil, http.StatusUnauthorized, "draining"},
 		{"unknown member", "/v1/groups/www.example.org./members/nope/drain", "Bearer " + dashToken, nil, http.StatusNotFound, "draining"},
 	}
@@ -366,7 +370,7 @@ func TestDashboardStream(t *testing.T) {
 	})
 	t.Run("bounded", func(t *testing.T) {
 		open(t)
-		waitFor(t, 5*time.Second, "two streams", func() bool {
+		testenv.WaitFor(t, 5*time.Second, "two streams", func() bool {
 			return testGauge(e.dash.streams) == 2
 		})
 		resp, err := http.Get(e.admin.URL + "/v1/stream")
@@ -394,7 +398,7 @@ func TestDashboardStream(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("stream still open 5s after the dashboard stopped")
 		}
-		waitFor(t, 5*time.Second, "no stream open", func() bool { return testGauge(e.dash.streams) == 0 })
+		testenv.WaitFor(t, 5*time.Second, "no stream open", func() bool { return testGauge(e.dash.streams) == 0 })
 	})
 }
 

@@ -1,0 +1,12 @@
+// Package dispatch answers dnsd's group names with the scheduler's
+// policies: it locates the client (ECS first, else the resolver's address)
+// with scheduler/geo, asks the group's policy for the members, sets the TTL
+// from the client scope's share of the traffic, books the answer's hidden
+// load on the chosen members, and returns the ECS scope the answer depended
+// on, as the policy states it. It is the dnsd.GroupAnswerer that cmd/dnsd
+// plugs into the server.
+//
+// Member health arrives as events (Observe, from the prober's updates) and
+// goes into the answers at once; configuration and membership arrive as
+// Prepare (everything that can fail) and its commit (a swap that cannot).
+package dispatch
