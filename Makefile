@@ -11,9 +11,13 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # runs for a few seconds.
 FUZZ_EXECS    ?= 20000
 FUZZ_EXECS_BY ?= FuzzReadRows=60000
-# Debian packages the tests start for real: dig, unbound, headless chromium.
-APT_PKGS    ?= dnsutils unbound chromium
-APT_BINS    ?= dig unbound chromium
+# What the tests execute, as what:package, what being a command looked up
+# in PATH or, for a package with no command, a file it installs: dig (e2e),
+# unbound and unbound-checkconf (e2e), headless chromium (e2e dashboard),
+# curl (TestDemo runs the printed curl), gcc and the C headers (-race
+# needs cgo).
+TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
+	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev
 
 export CGO_ENABLED ?= 1
 
@@ -68,14 +72,21 @@ bench:
 bench-site:
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=20m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
 
-## deps: install the Debian packages the tests start, only when missing.
+## deps: install with apt-get the Debian packages of whatever the tests
+## execute, only those that are missing (apt-get update only then).
 deps:
-	@missing=""; for b in $(APT_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing$$missing (packages: $(APT_PKGS))"; \
+	@missing=""; pkgs=""; \
+	for d in $(TEST_DEPS); do \
+	  what=$${d%:*}; pkg=$${d##*:}; \
+	  case $$what in /*) [ -e "$$what" ] && continue;; *) command -v "$$what" >/dev/null 2>&1 && continue;; esac; \
+	  missing="$$missing $$what"; \
+	  case " $$pkgs " in *" $$pkg "*) ;; *) pkgs="$$pkgs $$pkg";; esac; \
+	done; \
+	if [ -n "$$pkgs" ]; then \
+	  echo "missing$$missing: installing$$pkgs"; \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
 	fi
 
 ## demo: the whole mirror group on loopback: dnsd with a generated GeoIP
