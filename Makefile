@@ -2,10 +2,22 @@
 GO          ?= go
 BIN         ?= bin
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUZZTIME    ?= 10s
-# Debian packages the tests start for real: dig, unbound, headless chromium.
-APT_PKGS    ?= dnsutils unbound chromium
-APT_BINS    ?= dig unbound chromium
+# Fuzz smoke runs count executions, never wall-clock time: a -fuzztime
+# duration races Go's fuzz coordinator at its deadline on a busy machine
+# (golang/go#75804, "context deadline exceeded" with no input written), a
+# count has no deadline, so only a real finding fails. FUZZ_EXECS is the
+# default count (about 2 s at 10k executions/s on 2 cores); FUZZ_EXECS_BY
+# sizes targets that are much faster or slower than that, so that each one
+# runs for a few seconds.
+FUZZ_EXECS    ?= 20000
+FUZZ_EXECS_BY ?= FuzzReadRows=60000
+# What the tests execute, as what:package, what being a command looked up
+# in PATH or, for a package with no command, a file it installs: dig (e2e),
+# unbound and unbound-checkconf (e2e), headless chromium (e2e dashboard),
+# curl (TestDemo runs the printed curl), gcc and the C headers (-race
+# needs cgo).
+TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
+	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev
 
 export CGO_ENABLED ?= 1
 
@@ -45,8 +57,10 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
-	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	    n=$(FUZZ_EXECS); \
+	    for kv in $(FUZZ_EXECS_BY); do [ "$${kv%%=*}" != "$$f" ] || n=$${kv#*=}; done; \
+	    echo "fuzz $$pkg $$f ($$n executions)"; \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$${n}x $$pkg; \
 	  done; \
 	done
 
@@ -58,14 +72,21 @@ bench:
 bench-site:
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=20m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
 
-## deps: install the Debian packages the tests start, only when missing.
+## deps: install with apt-get the Debian packages of whatever the tests
+## execute, only those that are missing (apt-get update only then).
 deps:
-	@missing=""; for b in $(APT_BINS); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing$$missing (packages: $(APT_PKGS))"; \
+	@missing=""; pkgs=""; \
+	for d in $(TEST_DEPS); do \
+	  what=$${d%:*}; pkg=$${d##*:}; \
+	  case $$what in /*) [ -e "$$what" ] && continue;; *) command -v "$$what" >/dev/null 2>&1 && continue;; esac; \
+	  missing="$$missing $$what"; \
+	  case " $$pkgs " in *" $$pkg "*) ;; *) pkgs="$$pkgs $$pkg";; esac; \
+	done; \
+	if [ -n "$$pkgs" ]; then \
+	  echo "missing$$missing: installing$$pkgs"; \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
 	fi
 
 ## demo: the whole mirror group on loopback: dnsd with a generated GeoIP

@@ -84,6 +84,9 @@ type Config struct {
 	// over (default 10s, 1s..5m): shorter reacts faster (redirects start
 	// and stop sooner), longer is steadier.
 	LoadWindow Duration `yaml:"load_window"`
+	// RunQueue is where the load report's m comes from: loadavg (the
+	// default), in_flight or none (see RunQueueSource).
+	RunQueue RunQueueSource `yaml:"run_queue"`
 	// Location is where this mirror is.
 	Location Location `yaml:"location"`
 	// Geo says where clients are, to redirect them to a sibling near
@@ -284,6 +287,12 @@ func (v *validator) validate() {
 	}
 	if d := c.LoadWindow.D(); d < time.Second || d > 5*time.Minute {
 		v.errorf("load_window", "must be in 1s..5m, got %s", d)
+	}
+	if !v.written("run_queue") {
+		c.RunQueue = RunQueueLoadavg
+	}
+	if !c.RunQueue.valid() {
+		v.errorf("run_queue", "must be loadavg, in_flight or none, got %q", c.RunQueue)
 	}
 	v.location("location", &c.Location)
 	v.geo()

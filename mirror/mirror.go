@@ -57,7 +57,8 @@ type Options struct {
 	// Rand is the randomness of the redirect decisions (default: seeded at
 	// random).
 	Rand *rand.Rand
-	// RunQueue is the host's run-queue length (default probe.ReadRunQueue).
+	// RunQueue is the host's run-queue length (default probe.ReadRunQueue),
+	// read when the config's run_queue is loadavg.
 	RunQueue func() (float64, error)
 	// ReportWindow is the Reporter's sliding window (default
 	// probe.DefaultReportWindow).
@@ -138,10 +139,12 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		m.site, _ = o.Content.(SiteStatusSource)
 	}
 
-	m.reporter, err = probe.NewReporter(probe.ReporterConfig{
+	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity,
 		Window: o.ReportWindow, RunQueue: o.RunQueue, Clock: o.Clock, Logger: o.Logger,
-	})
+	}
+	cfg.RunQueue.apply(&rc)
+	m.reporter, err = probe.NewReporter(rc)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: reporter: %w", err)
 	}

@@ -14,6 +14,8 @@
 //     jumps between 0 and the core count from one read to the next, while
 //     the load average is the smoothed run-queue length the server-group
 //     formula load = 10·(r + m) was meant for. ParseLoadavg returns both.
+//     A Reporter with RunQueueInFlight takes m from its own requests in
+//     flight instead, for a process whose host's load is not its own.
 //   - Conns in a report is the number of requests in flight in the wrapped
 //     handler (what a connection-counting policy balances), not the number
 //     of open TCP connections, which idle keep-alives would inflate.

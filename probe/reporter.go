@@ -29,6 +29,11 @@ type ReporterConfig struct {
 	Window time.Duration
 	// RunQueue returns the host's run-queue length (default ReadRunQueue).
 	RunQueue func() (float64, error)
+	// RunQueueInFlight makes m the requests in flight through this
+	// Reporter at the time of the report, instead of RunQueue's figure: a
+	// run queue of the process's own, for a mirror whose host's load
+	// average is not its own (a host shared with other work).
+	RunQueueInFlight bool
 	// Clock returns the time of a completed request and of a report served
 	// over HTTP (default time.Now).
 	Clock func() time.Time
@@ -139,9 +144,10 @@ func (r *Reporter) RequestDone(bytes int64, redirected bool) {
 
 // Snapshot returns the report for now: rates over the sliding window that
 // ends at now, the requests in flight, the run-queue length (the last good
-// one when RunQueue fails) and the next sequence number.
+// one when RunQueue fails; the requests in flight with RunQueueInFlight)
+// and the next sequence number.
 func (r *Reporter) Snapshot(now time.Time) Report {
-	m, err := r.cfg.RunQueue()
+	m, err := r.runQueue()
 	r.mu.Lock()
 	if err == nil && m >= 0 && m < 1e300 {
 		if r.rqErr {
@@ -194,6 +200,14 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 	}
 	rep.Load = LoadOf(rep.R, rep.M)
 	return rep
+}
+
+// runQueue returns the report's m as configured.
+func (r *Reporter) runQueue() (float64, error) {
+	if r.cfg.RunQueueInFlight {
+		return float64(max(r.inFlight.Load(), 0)), nil
+	}
+	return r.cfg.RunQueue()
 }
 
 // ServeHTTP answers GET (and HEAD) with the current report as JSON; a

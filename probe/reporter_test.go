@@ -104,6 +104,29 @@ func TestReporterSnapshot(t *testing.T) {
 	}
 }
 
+func TestReporterRunQueueInFlight(t *testing.T) {
+	clk := newFakeClock(t0)
+	r, err := NewReporter(ReporterConfig{
+		Group: "www", Member: "fra1", Capacity: 2000, Window: time.Second, Clock: clk.Now, RunQueueInFlight: true,
+		RunQueue: func() (float64, error) { t.Error("RunQueue read with RunQueueInFlight"); return 9, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{0, 1, 2, 1} {
+		switch i {
+		case 1, 2:
+			r.RequestStarted()
+		case 3:
+			r.RequestDone(10, false)
+		}
+		rep := r.Snapshot(clk.Now())
+		if rep.M != want || rep.Conns != int64(want) || !near(rep.Load, 10*(rep.R+want)) {
+			t.Errorf("step %d: m = %g, conns = %d, load = %g, want m = conns = %g and load 10·(r+m)", i, rep.M, rep.Conns, rep.Load, want)
+		}
+	}
+}
+
 func TestReporterWrapAndServe(t *testing.T) {
 	clk := newFakeClock(t0)
 	rep := newTestReporter(t, clk, time.Second, fixedRunQueue(0))
