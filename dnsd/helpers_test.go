@@ -206,4 +206,3 @@ func mustPack(t testing.TB, m *dns.Msg) []byte {
 	}
 	return b
 }
-
