@@ -51,6 +51,7 @@ import (
 
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -256,7 +257,7 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 		lns = append(lns, ln)
 		logger.Info("admin listening", "addr", ln.Addr().String())
 		admin := http.NewServeMux()
-		admin.Handle("POST /-/reload", daemon.ReloadHandler(reloader.Reload))
+		admin.Handle(api.Reload.Pattern(), api.ReloadHandler(reloader.Reload))
 		admin.Handle("/", m.AdminHandler())
 		hs := &http.Server{
 			Handler:           admin,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -36,6 +35,8 @@ type Explainer interface {
 type Options struct {
 	Logger    *slog.Logger
 	Gatherer  prometheus.Gatherer
+	// Reloader serves api.Reload (loopback callers only); nil serves no
+	// reload route.
 	Reloader  Reloader
 	Explainer Explainer
 	// Membership serves the groups API (api.ListGroups to
@@ -66,17 +67,9 @@ func NewHandler(o Options) http.Handler {
 	mux.HandleFunc(api.Ready.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, api.StatusReply{Status: "ready"})
 	})
-	mux.HandleFunc(api.Reload.Pattern(), func(w http.ResponseWriter, r *http.Request) {
-		if !fromLoopback(r) {
-			writeJSON(w, http.StatusForbidden, api.ErrorReply{Error: "reload is allowed from loopback only"})
-			return
-		}
-		if err := o.Reloader.Reload(r.Context()); err != nil {
-			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, api.StatusReply{Status: "reloaded"})
-	})
+	if o.Reloader != nil {
+		mux.Handle(api.Reload.Pattern(), api.ReloadHandler(o.Reloader.Reload))
+	}
 	if o.Membership != nil {
 		now := o.Now
 		if now == nil {
@@ -131,15 +124,6 @@ func explain(w http.ResponseWriter, r *http.Request, ex Explainer) {
 		return
 	}
 	writeJSON(w, http.StatusOK, e)
-}
-
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -7,14 +7,12 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -117,40 +115,6 @@ func (r *Reloader) Reload(context.Context) error {
 	r.reloads.WithLabelValues("success").Inc()
 	r.logger.Info("reloaded", append([]any{"config", r.name}, append(summary, "duration_seconds", time.Since(start).Seconds())...)...)
 	return nil
-}
-
-// ReloadHandler is POST /-/reload: it calls reload for a loopback caller
-// and answers 200 {"status":"reloaded"}, or 400 {"error":…} with the
-// reload's error (the old configuration keeps serving); any other caller
-// gets 403 and nothing is reloaded.
-func ReloadHandler(reload func(context.Context) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !fromLoopback(r) {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "reload is allowed from loopback only"})
-			return
-		}
-		if err := reload(r.Context()); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
-	})
-}
-
-// fromLoopback reports whether r came from a loopback address.
-func fromLoopback(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback()
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false) // errors read "must be > 0", not "\u003e"
-	_ = enc.Encode(v)
 }
 
 // Component is one part of a daemon: it runs until ctx is done, then

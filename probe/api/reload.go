@@ -1,0 +1,43 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/netip"
+)
+
+// ReloadHandler serves Reload (POST /-/reload) on either daemon's admin
+// listener: it calls reload for a loopback caller
+// and answers 200 {"status":"reloaded"}, or 400 {"error":…} with the
+// reload's error (the old configuration keeps serving); any other caller
+// gets 403 and nothing is reloaded.
+func ReloadHandler(reload func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !FromLoopback(r) {
+			writeReply(w, http.StatusForbidden, ErrorReply{Error: "reload is allowed from loopback only"})
+			return
+		}
+		if err := reload(r.Context()); err != nil {
+			writeReply(w, http.StatusBadRequest, ErrorReply{Error: err.Error()})
+			return
+		}
+		writeReply(w, http.StatusOK, StatusReply{Status: "reloaded"})
+	})
+}
+
+// FromLoopback reports whether r came from a loopback address.
+func FromLoopback(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+func writeReply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // errors read "must be > 0", not "\u003e"
+	_ = enc.Encode(v)
+}
