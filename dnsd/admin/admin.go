@@ -33,8 +33,8 @@ type Explainer interface {
 
 // Options configures the admin HTTP handler.
 type Options struct {
-	Logger    *slog.Logger
-	Gatherer  prometheus.Gatherer
+	Logger   *slog.Logger
+	Gatherer prometheus.Gatherer
 	// Reloader serves api.Reload (loopback callers only); nil serves no
 	// reload route.
 	Reloader  Reloader
