@@ -3,12 +3,14 @@ package main
 import (
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/zones"
 )
 
-// configLoad is dnsd's reload: load and validate the config again, load it
-// into the controller (the dispatcher, the server, the watcher's health
-// settings), then set what the controller does not own: the admin API's
-// signature window. On error nothing changed.
+// configLoad is dnsd's reload: load and validate the config again, refuse
+// it when it changes a key only a restart applies (the listen and admin
+// addresses), load it into the controller (the dispatcher, the server, the
+// watcher's health settings), then set what the controller does not own:
+// the admin API's signature window. On error nothing changed.
 type configLoad struct {
 	ld       *loader
 	ctl      *members.Controller
@@ -18,6 +20,9 @@ type configLoad struct {
 func (l configLoad) reload() ([]any, error) {
 	set, err := l.ld.load()
 	if err != nil {
+		return nil, err
+	}
+	if err := zones.RestartChanges(l.ctl.Current().Config, set.Config); err != nil {
 		return nil, err
 	}
 	if err := l.ctl.Load(set); err != nil {

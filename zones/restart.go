@@ -1,0 +1,37 @@
+package zones
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrNeedsRestart: a reload changed a key that only a restart applies.
+var ErrNeedsRestart = errors.New("needs a restart")
+
+// RestartChanges returns an error for every key that dnsd can not apply
+// on a reload and that next changes from cur: the DNS listen addresses and
+// the admin address, whose sockets are opened once at start. Every other
+// key is applied by a reload. Each error names where next writes the key
+// and both values, e.g.
+//
+//	dnsd.yaml:2:1: listen: changed from [127.0.0.1:53] to [127.0.0.1:5353]: needs a restart
+//
+// and wraps ErrNeedsRestart; nil means next can be reloaded.
+func RestartChanges(cur, next *Config) error {
+	var errs []error
+	changed := func(key string, a, b any) {
+		where := next.File
+		if pos, ok := next.pos.Of(key); ok && where != "" {
+			where += ":" + pos.String()
+		}
+		errs = append(errs, fmt.Errorf("%s: %s: changed from %v to %v: %w", where, key, a, b, ErrNeedsRestart))
+	}
+	if !slices.Equal(cur.Listen, next.Listen) {
+		changed("listen", cur.Listen, next.Listen)
+	}
+	if cur.Admin != next.Admin {
+		changed("admin", fmt.Sprintf("%q", cur.Admin), fmt.Sprintf("%q", next.Admin))
+	}
+	return errors.Join(errs...)
+}
