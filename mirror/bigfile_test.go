@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 // vmRSS returns the process's resident set size from /proc/self/status.
@@ -119,8 +120,8 @@ func TestFileServerLargeFile(t *testing.T) {
 	}
 
 	t.Run("range at the end", func(t *testing.T) {
-		req := newRequest(t, "GET", base+"/big.iso", map[string]string{"Range": "bytes=-16"})
-		resp, body := do(t, req)
+		req := webtest.NewRequest(t, "GET", base+"/big.iso", map[string]string{"Range": "bytes=-16"})
+		resp, body := webtest.Do(t, req)
 		if resp.StatusCode != 206 || body != strings.Repeat("\x00", 16) ||
 			resp.Header.Get("Content-Range") != fmt.Sprintf("bytes %d-%d/%d", size-16, size-1, size) {
 			t.Errorf("%d %q %q", resp.StatusCode, resp.Header.Get("Content-Range"), body)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -54,17 +56,17 @@ type cacheEntry struct {
 
 // NewCache returns a Cache of c.Memory bytes, or nil (no cache) when
 // c.Memory is 0.
-func NewCache(c SiteCacheConfig, o CacheOptions) (*Cache, error) {
+func NewCache(c frontend.CacheConfig, o CacheOptions) (*Cache, error) {
 	if c.Memory <= 0 {
 		return nil, nil
 	}
 	if c.MaxObject <= 0 {
-		c.MaxObject = DefaultCacheMaxObject
+		c.MaxObject = frontend.DefaultCacheMaxObject
 	}
 	m := newCacheMetrics()
 	if o.Registerer != nil {
 		var err error
-		if m, err = registerShared(o.Registerer, m); err != nil {
+		if m, err = probe.RegisterShared(o.Registerer, m); err != nil {
 			return nil, fmt.Errorf("mirror: register cache metrics: %w", err)
 		}
 	}
@@ -139,7 +141,7 @@ func (c *Cache) Len() int {
 }
 
 // cacheMetrics are the Cache's collectors, one Collector so that a reload
-// can share them (see registerShared).
+// can share them (see probe.RegisterShared).
 type cacheMetrics struct {
 	hits, misses prometheus.Counter
 	bytes        prometheus.Gauge
@@ -175,18 +177,4 @@ func (m *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.hits.Collect(ch)
 	m.misses.Collect(ch)
 	m.bytes.Collect(ch)
-}
-
-// registerShared registers c, or returns the collector of the same type
-// that is already registered with the same metrics, so that the object
-// built from a reloaded config keeps counting where the old one was.
-func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old, nil
-		}
-	}
-	return c, err
 }

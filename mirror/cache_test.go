@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 func TestCache(t *testing.T) {
@@ -19,14 +21,14 @@ func TestCache(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	// 100-byte data.bin fits; 2 KiB big.txt is above max_object.
-	c, err := NewCache(SiteCacheConfig{Memory: 4096, MaxObject: 1024}, CacheOptions{Registerer: reg})
+	c, err := NewCache(frontend.CacheConfig{Memory: 4096, MaxObject: 1024}, CacheOptions{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{Cache: c})})
 	uncached := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{})})
-	hits := func() float64 { return sampleSum(t, reg, "transmirror_mirror_cache_hits_total", nil) }
-	misses := func() float64 { return sampleSum(t, reg, "transmirror_mirror_cache_misses_total", nil) }
+	hits := func() float64 { return webtest.SampleSum(t, reg, "transmirror_mirror_cache_hits_total", nil) }
+	misses := func() float64 { return webtest.SampleSum(t, reg, "transmirror_mirror_cache_misses_total", nil) }
 
 	steps := []struct {
 		name               string
@@ -58,7 +60,7 @@ func TestCache(t *testing.T) {
 			if s.before != nil {
 				s.before(t)
 			}
-			resp, body := do(t, newRequest(t, s.method, base+s.path, s.header))
+			resp, body := webtest.Do(t, webtest.NewRequest(t, s.method, base+s.path, s.header))
 			if resp.StatusCode != s.wantStatus || body != s.wantBody {
 				t.Errorf("status %d body %q, want %d %q", resp.StatusCode, body, s.wantStatus, s.wantBody)
 			}
@@ -67,7 +69,7 @@ func TestCache(t *testing.T) {
 			}
 			// The same headers as without the cache (Etag, Last-Modified,
 			// Content-Type, Content-Range, ...).
-			ref, _ := do(t, newRequest(t, s.method, uncached+s.path, s.header))
+			ref, _ := webtest.Do(t, webtest.NewRequest(t, s.method, uncached+s.path, s.header))
 			for _, k := range []string{"Etag", "Last-Modified", "Content-Type", "Content-Length", "Content-Range", "Accept-Ranges"} {
 				if got, want := resp.Header.Get(k), ref.Header.Get(k); got != want {
 					t.Errorf("%s %q, want %q as without the cache", k, got, want)
@@ -76,7 +78,7 @@ func TestCache(t *testing.T) {
 		})
 	}
 	t.Run("cache_bytes", func(t *testing.T) {
-		if got := sampleSum(t, reg, "transmirror_mirror_cache_bytes", nil); got != float64(len(dataBin)+len("data.bin")) {
+		if got := webtest.SampleSum(t, reg, "transmirror_mirror_cache_bytes", nil); got != float64(len(dataBin)+len("data.bin")) {
 			t.Errorf("cache_bytes %g", got)
 		}
 	})
@@ -90,13 +92,13 @@ func TestCacheEvictsByBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := NewCache(SiteCacheConfig{Memory: 820, MaxObject: 1024}, CacheOptions{})
+	c, err := NewCache(frontend.CacheConfig{Memory: 820, MaxObject: 1024}, CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{Cache: c})})
 	for _, n := range []string{"1", "2", "3"} {
-		do(t, newRequest(t, http.MethodGet, base+"/"+n+".txt", nil))
+		webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/"+n+".txt", nil))
 	}
 	if got := c.Len(); got != 2 {
 		t.Errorf("%d files cached, want 2", got)
@@ -104,7 +106,7 @@ func TestCacheEvictsByBytes(t *testing.T) {
 }
 
 func TestCacheOff(t *testing.T) {
-	c, err := NewCache(SiteCacheConfig{Memory: 0}, CacheOptions{})
+	c, err := NewCache(frontend.CacheConfig{Memory: 0}, CacheOptions{})
 	if err != nil || c != nil {
 		t.Errorf("memory 0: got %v, %v; want no cache and no error", c, err)
 	}
@@ -116,13 +118,13 @@ func TestCacheMissDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	const delay = 200 * time.Millisecond
-	c, err := NewCache(SiteCacheConfig{Memory: 4 << 20, MaxObject: 2 << 20, MissDelayPerMiB: Duration(delay)}, CacheOptions{})
+	c, err := NewCache(frontend.CacheConfig{Memory: 4 << 20, MaxObject: 2 << 20, MissDelayPerMiB: Duration(delay)}, CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{Cache: c})})
 	start := time.Now()
-	do(t, newRequest(t, http.MethodGet, base+"/mib.bin", nil))
+	webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/mib.bin", nil))
 	if d := time.Since(start); d < delay {
 		t.Errorf("a 1 MiB miss took %v, want at least the miss delay %v", d, delay)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -39,8 +39,6 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultMaxShare is redirect.max_share.
 	DefaultMaxShare = 0.5
-	// DefaultBackendWeight is backends[].weight.
-	DefaultBackendWeight = 1
 	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes).
 	DefaultMaxHeaderBytes = 64 << 10
 )
@@ -70,8 +68,9 @@ type Config struct {
 	// to the best member for the client. It needs dnsd (for the group view)
 	// and excludes root and backends.
 	Dispatcher bool `yaml:"dispatcher"`
-	// Backends are the site's back ends when this mirror is a front end.
-	Backends []BackendConfig `yaml:"backends"`
+	// Backends are the site's back ends when this mirror is a front end
+	// (see frontend.Backend).
+	Backends []frontend.Backend `yaml:"backends"`
 	// Listing turns on HTML directory listings (off by default).
 	Listing bool `yaml:"listing"`
 	// Timeouts are the public HTTP server's timeouts.
@@ -92,8 +91,9 @@ type Config struct {
 	// Geo says where clients are, to redirect them to a sibling near
 	// them; the same settings as dnsd's geo.
 	Geo GeoConfig `yaml:"geo"`
-	// Site configures the site front end and the back-end memory cache (see SiteConfig).
-	Site SiteConfig `yaml:"site"`
+	// Site configures the site front end and the back-end memory cache
+	// (see frontend.Config).
+	Site frontend.Config `yaml:"site"`
 
 	// File is the path the config was read from.
 	File string `yaml:"-"`
@@ -124,23 +124,6 @@ func (d DNSDConfig) String() string {
 		secret = "<redacted>"
 	}
 	return fmt.Sprintf("{URL:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
-}
-
-// BackendConfig is one back end of the site front end. Only its shape is
-// validated here; the front end gives it meaning.
-type BackendConfig struct {
-	// Name is the back end's unique name.
-	Name string `yaml:"name"`
-	// URL is the back end's base URL, http or https.
-	URL string `yaml:"url"`
-	// Weight is its static weight (default 1, >= 0).
-	Weight float64 `yaml:"weight"`
-	// Memory is the size of its memory cache, e.g. 8GiB.
-	Memory ByteSize `yaml:"memory"`
-	// PublicURL is where clients reach it directly (site.mode redirect).
-	PublicURL string `yaml:"public_url"`
-	// HandoffSocket is its Unix socket for connection handoff (site.mode handoff).
-	HandoffSocket string `yaml:"handoff_socket"`
 }
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
@@ -211,10 +194,11 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig decodes data, the YAML text of the config file named file,
 // strictly (yamlconf.Decode: unknown keys, YAML tags and more than one
 // document are refused), fills in defaults and validates the result.
-// Relative paths (root, dnsd.secret_file, geo.mmdb) are resolved against
-// file's directory. All problems are returned together (errors.Join), one
-// per line, each of the form "FILE:LINE:COL: KEY.PATH: what"; the geo
-// block and locations are checked as dnsd checks them, with dnsd's errors
+// Relative paths (root, dnsd.secret_file, geo.mmdb, the handoff sockets)
+// are resolved against file's directory. The site section and the back
+// ends are checked by frontend.Config.Check. All problems are returned
+// together (errors.Join), one per line, each of the form
+// "FILE:LINE:COL: KEY.PATH: what"; the geo block and locations are checked as dnsd checks them, with dnsd's errors
 // ("FILE:LINE:COL: geo: network 192.0.2.0/24: listed twice").
 func ParseConfig(file string, data []byte) (*Config, error) {
 	cfg, pos, err := decodeConfig(file, data)
@@ -296,7 +280,8 @@ func (v *validator) validate() {
 	}
 	v.location("location", &c.Location)
 	v.geo()
-	v.site()
+	// The site section and the back ends are the front end's to check.
+	c.Site.Check(v.errs, v.pos, v.dir, c.Backends, c.Root != "")
 }
 
 func (v *validator) listen() {
@@ -379,7 +364,7 @@ func (v *validator) dnsd() {
 	}
 	if d.URL == "" {
 		v.errorf("dnsd.url", "is required")
-	} else if err := checkURL(d.URL); err != nil {
+	} else if err := yamlconf.CheckURL(d.URL); err != nil {
 		v.errorf("dnsd.url", "%v", err)
 	}
 	switch {
@@ -435,46 +420,6 @@ func (v *validator) content() {
 			c.Root = root
 		}
 	}
-	names := make(map[string]bool)
-	for i := range c.Backends {
-		b := &c.Backends[i]
-		path := fmt.Sprintf("backends[%d]", i)
-		switch {
-		case b.Name == "":
-			v.errorf(path+".name", "is required")
-		case names[b.Name]:
-			v.errorf(path+".name", "%q is listed twice", b.Name)
-		}
-		names[b.Name] = true
-		if b.URL == "" {
-			v.errorf(path+".url", "is required")
-		} else if err := checkURL(b.URL); err != nil {
-			v.errorf(path+".url", "%v", err)
-		}
-		if !v.written(path + ".weight") {
-			b.Weight = DefaultBackendWeight
-		}
-		if !(b.Weight >= 0) || math.IsInf(b.Weight, 1) {
-			v.errorf(path+".weight", "must be >= 0, got %g", b.Weight)
-		}
-	}
-}
-
-// checkURL accepts an absolute http or https URL with a host and without
-// user information.
-func checkURL(s string) error {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return fmt.Errorf("invalid URL %q", s)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q: want an http or https URL", s)
-	case u.Host == "":
-		return fmt.Errorf("%q: URL has no host", s)
-	case u.User != nil:
-		return fmt.Errorf("URL must not carry user information")
-	}
-	return nil
 }
 
 func (v *validator) timeouts() {

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 func TestFileServerRanges(t *testing.T) {
 	tr := newTree(t)
 	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{})})
-	resp, _ := do(t, newRequest(t, "GET", base+"/data.bin", nil))
+	resp, _ := webtest.Do(t, webtest.NewRequest(t, "GET", base+"/data.bin", nil))
 	tag := resp.Header.Get("Etag")
 	tests := []struct {
 		name         string
@@ -39,7 +41,7 @@ func TestFileServerRanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := do(t, newRequest(t, "GET", base+"/data.bin", tt.header))
+			resp, body := webtest.Do(t, webtest.NewRequest(t, "GET", base+"/data.bin", tt.header))
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
 			}
@@ -77,7 +79,7 @@ func TestFileServerMultipleRanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := do(t, newRequest(t, "GET", base+"/data.bin", map[string]string{"Range": tt.rng}))
+			resp, body := webtest.Do(t, webtest.NewRequest(t, "GET", base+"/data.bin", map[string]string{"Range": tt.rng}))
 			if resp.StatusCode != http.StatusPartialContent {
 				t.Fatalf("status %d, want 206", resp.StatusCode)
 			}
@@ -118,7 +120,7 @@ func TestFileServerMultipleRanges(t *testing.T) {
 func TestFileServerConditional(t *testing.T) {
 	tr := newTree(t)
 	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{})})
-	resp, _ := do(t, newRequest(t, "GET", base+"/data.bin", nil))
+	resp, _ := webtest.Do(t, webtest.NewRequest(t, "GET", base+"/data.bin", nil))
 	tag := resp.Header.Get("Etag")
 	if want := fmt.Sprintf(`"%x-%x"`, dataMtime.UnixNano(), len(dataBin)); tag != want {
 		t.Fatalf("ETag %q, want %q", tag, want)
@@ -150,7 +152,7 @@ func TestFileServerConditional(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := do(t, newRequest(t, tt.method, base+"/data.bin", tt.header))
+			resp, body := webtest.Do(t, webtest.NewRequest(t, tt.method, base+"/data.bin", tt.header))
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
 			}
@@ -193,7 +195,7 @@ func TestFileServerContentType(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, method := range []string{"GET", "HEAD"} {
-				resp, body := do(t, newRequest(t, method, base+tt.path, nil))
+				resp, body := webtest.Do(t, webtest.NewRequest(t, method, base+tt.path, nil))
 				if resp.StatusCode != 200 {
 					t.Fatalf("%s: status %d", method, resp.StatusCode)
 				}
@@ -222,7 +224,7 @@ func TestFileServerMethods(t *testing.T) {
 	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{})})
 	for _, method := range []string{"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "TRACE"} {
 		t.Run(method, func(t *testing.T) {
-			resp, _ := do(t, newRequest(t, method, base+"/public.txt", nil))
+			resp, _ := webtest.Do(t, webtest.NewRequest(t, method, base+"/public.txt", nil))
 			if resp.StatusCode != http.StatusMethodNotAllowed {
 				t.Errorf("status %d, want 405", resp.StatusCode)
 			}
@@ -233,7 +235,7 @@ func TestFileServerMethods(t *testing.T) {
 	}
 	t.Run("OPTIONS *", func(t *testing.T) {
 		addr := strings.TrimPrefix(base, "http://")
-		c := rawConn(t, addr)
+		c := webtest.RawConn(t, addr)
 		if _, err := io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +290,7 @@ func TestFileServerDirectories(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := do(t, newRequest(t, tt.method, tt.base+tt.path, nil))
+			resp, body := webtest.Do(t, webtest.NewRequest(t, tt.method, tt.base+tt.path, nil))
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d; body %q", resp.StatusCode, tt.status, body)
 			}

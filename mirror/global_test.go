@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -251,7 +252,7 @@ func TestRedirectCorrection(t *testing.T) {
 		tn[name+".mirrors.test"] = m.addr
 	}
 	for name, m := range ms {
-		eventually(t, 5*time.Second, "group view at "+name, func() bool {
+		webtest.Eventually(t, 5*time.Second, "group view at "+name, func() bool {
 			s := m.View().Snapshot()
 			return s != nil && s.Candidates() == 2
 		})
@@ -261,7 +262,7 @@ func TestRedirectCorrection(t *testing.T) {
 
 	t.Run("overloaded: requests on the group name are redirected to a sibling", func(t *testing.T) {
 		var loc string
-		eventually(t, 5*time.Second, "a 302 from a", func() bool {
+		webtest.Eventually(t, 5*time.Second, "a 302 from a", func() bool {
 			resp, _ := get(t, noFollow, groupURL)
 			loc = resp.Header.Get("Location")
 			return resp.StatusCode == http.StatusFound
@@ -321,7 +322,7 @@ func TestRedirectCorrection(t *testing.T) {
 		if n := counterValue(t, ms["a"].reg, "transmirror_mirror_redirects_total", "reason", ReasonOverload); n == 0 {
 			t.Error("transmirror_mirror_redirects_total{reason=overload} is 0")
 		}
-		eventually(t, 5*time.Second, "a report with redirects", func() bool {
+		webtest.Eventually(t, 5*time.Second, "a report with redirects", func() bool {
 			for _, r := range d.pushes("a") {
 				if r.RedirectsPerSecond > 0 {
 					return true
@@ -332,7 +333,7 @@ func TestRedirectCorrection(t *testing.T) {
 	})
 	t.Run("when the load falls, redirects stop", func(t *testing.T) {
 		// No traffic now: within a window a's utilization is 0.
-		eventually(t, 5*time.Second, "a serving the group name again", func() bool {
+		webtest.Eventually(t, 5*time.Second, "a serving the group name again", func() bool {
 			resp, _ := get(t, noFollow, groupURL)
 			return resp.StatusCode == http.StatusOK
 		})
@@ -420,7 +421,7 @@ func TestPush(t *testing.T) {
 	good := startMirror(t, d, "a", "", Options{})
 	t.Run("signed reports arrive at the interval", func(t *testing.T) {
 		start := time.Now()
-		eventually(t, 5*time.Second, "5 pushes", func() bool { return len(d.pushes("a")) >= 5 })
+		webtest.Eventually(t, 5*time.Second, "5 pushes", func() bool { return len(d.pushes("a")) >= 5 })
 		rs := d.pushes("a")
 		if el := time.Since(start); el < 150*time.Millisecond {
 			t.Errorf("5 pushes in %v, faster than a 50ms interval", el)
@@ -433,7 +434,7 @@ func TestPush(t *testing.T) {
 				t.Errorf("report %d: seq %d after %d", i, r.Seq, rs[i-1].Seq)
 			}
 		}
-		eventually(t, 5*time.Second, "pushes counted", func() bool {
+		webtest.Eventually(t, 5*time.Second, "pushes counted", func() bool {
 			return counterValue(t, good.reg, "transmirror_mirror_pushes_total", "result", "ok") >= 5
 		})
 	})
@@ -441,7 +442,7 @@ func TestPush(t *testing.T) {
 		bad := newFakeDNSD(t, "b")
 		bad.secret = []byte("another secret")
 		m := startMirror(t, bad, "b", "", Options{})
-		eventually(t, 5*time.Second, "unauthorized pushes", func() bool {
+		webtest.Eventually(t, 5*time.Second, "unauthorized pushes", func() bool {
 			return counterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized") >= 2
 		})
 		if n := len(bad.pushes("b")); n != 0 {
@@ -577,7 +578,7 @@ func TestViewWatcher(t *testing.T) {
 func TestDispatcher(t *testing.T) {
 	d := newFakeDNSD(t, "a", "b")
 	m := startMirror(t, d, "d", "dispatcher: true\n", Options{})
-	eventually(t, 5*time.Second, "group view", func() bool {
+	webtest.Eventually(t, 5*time.Second, "group view", func() bool {
 		s := m.View().Snapshot()
 		return s != nil && s.Candidates() == 2
 	})

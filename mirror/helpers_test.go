@@ -139,20 +139,6 @@ func startServer(t testing.TB, o ServerOptions) string {
 	return "http://" + ln.Addr().String()
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // rawGet sends "GET target HTTP/1.1" exactly as given, bypassing the
 // client's path cleaning, and returns the response with its body read.
 func rawGet(t testing.TB, addr, target string) (*http.Response, string) {
@@ -177,51 +163,6 @@ func rawGet(t testing.TB, addr, target string) (*http.Response, string) {
 		t.Fatalf("GET %q: body: %v", target, err)
 	}
 	return resp, string(body)
-}
-
-// do sends req with a client that follows no redirects and returns the
-// response with its body read.
-func do(t testing.TB, req *http.Request) (*http.Response, string) {
-	t.Helper()
-	c := &http.Client{
-		Timeout:       30 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(body)
-}
-
-func newRequest(t testing.TB, method, url string, header map[string]string) *http.Request {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	return req
-}
-
-func rawConn(t testing.TB, addr string) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

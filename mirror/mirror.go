@@ -48,7 +48,7 @@ type Options struct {
 	// admin server (default: a new registry).
 	Registry *prometheus.Registry
 	// Content serves a site front end's content (required with backends,
-	// typically from NewSiteHandler; ignored with root; must be nil for a
+	// typically from frontend.New; ignored with root; must be nil for a
 	// dispatcher).
 	Content http.Handler
 	// Clock is the time of reports, signatures, views and decisions

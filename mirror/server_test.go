@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 // gate wraps h: a request with the header X-Gate is announced on started
@@ -87,7 +88,7 @@ func TestServerGracefulShutdown(t *testing.T) {
 			}
 
 			cancel()
-			eventually(t, 10*time.Second, "new connections to be refused", func() bool {
+			webtest.Eventually(t, 10*time.Second, "new connections to be refused", func() bool {
 				c, err := net.DialTimeout("tcp", addr, time.Second)
 				if err != nil {
 					return true
@@ -248,7 +249,7 @@ func TestServerMetrics(t *testing.T) {
 	}
 	var bodyBytes int
 	for _, r := range reqs {
-		resp, body := do(t, newRequest(t, r.method, base+r.path, nil))
+		resp, body := webtest.Do(t, webtest.NewRequest(t, r.method, base+r.path, nil))
 		if resp.StatusCode != r.status {
 			t.Fatalf("%s %s: status %d, want %d", r.method, r.path, resp.StatusCode, r.status)
 		}
@@ -256,8 +257,8 @@ func TestServerMetrics(t *testing.T) {
 	}
 	// The handler's deferred bookkeeping may run after the client has the
 	// response: poll until every request is counted.
-	eventually(t, 10*time.Second, "all requests counted", func() bool {
-		return sampleSum(t, reg, "transmirror_mirror_request_duration_seconds", nil) == float64(len(reqs))
+	webtest.Eventually(t, 10*time.Second, "all requests counted", func() bool {
+		return webtest.SampleSum(t, reg, "transmirror_mirror_request_duration_seconds", nil) == float64(len(reqs))
 	})
 	tests := []struct {
 		name   string
@@ -277,7 +278,7 @@ func TestServerMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sampleSum(t, reg, tt.metric, tt.labels); got != tt.want {
+			if got := webtest.SampleSum(t, reg, tt.metric, tt.labels); got != tt.want {
 				t.Errorf("%s%v = %v, want %v", tt.metric, tt.labels, got, tt.want)
 			}
 		})
@@ -298,43 +299,6 @@ func TestServerMetrics(t *testing.T) {
 			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 		}
 	})
-}
-
-// sampleSum adds up the samples of the metric family name whose labels
-// include labels: counter and gauge values, histogram sample counts.
-func sampleSum(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for k, v := range labels {
-				found := false
-				for _, l := range m.GetLabel() {
-					found = found || l.GetName() == k && l.GetValue() == v
-				}
-				if !found {
-					continue metrics
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return sum
 }
 
 func TestMetricLabels(t *testing.T) {

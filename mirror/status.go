@@ -1,13 +1,11 @@
 package mirror
 
 import (
-	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/transmirror/transmirror/scheduler/site"
+	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/probe"
 )
 
 // Roles of a mirror, the values of Status.Role.
@@ -30,10 +28,6 @@ const (
 	// ViewStale: the view is older than StaleViews intervals.
 	ViewStale = "stale"
 )
-
-// MaxStatusBackends bounds the back ends that a Status lists; the rest
-// are counted in SiteStatus.Omitted.
-const MaxStatusBackends = 256
 
 // Status is what the mirror's status page shows, and what api.MirrorStatus
 // answers as JSON: figures the mirror keeps anyway, taken at Time. It
@@ -60,7 +54,7 @@ type Status struct {
 	View *ViewStatus `json:"view,omitempty"`
 	// Site is the front end and its back ends; nil unless Role is
 	// RoleSite.
-	Site *SiteStatus `json:"site,omitempty"`
+	Site *frontend.Status `json:"site,omitempty"`
 	// Cache is the memory cache of a document root; nil without one.
 	Cache *CacheStatus `json:"cache,omitempty"`
 }
@@ -128,51 +122,6 @@ type ViewStatus struct {
 	Candidates int `json:"candidates"`
 }
 
-// SiteStatus describes a site front end.
-type SiteStatus struct {
-	// Mode is proxy, redirect or handoff.
-	Mode string `json:"mode"`
-	// Policy is the site policy's name.
-	Policy string `json:"policy"`
-	// PolicyState is the policy's state, when it reports one (site.Stater).
-	PolicyState *site.Stats `json:"policy_state,omitempty"`
-	// Backends are the back ends in configuration order, at most
-	// MaxStatusBackends; Omitted counts the rest.
-	Backends []BackendStatus `json:"backends"`
-	Omitted  int             `json:"omitted,omitempty"`
-	// Retries counts requests retried on another back end; AllDownPicks
-	// picks made while every back end was down (since the start).
-	Retries      uint64 `json:"retries"`
-	AllDownPicks uint64 `json:"all_down_picks"`
-}
-
-// BackendStatus describes one back end of a site front end.
-type BackendStatus struct {
-	// Name is the configured name.
-	Name string `json:"name"`
-	// URL is where requests go, without user information, query or
-	// fragment.
-	URL string `json:"url"`
-	// PublicURL is where redirect mode sends clients, likewise; "" in
-	// other modes.
-	PublicURL string `json:"public_url,omitempty"`
-	// Health is up, down or unknown (a new back end, which takes
-	// requests).
-	Health string `json:"health"`
-	// LastError is the kind of the last failed check or request ("" for
-	// none).
-	LastError string `json:"last_error,omitempty"`
-	// Weight and MemoryBytes are the configured figures.
-	Weight      float64 `json:"weight"`
-	MemoryBytes int64   `json:"memory_bytes"`
-	// InFlight is the requests in flight on it (the policies' load).
-	InFlight int64 `json:"in_flight"`
-	// Picks counts the policy's picks of it, Errors its failed requests,
-	// handoffs and health checks (since the start).
-	Picks  uint64 `json:"picks"`
-	Errors uint64 `json:"errors"`
-}
-
 // CacheStatus describes a document root's memory cache.
 type CacheStatus struct {
 	// Objects is the number of cached files, Bytes their size with
@@ -191,12 +140,10 @@ type CacheStatus struct {
 }
 
 // SiteStatusSource is what the status needs of a site front end; the
-// handler of NewSiteHandler is one. New finds it in Options.Content.
+// handler of frontend.New is one. New finds it in Options.Content.
 type SiteStatusSource interface {
-	SiteStatus() SiteStatus
+	Status() frontend.Status
 }
-
-var _ SiteStatusSource = (*siteHandler)(nil)
 
 // Status returns the mirror's status at now. It is cheap and asks no
 // other server: the load snapshot, the counters, the view and the
@@ -240,7 +187,7 @@ func (m *Mirror) Status(now time.Time) Status {
 		s.View = viewStatus(m.view.Snapshot(), now)
 	}
 	if m.site != nil {
-		ss := m.site.SiteStatus()
+		ss := m.site.Status()
 		s.Site = &ss
 	}
 	if m.files != nil && m.files.cache != nil {
@@ -266,111 +213,21 @@ func viewStatus(snap *GroupSnapshot, now time.Time) *ViewStatus {
 	return v
 }
 
-// SiteStatus returns the front end's mode, its policy's state and its
-// back ends.
-func (h *siteHandler) SiteStatus() SiteStatus {
-	s := SiteStatus{
-		Mode: h.mode, Policy: h.policy.Name(),
-		Retries: uint64(metricValue(h.m.retries)), AllDownPicks: uint64(metricValue(h.m.allDown)),
-	}
-	if st, ok := h.policy.(site.Stater); ok {
-		ps := st.State()
-		s.PolicyState = &ps
-	}
-	// The counters are shared with handlers of other configs: read this
-	// policy's picks, and the errors of every kind, by back end.
-	picks := make(map[string]float64, len(h.backends))
-	eachSample(h.m.picks, func(l map[string]string, v float64) {
-		if l["policy"] == s.Policy {
-			picks[l["backend"]] += v
-		}
-	})
-	errs := make(map[string]float64, len(h.backends))
-	eachSample(h.m.errors, func(l map[string]string, v float64) { errs[l["backend"]] += v })
-
-	n := min(len(h.backends), MaxStatusBackends)
-	s.Omitted = len(h.backends) - n
-	s.Backends = make([]BackendStatus, n)
-	for i, b := range h.backends[:n] {
-		b.health.mu.Lock()
-		state, lastErr := b.health.state, b.health.lastError
-		b.health.mu.Unlock()
-		bs := BackendStatus{
-			Name: b.name, URL: redactURL(b.url), Health: state.String(), LastError: lastErr,
-			Weight: b.weight, MemoryBytes: b.memory, InFlight: max(b.active.Load(), 0),
-			Picks: uint64(picks[b.name]), Errors: uint64(errs[b.name]),
-		}
-		if b.public != nil {
-			bs.PublicURL = redactURL(b.public)
-		}
-		s.Backends[i] = bs
-	}
-	return s
-}
-
 // status returns the cache's fill and its hit counts.
 func (c *Cache) status() CacheStatus {
 	c.mu.Lock()
 	s := CacheStatus{Objects: c.lru.Len(), Bytes: c.lru.Bytes(), Capacity: c.lru.Capacity(), MaxObject: c.maxObject}
 	c.mu.Unlock()
-	s.Hits, s.Misses = uint64(metricValue(c.m.hits)), uint64(metricValue(c.m.misses))
+	s.Hits, s.Misses = uint64(probe.MetricValue(c.m.hits)), uint64(probe.MetricValue(c.m.misses))
 	if total := s.Hits + s.Misses; total > 0 {
 		s.HitRatio = float64(s.Hits) / float64(total)
 	}
 	return s
 }
 
-// redactURL returns u as a string without user information, query and
-// fragment, which may hold credentials.
-func redactURL(u *url.URL) string {
-	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-	return r.String()
-}
-
-// metricValue returns the value of a counter or gauge (0 for others).
-func metricValue(m prometheus.Metric) float64 {
-	var d dto.Metric
-	if err := m.Write(&d); err != nil {
-		return 0
-	}
-	switch {
-	case d.Counter != nil:
-		return d.Counter.GetValue()
-	case d.Gauge != nil:
-		return d.Gauge.GetValue()
-	}
-	return 0
-}
-
-// eachSample calls fn with the labels and the value of every counter or
-// gauge that c collects.
-func eachSample(c prometheus.Collector, fn func(labels map[string]string, v float64)) {
-	ch := make(chan prometheus.Metric, 64)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			continue
-		}
-		labels := make(map[string]string, len(d.GetLabel()))
-		for _, l := range d.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		switch {
-		case d.Counter != nil:
-			fn(labels, d.Counter.GetValue())
-		case d.Gauge != nil:
-			fn(labels, d.Gauge.GetValue())
-		}
-	}
-}
-
 // countsByLabel sums the samples of c by the value of label.
 func countsByLabel(c prometheus.Collector, label string) map[string]uint64 {
 	out := make(map[string]uint64)
-	eachSample(c, func(l map[string]string, v float64) { out[l[label]] += uint64(v) })
+	probe.EachSample(c, func(l map[string]string, v float64) { out[l[label]] += uint64(v) })
 	return out
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
@@ -26,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // getStatus fetches GET /v1/status from the admin server at base.
 func getStatus(t *testing.T, base string) (Status, string) {
 	t.Helper()
-	resp, body := do(t, newRequest(t, http.MethodGet, base+api.MirrorStatus.Path(), nil))
+	resp, body := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+api.MirrorStatus.Path(), nil))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", api.MirrorStatus.Path(), resp.Status)
 	}
@@ -45,7 +47,7 @@ func getStatus(t *testing.T, base string) (Status, string) {
 // getPage fetches the HTML status page from the admin server at base.
 func getPage(t *testing.T, base string) string {
 	t.Helper()
-	resp, body := do(t, newRequest(t, http.MethodGet, base+"/", nil))
+	resp, body := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/", nil))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /: %s", resp.Status)
 	}
@@ -62,7 +64,7 @@ func TestStatusDocumentRoot(t *testing.T) {
 	d := newFakeDNSD(t, "a", "b")
 	m := startMirror(t, d, "a", "site: {cache: {memory: 1MiB}}\n", Options{})
 	admin := "http://" + m.admin
-	eventually(t, 5*time.Second, "a group view", func() bool { return m.View().Snapshot() != nil })
+	webtest.Eventually(t, 5*time.Second, "a group view", func() bool { return m.View().Snapshot() != nil })
 
 	before, body := getStatus(t, admin)
 	t.Run("names the mirror, holds no secret", func(t *testing.T) {
@@ -93,13 +95,13 @@ func TestStatusDocumentRoot(t *testing.T) {
 			t.Fatalf("cache before requests: %+v", c)
 		}
 		for range 4 {
-			if resp, _ := do(t, newRequest(t, http.MethodGet, "http://"+m.addr+"/big.bin", nil)); resp.StatusCode != http.StatusOK {
+			if resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, "http://"+m.addr+"/big.bin", nil)); resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET /big.bin: %s", resp.Status)
 			}
 		}
 		after, _ := getStatus(t, admin)
 		c = after.Cache
-		want := CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
+		want := CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: frontend.DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
 		if c == nil || c.Bytes < int64(len(content)) {
 			t.Fatalf("cache after requests: %+v", c)
 		}
@@ -127,7 +129,7 @@ func TestStatusDocumentRoot(t *testing.T) {
 // base URLs and the registry. The back ends' URLs are set after the
 // config is parsed, so they may carry what ParseConfig refuses (user
 // information), as a config from elsewhere could.
-func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ...BackendConfig) (string, string, *prometheus.Registry) {
+func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ...frontend.Backend) (string, string, *prometheus.Registry) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: [\"127.0.0.1:0\"]\ngroup: %s\nmember: fe\nhost: fe.mirrors.test\n%s\nbackends:\n", testGroup, siteYAML)
@@ -142,9 +144,12 @@ func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ..
 		cfg.Backends[i].URL = be.URL
 	}
 	reg := prometheus.NewPedanticRegistry()
-	h, closer, err := NewSiteHandler(cfg, SiteOptions{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)), Now: now})
+	h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)), Now: now})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := h.(SiteStatusSource); !ok {
+		t.Fatalf("the front end %T is no SiteStatusSource", h)
 	}
 	t.Cleanup(func() { closer.Close() })
 	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
@@ -260,8 +265,8 @@ func TestStatusSiteFrontEnd(t *testing.T) {
 				}
 				// The front end releases a request just after its response
 				// is out: wait for the in-flight counts to drop.
-				var s *SiteStatus
-				eventually(t, 5*time.Second, "no request in flight", func() bool {
+				var s *frontend.Status
+				webtest.Eventually(t, 5*time.Second, "no request in flight", func() bool {
 					s = status().Site
 					return s.Backends[0].InFlight == 0 && s.Backends[1].InFlight == 0
 				})
@@ -278,14 +283,14 @@ func TestStatusSiteFrontEnd(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b0 := newSiteTestBackend(t, "b0", nil)
-			b1 := newSiteTestBackend(t, "b1", nil)
+			b0 := webtest.NewBackend(t, "b0", nil)
+			b1 := webtest.NewBackend(t, "b1", nil)
 			clock := &fakeClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 			public, admin, reg := startSiteMirror(t, "site:\n  policy: "+tt.policy+"\n"+quiet, clock.Now,
-				BackendConfig{Name: "b0", URL: b0.url}, BackendConfig{Name: "b1", URL: b1.url})
+				frontend.Backend{Name: "b0", URL: b0.URL}, frontend.Backend{Name: "b1", URL: b1.URL})
 			get := func(uri string) {
 				t.Helper()
-				if resp, _ := do(t, newRequest(t, http.MethodGet, public+uri, nil)); resp.StatusCode != http.StatusOK {
+				if resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, public+uri, nil)); resp.StatusCode != http.StatusOK {
 					t.Fatalf("GET %s: %s", uri, resp.Status)
 				}
 			}
@@ -298,7 +303,7 @@ func TestStatusSiteFrontEnd(t *testing.T) {
 			if s.Role != RoleSite || s.Site == nil || s.Cache != nil || s.View != nil {
 				t.Fatalf("status %+v", s)
 			}
-			if s.Site.Mode != SiteModeProxy || len(s.Site.Backends) != 2 || s.Site.Backends[0].Name != "b0" || s.Site.Backends[0].URL != b0.url {
+			if s.Site.Mode != frontend.ModeProxy || len(s.Site.Backends) != 2 || s.Site.Backends[0].Name != "b0" || s.Site.Backends[0].URL != b0.URL {
 				t.Fatalf("site %+v", s.Site)
 			}
 			tt.check(t, get, status, clock)
@@ -320,12 +325,12 @@ func TestStatusSiteFrontEnd(t *testing.T) {
 }
 
 func TestStatusBackendHealth(t *testing.T) {
-	up := newSiteTestBackend(t, "up", nil)
-	down := deadURL(t)
+	up := webtest.NewBackend(t, "up", nil)
+	down := webtest.DeadURL(t)
 	_, admin, _ := startSiteMirror(t, "site:\n  health: {interval: 20ms, timeout: 1s, fall: 1}\n", nil,
-		BackendConfig{Name: "up", URL: up.url}, BackendConfig{Name: "down", URL: down})
+		frontend.Backend{Name: "up", URL: up.URL}, frontend.Backend{Name: "down", URL: down})
 	var s Status
-	eventually(t, 5*time.Second, "health verdicts", func() bool {
+	webtest.Eventually(t, 5*time.Second, "health verdicts", func() bool {
 		s, _ = getStatus(t, admin)
 		return s.Site.Backends[0].Health == "up" && s.Site.Backends[1].Health == "down"
 	})
@@ -336,10 +341,10 @@ func TestStatusBackendHealth(t *testing.T) {
 
 func TestStatusPageEscapesAndRedacts(t *testing.T) {
 	const hostile = `<script>alert("x")</script>&'`
-	be := newSiteTestBackend(t, "b", nil)
-	withSecrets := strings.Replace(be.url, "http://", "http://operator:hunter2@", 1) + "/?token=s3cret#frag"
+	be := webtest.NewBackend(t, "b", nil)
+	withSecrets := strings.Replace(be.URL, "http://", "http://operator:hunter2@", 1) + "/?token=s3cret#frag"
 	_, admin, _ := startSiteMirror(t, "site:\n  health: {interval: 1h, timeout: 1s}\n", nil,
-		BackendConfig{Name: hostile, URL: withSecrets})
+		frontend.Backend{Name: hostile, URL: withSecrets})
 
 	page := getPage(t, admin)
 	_, js := getStatus(t, admin)
@@ -354,8 +359,8 @@ func TestStatusPageEscapesAndRedacts(t *testing.T) {
 	if want := `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;&#39;`; !strings.Contains(page, want) {
 		t.Errorf("page lacks the escaped name %s", want)
 	}
-	if !strings.Contains(page, be.url) {
-		t.Errorf("page lacks the back end's URL %s", be.url)
+	if !strings.Contains(page, be.URL) {
+		t.Errorf("page lacks the back end's URL %s", be.URL)
 	}
 }
 
@@ -379,7 +384,7 @@ func TestStatusRoutes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, _ := do(t, newRequest(t, tt.method, admin+tt.path, nil))
+			resp, _ := webtest.Do(t, webtest.NewRequest(t, tt.method, admin+tt.path, nil))
 			if resp.StatusCode != tt.status {
 				t.Fatalf("%s %s: %s, want %d", tt.method, tt.path, resp.Status, tt.status)
 			}
@@ -415,11 +420,11 @@ func TestStatusPageGolden(t *testing.T) {
 	front := base
 	front.Role = RoleSite
 	front.View = &ViewStatus{State: ViewStale, Fetched: at.Add(-time.Minute), AgeSeconds: 60, StaleAfterSeconds: 15, Policy: "least-load", Members: 3, Candidates: 2}
-	front.Site = &SiteStatus{Mode: SiteModeProxy, Policy: site.TBCCRD, Retries: 2,
+	front.Site = &frontend.Status{Mode: frontend.ModeProxy, Policy: site.TBCCRD, Retries: 2,
 		PolicyState: &site.Stats{Policy: site.TBCCRD, Caches: []site.CacheModelStats{
 			{Backend: "be1", Objects: 10, Bytes: 5 << 20, Capacity: 64 << 20},
 		}},
-		Backends: []BackendStatus{
+		Backends: []frontend.BackendStatus{
 			{Name: "be1", URL: "http://10.0.0.1:8080", Health: "up", Weight: 1, MemoryBytes: 64 << 20, InFlight: 2, Picks: 100},
 			{Name: "be2", URL: "http://10.0.0.2:8080", Health: "down", LastError: "refused", Weight: 2, MemoryBytes: 64 << 20, Picks: 50, Errors: 7},
 			{Name: "be3", URL: "http://10.0.0.3:8080", Health: "unknown", Weight: 1, MemoryBytes: 64 << 20},

@@ -51,6 +51,7 @@ import (
 
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -176,7 +177,7 @@ func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*
 		site    io.Closer
 	)
 	if len(cfg.Backends) > 0 {
-		h, closer, err := mirror.NewSiteHandler(cfg, mirror.SiteOptions{Logger: logger, Registerer: reg})
+		h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: logger, Registerer: reg})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -238,9 +239,9 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 	if cfg.Site.HandoffSocket != "" {
 		// The back-end role of connection handoff: a front end on this host
 		// passes accepted client connections over this socket.
-		ln, err := mirror.ListenHandoff(cfg.Site.HandoffSocket)
+		ln, err := frontend.ListenHandoff(cfg.Site.HandoffSocket)
 		if err != nil {
-			return fmt.Errorf("mirror: handoff: %w", err)
+			return fmt.Errorf("mirror: %w", err)
 		}
 		lns = append(lns, ln)
 		logger.Info("handoff listening", "socket", cfg.Site.HandoffSocket)

@@ -21,7 +21,7 @@
 //
 // -bin=cmd (the default) builds cmd/mirror and runs it; -bin=self runs
 // this test binary as the mirror instead (a minimal mirror from the same
-// package pieces: FileServer with Cache, or NewSiteHandler), for when
+// package pieces: FileServer with Cache, or frontend.New), for when
 // cmd/mirror is not there or does not wire the cache.
 package benchsite
 
@@ -57,6 +57,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/frontend"
 )
 
 // Flags of the comparison (go test ... -args -site -requests 50000).
@@ -460,7 +461,7 @@ func startMirror(b *testing.B, bin, path, cfg string) *mirrorProc {
 }
 
 // runSelf is this test binary as a minimal mirror (-bin=self): a front
-// end (NewSiteHandler) or a back end (FileServer with Cache) on the
+// end (frontend.New) or a back end (FileServer with Cache) on the
 // config's first listen address, /metrics on -admin, and the same log
 // lines as cmd/mirror.
 func runSelf(path string, args []string) int {
@@ -488,7 +489,7 @@ func serveSelf(path, adminAddr string, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	var h http.Handler
 	if len(cfg.Backends) > 0 {
-		sh, closer, err := mirror.NewSiteHandler(cfg, mirror.SiteOptions{Logger: log, Registerer: reg})
+		sh, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: log, Registerer: reg})
 		if err != nil {
 			return err
 		}

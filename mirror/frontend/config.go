@@ -1,32 +1,34 @@
-package mirror
+package frontend
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // Site modes: how the front end hands a request to the back end it picked.
 const (
-	// SiteModeProxy streams the request and the response through the
+	// ModeProxy streams the request and the response through the
 	// front end (httputil.ReverseProxy); the default.
-	SiteModeProxy = "proxy"
-	// SiteModeRedirect answers 302 to the back end's public_url.
-	SiteModeRedirect = "redirect"
-	// SiteModeHandoff passes the client's TCP connection to a back end
+	ModeProxy = "proxy"
+	// ModeRedirect answers 302 to the back end's public_url.
+	ModeRedirect = "redirect"
+	// ModeHandoff passes the client's TCP connection to a back end
 	// process on the same host over its handoff_socket.
-	SiteModeHandoff = "handoff"
+	ModeHandoff = "handoff"
 )
 
 // Defaults of the site section.
 const (
-	// DefaultSitePolicy is site.policy.name.
-	DefaultSitePolicy = site.LARD
+	// DefaultPolicy is site.policy.name.
+	DefaultPolicy = site.LARD
 	// DefaultHealthPath is site.health.path.
 	DefaultHealthPath = api.HealthyPath
 	// DefaultHealthInterval is site.health.interval.
@@ -43,21 +45,41 @@ const (
 	DefaultCacheMemory = 256 << 20
 	// DefaultCacheMaxObject is site.cache.max_object.
 	DefaultCacheMaxObject = 1 << 20
+	// DefaultWeight is backends[].weight.
+	DefaultWeight = 1
 )
 
-// SiteConfig is the site section of mirror.yaml. Policy, Mode and Health
+// Backend is one back end of the site front end (an entry of backends
+// in mirror.yaml).
+type Backend struct {
+	// Name is the back end's unique name.
+	Name string `yaml:"name"`
+	// URL is the back end's base URL, http or https.
+	URL string `yaml:"url"`
+	// Weight is its static weight (default 1, >= 0).
+	Weight float64 `yaml:"weight"`
+	// Memory is the size of its memory cache, e.g. 8GiB.
+	Memory yamlconf.ByteSize `yaml:"memory"`
+	// PublicURL is where clients reach it directly (site.mode redirect).
+	PublicURL string `yaml:"public_url"`
+	// HandoffSocket is its Unix socket for connection handoff (site.mode
+	// handoff), relative to the config file's directory.
+	HandoffSocket string `yaml:"handoff_socket"`
+}
+
+// Config is the site section of mirror.yaml. Policy, Mode and Health
 // are the front end's (a mirror with backends); Cache is the back end's
 // (a mirror with a root). Sections of the other role are defaulted and
 // validated but unused.
-type SiteConfig struct {
+type Config struct {
 	// Policy picks the back end of each request.
-	Policy SitePolicyConfig `yaml:"policy"`
+	Policy PolicyConfig `yaml:"policy"`
 	// Mode is proxy (default), redirect or handoff.
 	Mode string `yaml:"mode"`
 	// Health configures the active and passive health checks of back ends.
-	Health SiteHealthConfig `yaml:"health"`
+	Health HealthConfig `yaml:"health"`
 	// Cache is the back-end role's memory cache in front of the root.
-	Cache SiteCacheConfig `yaml:"cache"`
+	Cache CacheConfig `yaml:"cache"`
 	// HandoffSocket is, for a back end (a mirror with root), the Unix
 	// socket on which it takes connections handed off by a front end in
 	// handoff mode (see ListenHandoff), relative to the config file's
@@ -66,10 +88,10 @@ type SiteConfig struct {
 	HandoffSocket string `yaml:"handoff_socket"`
 }
 
-// SitePolicyConfig names a policy of scheduler/site and sets its
+// PolicyConfig names a policy of scheduler/site and sets its
 // parameters. An absent parameter takes the policy's default (see
 // site.DefaultParams); a written one must be > 0.
-type SitePolicyConfig struct {
+type PolicyConfig struct {
 	// Name is one of wrr, least-conn, client-hash, lard (default), lard-r,
 	// ward, tb-ccrd, chbl.
 	Name string `yaml:"name"`
@@ -79,16 +101,16 @@ type SitePolicyConfig struct {
 	// MaxTargets bounds the target tables (lard, lard-r, tb-ccrd).
 	MaxTargets int `yaml:"max_targets"`
 	// ReplicaHold is LARD/R's K.
-	ReplicaHold Duration `yaml:"replica_hold"`
+	ReplicaHold yamlconf.Duration `yaml:"replica_hold"`
 	// WardInterval is how often ward re-plans its core.
-	WardInterval Duration `yaml:"ward_interval"`
+	WardInterval yamlconf.Duration `yaml:"ward_interval"`
 	// ForwardCost is ward's relative cost of forwarding.
 	ForwardCost float64 `yaml:"forward_cost"`
 	// SketchEntries is the number of files ward counts.
 	SketchEntries int `yaml:"sketch_entries"`
 	// MaxObjectBytes is the largest object tb-ccrd models as cached; keep
 	// it equal to the back ends' site.cache.max_object.
-	MaxObjectBytes ByteSize `yaml:"max_object_bytes"`
+	MaxObjectBytes yamlconf.ByteSize `yaml:"max_object_bytes"`
 	// BalanceFactor is chbl's c (>= 1).
 	BalanceFactor float64 `yaml:"balance_factor"`
 	// VirtualNodes is chbl's ring points per unit of weight.
@@ -99,7 +121,7 @@ type SitePolicyConfig struct {
 }
 
 // Params returns the policy parameters as scheduler/site takes them.
-func (p SitePolicyConfig) Params() site.Params {
+func (p PolicyConfig) Params() site.Params {
 	return site.Params{
 		TLow:           p.TLow,
 		THigh:          p.THigh,
@@ -116,18 +138,18 @@ func (p SitePolicyConfig) Params() site.Params {
 	}
 }
 
-// SiteHealthConfig configures the health checks of back ends: an active
+// HealthConfig configures the health checks of back ends: an active
 // GET of Path on each back end's url every Interval, with rise/fall
 // hysteresis, plus passive counting of failed proxied requests.
-type SiteHealthConfig struct {
+type HealthConfig struct {
 	// Path is requested on each back end's url (default /-/healthy); any
 	// 2xx answer is a success.
 	Path string `yaml:"path"`
 	// Interval is the time between checks of one back end (default 2s).
-	Interval Duration `yaml:"interval"`
+	Interval yamlconf.Duration `yaml:"interval"`
 	// Timeout bounds one check (default 1s). Checks of one back end never
 	// overlap: a slow one delays the next.
-	Timeout Duration `yaml:"timeout"`
+	Timeout yamlconf.Duration `yaml:"timeout"`
 	// Rise is the consecutive successes that bring a down back end up
 	// (default 2).
 	Rise int `yaml:"rise"`
@@ -139,47 +161,109 @@ type SiteHealthConfig struct {
 	PassiveErrors int `yaml:"passive_errors"`
 }
 
-// SiteCacheConfig is the back-end role's memory cache (see Cache).
-type SiteCacheConfig struct {
+// CacheConfig is the back-end role's memory cache (mirror.Cache). It is
+// here with the rest of the site section, which is one block of the
+// config file validated in one place (Check refuses it on a front end),
+// and because tb-ccrd's max_object_bytes models the same cache.
+type CacheConfig struct {
 	// Memory is the cache's size (default 256MiB; 0 turns it off).
-	Memory ByteSize `yaml:"memory"`
+	Memory yamlconf.ByteSize `yaml:"memory"`
 	// MaxObject is the largest file cached (default 1MiB, > 0).
-	MaxObject ByteSize `yaml:"max_object"`
+	MaxObject yamlconf.ByteSize `yaml:"max_object"`
 	// MissDelayPerMiB is a test and benchmark knob, not for production:
 	// a cache miss sleeps this long per MiB of the file before serving
 	// it, to stand in for a disk that the page cache of a test machine
 	// hides; misses take turns, as on one disk (default 0: off).
-	MissDelayPerMiB Duration `yaml:"miss_delay_per_mib"`
+	MissDelayPerMiB yamlconf.Duration `yaml:"miss_delay_per_mib"`
+}
+
+// Check defaults and validates c, the site section of a mirror config
+// (key "site"), and backends, its back ends (key "backends"), as written
+// at pos in a config file in the directory dir; hasRoot says whether the
+// mirror serves a document root (the back-end role). Each problem goes
+// to errs, named by its key path ("site.policy.t_high: ...",
+// "backends[0].public_url: ..."). Relative handoff sockets are resolved
+// against dir. What the mirror's roles say of backends as a whole (root
+// and backends are mutually exclusive) is the caller's to check.
+func (c *Config) Check(errs *yamlconf.Errors, pos yamlconf.Positions, dir string, backends []Backend, hasRoot bool) {
+	v := &checker{c: c, backends: backends, hasRoot: hasRoot, dir: dir, pos: pos, errs: errs}
+	v.backendList()
+	v.site()
+}
+
+// checker defaults and validates one site section and its back ends.
+type checker struct {
+	c        *Config
+	backends []Backend
+	hasRoot  bool
+	dir      string
+	pos      yamlconf.Positions
+	errs     *yamlconf.Errors
+}
+
+func (v *checker) errorf(path, format string, args ...any) {
+	v.errs.KeyErrorf(path, format, args...)
+}
+
+func (v *checker) written(path string) bool { return v.pos.Has(path) }
+
+func (v *checker) resolve(name string) string { return yamlconf.Resolve(v.dir, name) }
+
+// backendList checks each back end's name, url and weight.
+func (v *checker) backendList() {
+	names := make(map[string]bool)
+	for i := range v.backends {
+		b := &v.backends[i]
+		path := fmt.Sprintf("backends[%d]", i)
+		switch {
+		case b.Name == "":
+			v.errorf(path+".name", "is required")
+		case names[b.Name]:
+			v.errorf(path+".name", "%q is listed twice", b.Name)
+		}
+		names[b.Name] = true
+		if b.URL == "" {
+			v.errorf(path+".url", "is required")
+		} else if err := yamlconf.CheckURL(b.URL); err != nil {
+			v.errorf(path+".url", "%v", err)
+		}
+		if !v.written(path + ".weight") {
+			b.Weight = DefaultWeight
+		}
+		if !(b.Weight >= 0) || math.IsInf(b.Weight, 1) {
+			v.errorf(path+".weight", "must be >= 0, got %g", b.Weight)
+		}
+	}
 }
 
 // site defaults and validates the site section and the back ends'
 // site-specific keys.
-func (v *validator) site() {
-	s := &v.c.Site
+func (v *checker) site() {
+	s := v.c
 	v.sitePolicy()
 	if !v.written("site.mode") {
-		s.Mode = SiteModeProxy
+		s.Mode = ModeProxy
 	}
 	switch s.Mode {
-	case SiteModeProxy, SiteModeRedirect, SiteModeHandoff:
+	case ModeProxy, ModeRedirect, ModeHandoff:
 	default:
 		v.errorf("site.mode", "%q: want one of proxy, redirect, handoff", s.Mode)
 	}
-	for i := range v.c.Backends {
-		b := &v.c.Backends[i]
+	for i := range v.backends {
+		b := &v.backends[i]
 		path := fmt.Sprintf("backends[%d]", i)
 		switch {
 		case b.PublicURL != "":
-			if err := checkURL(b.PublicURL); err != nil {
+			if err := yamlconf.CheckURL(b.PublicURL); err != nil {
 				v.errorf(path+".public_url", "%v", err)
 			}
-		case s.Mode == SiteModeRedirect:
+		case s.Mode == ModeRedirect:
 			v.errorf(path+".public_url", "is required by site.mode redirect")
 		}
 		switch {
 		case b.HandoffSocket != "":
 			b.HandoffSocket = v.resolve(b.HandoffSocket)
-		case s.Mode == SiteModeHandoff:
+		case s.Mode == ModeHandoff:
 			v.errorf(path+".handoff_socket", "is required by site.mode handoff")
 		}
 		if (s.Policy.Name == site.TBCCRD || s.Policy.Name == site.WARD) && b.Memory <= 0 {
@@ -189,20 +273,20 @@ func (v *validator) site() {
 	v.siteHealth()
 	v.siteCache()
 	if s.HandoffSocket != "" {
-		if v.c.Root == "" {
+		if !v.hasRoot {
 			v.errorf("site.handoff_socket", "is for a back end (a mirror with root)")
 		}
 		s.HandoffSocket = v.resolve(s.HandoffSocket)
 	}
 }
 
-func (v *validator) sitePolicy() {
-	p := &v.c.Site.Policy
+func (v *checker) sitePolicy() {
+	p := &v.c.Policy
 	if !v.written("site.policy.name") {
 		if v.written("site.policy") {
 			v.errorf("site.policy.name", "is required")
 		}
-		p.Name = DefaultSitePolicy
+		p.Name = DefaultPolicy
 	}
 	// A written zero would silently mean "default": refuse it.
 	for key, zero := range map[string]bool{
@@ -246,16 +330,16 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-func (v *validator) siteHealth() {
-	h := &v.c.Site.Health
+func (v *checker) siteHealth() {
+	h := &v.c.Health
 	if !v.written("site.health.path") {
 		h.Path = DefaultHealthPath
 	} else if !strings.HasPrefix(h.Path, "/") {
 		v.errorf("site.health.path", "%q: want a path starting with /", h.Path)
 	}
-	positive := func(key string, d *Duration, def time.Duration) {
+	positive := func(key string, d *yamlconf.Duration, def time.Duration) {
 		if !v.written("site.health." + key) {
-			*d = Duration(def)
+			*d = yamlconf.Duration(def)
 		} else if *d <= 0 {
 			v.errorf("site.health."+key, "must be > 0, got %s", d.D())
 		}
@@ -274,9 +358,9 @@ func (v *validator) siteHealth() {
 	count("passive_errors", &h.PassiveErrors, DefaultPassiveErrors, 0)
 }
 
-func (v *validator) siteCache() {
-	c := &v.c.Site.Cache
-	if v.written("site.cache") && v.c.Root == "" && len(v.c.Backends) > 0 {
+func (v *checker) siteCache() {
+	c := &v.c.Cache
+	if v.written("site.cache") && !v.hasRoot && len(v.backends) > 0 {
 		v.errorf("site.cache", "is for a back end (a mirror with root), not a front end")
 	}
 	if !v.written("site.cache.memory") {

@@ -1,4 +1,4 @@
-package mirror
+package frontend
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 )
 
 // ServeHTTP hands r to a back end by the configured mode.
-func (h *siteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := siteRequest(r)
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := policyRequest(r)
 	switch h.mode {
-	case SiteModeRedirect:
+	case ModeRedirect:
 		h.serveRedirect(w, r, req)
-	case SiteModeHandoff:
+	case ModeHandoff:
 		h.serveHandoff(w, r, req)
 	default:
 		h.serveProxy(w, r, req)
@@ -34,7 +34,7 @@ func (h *siteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type attempt struct {
 	req     site.Request
 	in      *url.URL
-	b       *siteBackend
+	b       *backend
 	retried bool
 	status  int
 	length  int64 // the response's Content-Length, -1 unknown
@@ -48,7 +48,7 @@ func attemptOf(ctx context.Context) *attempt {
 }
 
 // serveProxy streams r through the back end the policy picks.
-func (h *siteHandler) serveProxy(w http.ResponseWriter, r *http.Request, req site.Request) {
+func (h *handler) serveProxy(w http.ResponseWriter, r *http.Request, req site.Request) {
 	b, err := h.pick(req, nil)
 	if err != nil {
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
@@ -73,7 +73,7 @@ func (h *siteHandler) serveProxy(w http.ResponseWriter, r *http.Request, req sit
 
 // rewrite points the outgoing request at the attempt's back end and sets
 // the forwarding headers (ReverseProxy has removed the client's own).
-func (h *siteHandler) rewrite(pr *httputil.ProxyRequest) {
+func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 	a := attemptOf(pr.In.Context())
 	pr.Out.URL = targetURL(a.b.url, pr.In.URL)
 	pr.Out.Host = ""
@@ -104,7 +104,7 @@ func forwarded(r *http.Request) string {
 	return b.String()
 }
 
-func (h *siteHandler) modifyResponse(resp *http.Response) error {
+func (h *handler) modifyResponse(resp *http.Response) error {
 	if a := attemptOf(resp.Request.Context()); a != nil {
 		a.status, a.length = resp.StatusCode, resp.ContentLength
 	}
@@ -113,7 +113,7 @@ func (h *siteHandler) modifyResponse(resp *http.Response) error {
 
 // proxyError answers a request whose back end failed before a response:
 // 504 for a timeout, else 502. Nothing is written for a client that left.
-func (h *siteHandler) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		return
 	}
@@ -133,7 +133,7 @@ func (h *siteHandler) proxyError(w http.ResponseWriter, r *http.Request, err err
 // feeds the result to passive health, and retries an idempotent request
 // without a body once on another back end when the first fails before
 // its response: ReverseProxy has written nothing to the client then.
-type retryTransport struct{ h *siteHandler }
+type retryTransport struct{ h *handler }
 
 var _ http.RoundTripper = retryTransport{}
 
@@ -172,7 +172,7 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // backendFailed counts a failed request on b and feeds passive health.
-func (h *siteHandler) backendFailed(b *siteBackend, kind string, err error) {
+func (h *handler) backendFailed(b *backend, kind string, err error) {
 	h.m.errors.WithLabelValues(b.name, kind).Inc()
 	h.transition(b, "requests", err.Error())(b.health.request(false, kind))
 }
@@ -207,8 +207,8 @@ func errKind(err error) string {
 type watchedBody struct {
 	io.ReadCloser
 	ctx    context.Context
-	h      *siteHandler
-	b      *siteBackend
+	h      *handler
+	b      *backend
 	failed bool
 }
 
@@ -238,7 +238,7 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // serveRedirect answers 302 to the picked back end's public URL.
-func (h *siteHandler) serveRedirect(w http.ResponseWriter, r *http.Request, req site.Request) {
+func (h *handler) serveRedirect(w http.ResponseWriter, r *http.Request, req site.Request) {
 	b, err := h.pick(req, nil)
 	if err != nil {
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)

@@ -1,127 +1,50 @@
-package mirror
+package frontend
 
 import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
-// siteTestBackend is a back end for front-end tests: it answers
-// DefaultHealthPath with 200 or 503 (healthy), every other path with
-// "NAME PATH", and counts what it served.
-type siteTestBackend struct {
-	name    string
-	url     string
-	healthy atomic.Bool
-	checks  atomic.Int64 // health checks answered
-
-	mu      sync.Mutex
-	paths   map[string]int
-	headers []http.Header
-	// body, when set, writes the response instead.
-	body func(w http.ResponseWriter, r *http.Request)
-}
-
-func newSiteTestBackend(t *testing.T, name string, body func(http.ResponseWriter, *http.Request)) *siteTestBackend {
-	t.Helper()
-	b := &siteTestBackend{name: name, paths: make(map[string]int), body: body}
-	b.healthy.Store(true)
-	b.url = startServer(t, ServerOptions{Handler: b})
-	return b
-}
-
-func (b *siteTestBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == DefaultHealthPath {
-		b.checks.Add(1)
-		if !b.healthy.Load() {
-			http.Error(w, "unhealthy", http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ok\n")
-		return
-	}
-	b.mu.Lock()
-	b.paths[r.URL.RequestURI()]++
-	b.headers = append(b.headers, r.Header.Clone())
-	b.mu.Unlock()
-	if b.body != nil {
-		b.body(w, r)
-		return
-	}
-	fmt.Fprintf(w, "%s %s", b.name, r.URL.RequestURI())
-}
-
-// served returns how many requests for uri (all when "") b served.
-func (b *siteTestBackend) served(uri string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for p, c := range b.paths {
-		if uri == "" || p == uri {
-			n += c
-		}
-	}
-	return n
-}
-
-func (b *siteTestBackend) lastHeader() http.Header {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.headers) == 0 {
-		return nil
-	}
-	return b.headers[len(b.headers)-1]
-}
-
-// deadURL returns the URL of a port on 127.0.0.1 that refuses connections.
-func deadURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
-
-// startSite builds the front end for cfg, serves it on 127.0.0.1:0 until
-// the test ends, and returns its base URL, the handler and its registry.
-func startSite(t *testing.T, cfg *Config) (string, *siteHandler, *prometheus.Registry) {
+// startSite builds the front end with the site section cfg over bs,
+// serves it on 127.0.0.1:0 until the test ends, and returns its base URL,
+// the handler and its registry.
+func startSite(t *testing.T, cfg Config, bs ...Backend) (string, *handler, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	h, closer, err := NewSiteHandler(cfg, SiteOptions{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2))})
+	h, closer, err := New(cfg, weighted(bs...), Options{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closer.Close() }) // after the server (cleanups run last-in first-out)
-	base := startServer(t, ServerOptions{Handler: h, Registerer: reg})
-	return base, h.(*siteHandler), reg
+	base := webtest.Serve(t, h)
+	return base, h.(*handler), reg
 }
 
-// siteCfg returns a front-end config over bs with the given site section.
-func siteCfg(s SiteConfig, bs ...BackendConfig) *Config {
+// weighted gives the back ends without a weight the default one, as
+// Check does.
+func weighted(bs ...Backend) []Backend {
 	for i := range bs {
 		if bs[i].Weight == 0 {
-			bs[i].Weight = 1
+			bs[i].Weight = DefaultWeight
 		}
 	}
-	return &Config{Backends: bs, Site: s}
+	return bs
 }
 
 // quietHealth checks rarely: the first check runs at once, the next in
 // an hour, so tests see only the requests they make.
-var quietHealth = SiteHealthConfig{Interval: Duration(time.Hour), Timeout: Duration(time.Second), Rise: 2, Fall: 3}
+var quietHealth = HealthConfig{Interval: yamlconf.Duration(time.Hour), Timeout: yamlconf.Duration(time.Second), Rise: 2, Fall: 3}
 
 func TestSiteProxyStreamsAndForwards(t *testing.T) {
 	const chunk, chunks = 64 << 10, 128 // 8 MiB
@@ -129,7 +52,7 @@ func TestSiteProxyStreamsAndForwards(t *testing.T) {
 	goOn := make(chan struct{})
 	release := sync.OnceFunc(func() { close(goOn) })
 	defer release() // never leave the back end holding, even on failure
-	be := newSiteTestBackend(t, "b1", func(w http.ResponseWriter, r *http.Request) {
+	be := webtest.NewBackend(t, "b1", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(chunk*chunks))
 		buf := []byte(strings.Repeat("x", chunk))
 		for i := range chunks {
@@ -143,10 +66,10 @@ func TestSiteProxyStreamsAndForwards(t *testing.T) {
 			}
 		}
 	})
-	base, h, reg := startSite(t, siteCfg(SiteConfig{Policy: SitePolicyConfig{Name: "wrr"}, Health: quietHealth},
-		BackendConfig{Name: "b1", URL: be.url}))
+	base, h, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
+		Backend{Name: "b1", URL: be.URL})
 
-	req := newRequest(t, http.MethodGet, base+"/pub/big.iso?x=1", map[string]string{
+	req := webtest.NewRequest(t, http.MethodGet, base+"/pub/big.iso?x=1", map[string]string{
 		"X-Forwarded-For": "6.6.6.6", // a client's claim: dropped
 		"Forwarded":       "for=6.6.6.6",
 	})
@@ -174,7 +97,7 @@ func TestSiteProxyStreamsAndForwards(t *testing.T) {
 		t.Fatalf("rest of body: %d bytes, %v", rest, err)
 	}
 
-	hd := be.lastHeader()
+	hd := be.LastHeader()
 	tests := []struct {
 		name, got, want string
 	}{
@@ -182,7 +105,7 @@ func TestSiteProxyStreamsAndForwards(t *testing.T) {
 		{"X-Forwarded-Host", hd.Get("X-Forwarded-Host"), "www.example.org"},
 		{"X-Forwarded-Proto", hd.Get("X-Forwarded-Proto"), "http"},
 		{"Forwarded", hd.Get("Forwarded"), `for=127.0.0.1;host="www.example.org";proto=http`},
-		{"request URI kept", fmt.Sprint(be.served("/pub/big.iso?x=1")), "1"},
+		{"request URI kept", fmt.Sprint(be.Served("/pub/big.iso?x=1")), "1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,12 +115,12 @@ func TestSiteProxyStreamsAndForwards(t *testing.T) {
 		})
 	}
 	t.Run("proxied bytes counted", func(t *testing.T) {
-		eventually(t, 5*time.Second, "proxied_bytes_total", func() bool {
-			return sampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil) == chunk*chunks
+		webtest.Eventually(t, 5*time.Second, "proxied_bytes_total", func() bool {
+			return webtest.SampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil) == chunk*chunks
 		})
 	})
 	t.Run("in flight back to zero", func(t *testing.T) {
-		eventually(t, 5*time.Second, "in-flight 0", func() bool { return h.backends[0].active.Load() == 0 })
+		webtest.Eventually(t, 5*time.Second, "in-flight 0", func() bool { return h.backends[0].active.Load() == 0 })
 	})
 }
 
@@ -216,11 +139,11 @@ func TestSiteProxyRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			alive := newSiteTestBackend(t, "alive", nil)
+			alive := webtest.NewBackend(t, "alive", nil)
 			// wrr with weights 100:1 picks "dead" first.
-			base, _, reg := startSite(t, siteCfg(SiteConfig{Policy: SitePolicyConfig{Name: "wrr"}, Health: quietHealth},
-				BackendConfig{Name: "dead", URL: deadURL(t), Weight: 100},
-				BackendConfig{Name: "alive", URL: alive.url, Weight: 1}))
+			base, _, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
+				Backend{Name: "dead", URL: webtest.DeadURL(t), Weight: 100},
+				Backend{Name: "alive", URL: alive.URL, Weight: 1})
 			var body io.Reader
 			if tt.method == http.MethodPost {
 				body = strings.NewReader("form=1")
@@ -229,17 +152,17 @@ func TestSiteProxyRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, _ := do(t, req)
+			resp, _ := webtest.Do(t, req)
 			if resp.StatusCode != tt.wantStatus {
 				t.Errorf("status %d, want %d", resp.StatusCode, tt.wantStatus)
 			}
-			if got := sampleSum(t, reg, "transmirror_mirror_retries_total", nil); got != tt.wantRetries {
+			if got := webtest.SampleSum(t, reg, "transmirror_mirror_retries_total", nil); got != tt.wantRetries {
 				t.Errorf("retries_total %g, want %g", got, tt.wantRetries)
 			}
-			if got := alive.served(""); got != tt.wantAlive {
+			if got := alive.Served(""); got != tt.wantAlive {
 				t.Errorf("live back end served %d, want %d", got, tt.wantAlive)
 			}
-			if got := sampleSum(t, reg, "transmirror_mirror_backend_errors_total", map[string]string{"backend": "dead", "kind": errRefused}); got < 1 {
+			if got := webtest.SampleSum(t, reg, "transmirror_mirror_backend_errors_total", map[string]string{"backend": "dead", "kind": errRefused}); got < 1 {
 				t.Errorf("backend_errors_total{dead,refused} = %g, want >= 1", got)
 			}
 		})
@@ -247,62 +170,62 @@ func TestSiteProxyRetry(t *testing.T) {
 }
 
 func TestSiteHealth(t *testing.T) {
-	fast := SiteHealthConfig{Interval: Duration(10 * time.Millisecond), Timeout: Duration(5 * time.Second), Rise: 2, Fall: 3}
+	fast := HealthConfig{Interval: yamlconf.Duration(10 * time.Millisecond), Timeout: yamlconf.Duration(5 * time.Second), Rise: 2, Fall: 3}
 	tests := []struct {
 		name string
 		run  func(t *testing.T)
 	}{
 		{"a failing health endpoint takes a back end down after fall and up after rise", func(t *testing.T) {
-			a := newSiteTestBackend(t, "a", nil)
-			b := newSiteTestBackend(t, "b", nil)
-			base, h, reg := startSite(t, siteCfg(SiteConfig{Policy: SitePolicyConfig{Name: "wrr"}, Health: fast},
-				BackendConfig{Name: "a", URL: a.url}, BackendConfig{Name: "b", URL: b.url}))
+			a := webtest.NewBackend(t, "a", nil)
+			b := webtest.NewBackend(t, "b", nil)
+			base, h, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: fast},
+				Backend{Name: "a", URL: a.URL}, Backend{Name: "b", URL: b.URL})
 			ba := h.backends[0]
 			up := func() float64 {
-				return sampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "a"})
+				return webtest.SampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "a"})
 			}
-			eventually(t, 5*time.Second, "a up after its first check", func() bool {
+			webtest.Eventually(t, 5*time.Second, "a up after its first check", func() bool {
 				ba.health.mu.Lock()
 				defer ba.health.mu.Unlock()
 				return ba.health.state == healthUp
 			})
 
-			a.healthy.Store(false)
-			before := a.checks.Load()
-			eventually(t, 5*time.Second, "a down", func() bool { return up() == 0 })
-			if n := a.checks.Load() - before; n < 3 {
+			a.Healthy.Store(false)
+			before := a.Checks.Load()
+			webtest.Eventually(t, 5*time.Second, "a down", func() bool { return up() == 0 })
+			if n := a.Checks.Load() - before; n < 3 {
 				t.Errorf("down after %d failed checks, want >= fall (3)", n)
 			}
-			served := a.served("")
+			served := a.Served("")
 			for i := range 10 {
-				resp, _ := do(t, newRequest(t, http.MethodGet, fmt.Sprintf("%s/x%d", base, i), nil))
+				resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, fmt.Sprintf("%s/x%d", base, i), nil))
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("status %d while a is down", resp.StatusCode)
 				}
 			}
-			if got := a.served(""); got != served {
+			if got := a.Served(""); got != served {
 				t.Errorf("a served %d requests while down", got-served)
 			}
 
-			a.healthy.Store(true)
-			before = a.checks.Load()
-			eventually(t, 5*time.Second, "a up again", func() bool { return up() == 1 })
-			if n := a.checks.Load() - before; n < 2 {
+			a.Healthy.Store(true)
+			before = a.Checks.Load()
+			webtest.Eventually(t, 5*time.Second, "a up again", func() bool { return up() == 1 })
+			if n := a.Checks.Load() - before; n < 2 {
 				t.Errorf("up after %d checks, want >= rise (2)", n)
 			}
-			if got := sampleSum(t, reg, "transmirror_mirror_backend_health_changes_total", map[string]string{"backend": "a", "state": "down"}); got != 1 {
+			if got := webtest.SampleSum(t, reg, "transmirror_mirror_backend_health_changes_total", map[string]string{"backend": "a", "state": "down"}); got != 1 {
 				t.Errorf("health changes to down: %g, want 1", got)
 			}
 		}},
 		{"passive errors take a back end down", func(t *testing.T) {
-			alive := newSiteTestBackend(t, "alive", nil)
+			alive := webtest.NewBackend(t, "alive", nil)
 			hc := quietHealth
 			hc.PassiveErrors = 2
-			base, h, reg := startSite(t, siteCfg(SiteConfig{Policy: SitePolicyConfig{Name: "wrr"}, Health: hc},
-				BackendConfig{Name: "dead", URL: deadURL(t), Weight: 100},
-				BackendConfig{Name: "alive", URL: alive.url, Weight: 1}))
+			base, h, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: hc},
+				Backend{Name: "dead", URL: webtest.DeadURL(t), Weight: 100},
+				Backend{Name: "alive", URL: alive.URL, Weight: 1})
 			for i := range 20 {
-				resp, _ := do(t, newRequest(t, http.MethodGet, fmt.Sprintf("%s/x%d", base, i), nil))
+				resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, fmt.Sprintf("%s/x%d", base, i), nil))
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("request %d: status %d", i, resp.StatusCode)
 				}
@@ -312,21 +235,21 @@ func TestSiteHealth(t *testing.T) {
 			}
 			// The one check at start failed too (fall 3 not reached): the
 			// passive errors did it, after 2 failed requests.
-			if got := sampleSum(t, reg, "transmirror_mirror_retries_total", nil); got != 2 {
+			if got := webtest.SampleSum(t, reg, "transmirror_mirror_retries_total", nil); got != 2 {
 				t.Errorf("retries_total %g, want 2 (then the dead back end is down)", got)
 			}
 		}},
 		{"all back ends down: fail open", func(t *testing.T) {
-			a := newSiteTestBackend(t, "a", nil)
-			a.healthy.Store(false)
-			base, h, reg := startSite(t, siteCfg(SiteConfig{Policy: SitePolicyConfig{Name: "wrr"}, Health: fast},
-				BackendConfig{Name: "a", URL: a.url}))
-			eventually(t, 5*time.Second, "a down", func() bool { return !h.backends[0].routable.Load() })
-			resp, _ := do(t, newRequest(t, http.MethodGet, base+"/f", nil))
+			a := webtest.NewBackend(t, "a", nil)
+			a.Healthy.Store(false)
+			base, h, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: fast},
+				Backend{Name: "a", URL: a.URL})
+			webtest.Eventually(t, 5*time.Second, "a down", func() bool { return !h.backends[0].routable.Load() })
+			resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/f", nil))
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("status %d, want 200 from the only back end", resp.StatusCode)
 			}
-			if got := sampleSum(t, reg, "transmirror_mirror_all_backends_down_total", nil); got != 1 {
+			if got := webtest.SampleSum(t, reg, "transmirror_mirror_all_backends_down_total", nil); got != 1 {
 				t.Errorf("all_backends_down_total %g, want 1", got)
 			}
 		}},
@@ -337,9 +260,9 @@ func TestSiteHealth(t *testing.T) {
 }
 
 func TestSiteRedirect(t *testing.T) {
-	be := newSiteTestBackend(t, "b1", nil)
-	base, _, _ := startSite(t, siteCfg(SiteConfig{Mode: SiteModeRedirect, Policy: SitePolicyConfig{Name: "wrr"}, Health: quietHealth},
-		BackendConfig{Name: "b1", URL: be.url, PublicURL: "http://b1.example.org/mirror/"}))
+	be := webtest.NewBackend(t, "b1", nil)
+	base, _, _ := startSite(t, Config{Mode: ModeRedirect, Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
+		Backend{Name: "b1", URL: be.URL, PublicURL: "http://b1.example.org/mirror/"})
 	tests := []struct {
 		name, target, want string
 	}{
@@ -349,7 +272,7 @@ func TestSiteRedirect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, _ := do(t, newRequest(t, http.MethodGet, base+tt.target, nil))
+			resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+tt.target, nil))
 			if resp.StatusCode != http.StatusFound {
 				t.Errorf("status %d, want 302", resp.StatusCode)
 			}
@@ -361,7 +284,7 @@ func TestSiteRedirect(t *testing.T) {
 			}
 		})
 	}
-	if n := be.served(""); n != 0 {
+	if n := be.Served(""); n != 0 {
 		t.Errorf("back end served %d requests in redirect mode", n)
 	}
 }
@@ -379,19 +302,19 @@ func TestSiteLocality(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.policy, func(t *testing.T) {
-			var bes []*siteTestBackend
-			var bcs []BackendConfig
+			var bes []*webtest.Backend
+			var bcs []Backend
 			for i := range 3 {
-				b := newSiteTestBackend(t, fmt.Sprintf("b%d", i), nil)
+				b := webtest.NewBackend(t, fmt.Sprintf("b%d", i), nil)
 				bes = append(bes, b)
-				bcs = append(bcs, BackendConfig{Name: b.name, URL: b.url, Memory: 1 << 20})
+				bcs = append(bcs, Backend{Name: b.Name, URL: b.URL, Memory: 1 << 20})
 			}
-			base, _, _ := startSite(t, siteCfg(SiteConfig{Policy: SitePolicyConfig{Name: tt.policy}, Health: quietHealth}, bcs...))
+			base, _, _ := startSite(t, Config{Policy: PolicyConfig{Name: tt.policy}, Health: quietHealth}, bcs...)
 			// Five URLs, three back ends: round robin cycles through them.
 			uris := []string{"/a.iso", "/b.iso", "/c.iso", "/d.iso", "/e.iso"}
 			for range 6 {
 				for _, u := range uris {
-					resp, _ := do(t, newRequest(t, http.MethodGet, base+u, nil))
+					resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+u, nil))
 					if resp.StatusCode != http.StatusOK {
 						t.Fatalf("%s: status %d", u, resp.StatusCode)
 					}
@@ -400,7 +323,7 @@ func TestSiteLocality(t *testing.T) {
 			for _, u := range uris {
 				holders := 0
 				for _, b := range bes {
-					if b.served(u) > 0 {
+					if b.Served(u) > 0 {
 						holders++
 					}
 				}
@@ -416,12 +339,9 @@ func TestSiteLocality(t *testing.T) {
 }
 
 func TestSiteMetricsLint(t *testing.T) {
-	be := newSiteTestBackend(t, "b1", nil)
-	base, h, reg := startSite(t, siteCfg(SiteConfig{Health: quietHealth}, BackendConfig{Name: "b1", URL: be.url}))
-	if _, err := NewCache(SiteCacheConfig{Memory: 1 << 20}, CacheOptions{Registerer: reg}); err != nil {
-		t.Fatal(err)
-	}
-	do(t, newRequest(t, http.MethodGet, base+"/x", nil))
+	be := webtest.NewBackend(t, "b1", nil)
+	base, h, reg := startSite(t, Config{Health: quietHealth}, Backend{Name: "b1", URL: be.URL})
+	webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/x", nil))
 	t.Run("promlint", func(t *testing.T) {
 		mfs, err := reg.Gather()
 		if err != nil {
@@ -434,21 +354,21 @@ func TestSiteMetricsLint(t *testing.T) {
 		for _, p := range problems {
 			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 		}
-		if len(mfs) < 10 {
-			t.Errorf("only %d metric families: the lint saw too little", len(mfs))
+		if want := len(newMetrics().collectors()); len(mfs) < want {
+			t.Errorf("only %d metric families, want %d: the lint saw too little", len(mfs), want)
 		}
 	})
 	t.Run("a reloaded handler shares the collectors; closing the last drops the back end", func(t *testing.T) {
-		h2, c2, err := NewSiteHandler(siteCfg(SiteConfig{Health: quietHealth}, BackendConfig{Name: "b2", URL: be.url}), SiteOptions{Registerer: reg})
+		h2, c2, err := New(Config{Health: quietHealth}, weighted(Backend{Name: "b2", URL: be.URL}), Options{Registerer: reg})
 		if err != nil {
 			t.Fatalf("second handler on the same registry: %v", err)
 		}
 		_ = h2
 		h.Close()
-		if got := sampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "b1"}); got != 0 {
+		if got := webtest.SampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "b1"}); got != 0 {
 			t.Errorf("b1 still exported after its handler closed")
 		}
-		if got := sampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "b2"}); got != 1 {
+		if got := webtest.SampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "b2"}); got != 1 {
 			t.Errorf("b2 not exported")
 		}
 		c2.Close()

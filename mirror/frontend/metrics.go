@@ -1,4 +1,4 @@
-package mirror
+package frontend
 
 import (
 	"sync"
@@ -27,11 +27,11 @@ const (
 	handoffFallback = "fallback" // not handed off (TLS, HTTP/2, a body, socket down): proxied
 )
 
-// siteMetrics are the front end's collectors, one Collector so that a
-// handler built from a reloaded config shares them (registerShared). It
+// metrics are the front end's collectors, one Collector so that a
+// handler built from a reloaded config shares them (probe.RegisterShared). It
 // counts which handlers use each back end name, so that a name's label
 // values go away with the last handler that has it.
-type siteMetrics struct {
+type metrics struct {
 	picks        *prometheus.CounterVec
 	inFlight     *prometheus.GaugeVec
 	up           *prometheus.GaugeVec
@@ -47,9 +47,9 @@ type siteMetrics struct {
 	pairs  map[[2]string]int // (policy, back end) → handlers using it
 }
 
-func newSiteMetrics() *siteMetrics {
+func newMetrics() *metrics {
 	const ns, sub = "transmirror", "mirror"
-	m := &siteMetrics{
+	m := &metrics{
 		picks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "backend_picks_total",
 			Help: "Back ends picked by the site policy, including retries.",
@@ -95,26 +95,26 @@ func newSiteMetrics() *siteMetrics {
 	return m
 }
 
-func (m *siteMetrics) collectors() []prometheus.Collector {
+func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.picks, m.inFlight, m.up, m.errors, m.changes, m.retries, m.handoffs, m.proxiedBytes, m.allDown}
 }
 
 // Describe implements prometheus.Collector.
-func (m *siteMetrics) Describe(ch chan<- *prometheus.Desc) {
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
 }
 
 // Collect implements prometheus.Collector.
-func (m *siteMetrics) Collect(ch chan<- prometheus.Metric) {
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range m.collectors() {
 		c.Collect(ch)
 	}
 }
 
 // adopt makes the series of a new handler's back ends exist.
-func (m *siteMetrics) adopt(policy string, bs []*siteBackend) {
+func (m *metrics) adopt(policy string, bs []*backend) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, b := range bs {
@@ -130,7 +130,7 @@ func (m *siteMetrics) adopt(policy string, bs []*siteBackend) {
 }
 
 // release deletes the series of back ends that no handler has any more.
-func (m *siteMetrics) release(policy string, bs []*siteBackend) {
+func (m *metrics) release(policy string, bs []*backend) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, b := range bs {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mirror
+package frontend
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func handoffable(r *http.Request) bool {
 }
 
 // serveHandoff hands the client connection to the picked back end.
-func (h *siteHandler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
+func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
 	if !handoffable(r) {
 		h.m.handoffs.WithLabelValues(handoffFallback).Inc()
 		h.serveProxy(w, r, req)
@@ -133,18 +133,18 @@ func writeRequestHead(w *bytes.Buffer, r *http.Request) {
 // back end's acknowledgement.
 func sendConn(uc *net.UnixConn, conn net.Conn, prefix []byte) error {
 	if len(prefix) > maxHandoffPrefix {
-		return fmt.Errorf("mirror: handoff: %d bytes read ahead, more than %d", len(prefix), maxHandoffPrefix)
+		return fmt.Errorf("frontend: handoff: %d bytes read ahead, more than %d", len(prefix), maxHandoffPrefix)
 	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
-		return fmt.Errorf("mirror: handoff: %T has no file descriptor", conn)
+		return fmt.Errorf("frontend: handoff: %T has no file descriptor", conn)
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return fmt.Errorf("mirror: handoff: %w", err)
+		return fmt.Errorf("frontend: handoff: %w", err)
 	}
 	if err := uc.SetDeadline(time.Now().Add(handoffTimeout)); err != nil {
-		return fmt.Errorf("mirror: handoff: %w", err)
+		return fmt.Errorf("frontend: handoff: %w", err)
 	}
 	msg := make([]byte, 4+len(prefix))
 	binary.BigEndian.PutUint32(msg, uint32(len(prefix)))
@@ -161,14 +161,14 @@ func sendConn(uc *net.UnixConn, conn net.Conn, prefix []byte) error {
 		_, err = uc.Write(msg[n:])
 	}
 	if err != nil {
-		return fmt.Errorf("mirror: handoff: send: %w", err)
+		return fmt.Errorf("frontend: handoff: send: %w", err)
 	}
 	var ack [1]byte
 	if _, err := io.ReadFull(uc, ack[:]); err != nil {
-		return fmt.Errorf("mirror: handoff: no acknowledgement: %w", err)
+		return fmt.Errorf("frontend: handoff: no acknowledgement: %w", err)
 	}
 	if ack[0] != handoffAck {
-		return fmt.Errorf("mirror: handoff: bad acknowledgement %q", ack[0])
+		return fmt.Errorf("frontend: handoff: bad acknowledgement %q", ack[0])
 	}
 	return nil
 }
@@ -188,7 +188,7 @@ func ListenHandoff(path string) (net.Listener, error) {
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("mirror: handoff: listen: %w", err)
+		return nil, fmt.Errorf("frontend: handoff: listen: %w", err)
 	}
 	l := &handoffListener{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
 	l.wg.Go(l.acceptLoop)
@@ -204,13 +204,13 @@ func removeStaleSocket(path string) error {
 	c, err := net.DialTimeout("unix", path, handoffTimeout)
 	if err == nil {
 		c.Close()
-		return fmt.Errorf("mirror: handoff: %s is in use", path)
+		return fmt.Errorf("frontend: handoff: %s is in use", path)
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		return nil
 	}
 	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("mirror: handoff: remove stale socket: %w", err)
+		return fmt.Errorf("frontend: handoff: remove stale socket: %w", err)
 	}
 	return nil
 }
@@ -288,7 +288,7 @@ func recvConn(uc *net.UnixConn) (net.Conn, error) {
 	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
 	fds := parseRights(oob[:oobn])
 	if err == nil && len(fds) != 1 {
-		err = fmt.Errorf("mirror: handoff: %d descriptors, want 1", len(fds))
+		err = fmt.Errorf("frontend: handoff: %d descriptors, want 1", len(fds))
 	}
 	if err == nil && n < 4 {
 		_, err = io.ReadFull(uc, buf[n:4])
@@ -301,7 +301,7 @@ func recvConn(uc *net.UnixConn) (net.Conn, error) {
 	size := int(binary.BigEndian.Uint32(buf))
 	if size > maxHandoffPrefix {
 		closeFDs(fds)
-		return nil, fmt.Errorf("mirror: handoff: prefix of %d bytes", size)
+		return nil, fmt.Errorf("frontend: handoff: prefix of %d bytes", size)
 	}
 	prefix := make([]byte, size)
 	got := copy(prefix, buf[4:n])
@@ -318,7 +318,7 @@ func recvConn(uc *net.UnixConn) (net.Conn, error) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		c.Close()
-		return nil, fmt.Errorf("mirror: handoff: %T is not a TCP connection", c)
+		return nil, fmt.Errorf("frontend: handoff: %T is not a TCP connection", c)
 	}
 	return &handoffConn{TCPConn: tc, prefix: prefix}, nil
 }

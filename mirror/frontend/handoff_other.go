@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mirror
+package frontend
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 )
 
 // errNoHandoff is returned where Unix sockets cannot carry descriptors.
-var errNoHandoff = errors.New("mirror: handoff: not supported on this system")
+var errNoHandoff = errors.New("frontend: handoff: not supported on this system")
 
 // serveHandoff proxies: connection handoff needs Unix sockets.
-func (h *siteHandler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
+func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
 	h.m.handoffs.WithLabelValues(handoffFallback).Inc()
 	h.serveProxy(w, r, req)
 }

@@ -1,4 +1,4 @@
-package mirror
+package frontend
 
 import (
 	"context"
@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler/site"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
-// SiteOptions configure the site front end built by NewSiteHandler.
-type SiteOptions struct {
+// Options configure the site front end built by New.
+type Options struct {
 	// Logger receives health flips and proxy errors (default: discard).
 	Logger *slog.Logger
 	// Registerer, when not nil, gets the front end's metrics
@@ -38,27 +40,27 @@ type SiteOptions struct {
 	// Now is the clock given to the policy (default time.Now).
 	Now func() time.Time
 	// Transport carries requests and health checks to the back ends
-	// (default: a keep-alive http.Transport, see NewSiteHandler). The
+	// (default: a keep-alive http.Transport, see New). The
 	// handler's Close closes its idle connections.
 	Transport *http.Transport
 }
 
 // Response header timeout and connection pool of the default transport.
 const (
-	siteDialTimeout           = 5 * time.Second
-	siteResponseHeaderTimeout = time.Minute
-	siteMaxIdleConnsPerHost   = 256
+	dialTimeout           = 5 * time.Second
+	responseHeaderTimeout = time.Minute
+	maxIdleConnsPerHost   = 256
 )
 
-// siteHandler is the site front end; see NewSiteHandler.
-type siteHandler struct {
+// handler is the site front end; see New.
+type handler struct {
 	mode      string
 	policy    site.Policy
-	backends  []*siteBackend
-	health    SiteHealthConfig
+	backends  []*backend
+	health    HealthConfig
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
-	m         *siteMetrics
+	m         *metrics
 	log       *slog.Logger
 	now       func() time.Time
 
@@ -68,12 +70,12 @@ type siteHandler struct {
 }
 
 var (
-	_ http.Handler = (*siteHandler)(nil)
-	_ io.Closer    = (*siteHandler)(nil)
+	_ http.Handler = (*handler)(nil)
+	_ io.Closer    = (*handler)(nil)
 )
 
-// siteBackend is one back end and the front end's live view of it.
-type siteBackend struct {
+// backend is one back end and the front end's live view of it.
+type backend struct {
 	name     string
 	url      *url.URL
 	public   *url.URL // redirect mode
@@ -87,8 +89,9 @@ type siteBackend struct {
 	health   backendHealth
 }
 
-// NewSiteHandler returns the site front end for cfg.Backends with
-// cfg.Site's policy, mode and health checks, and a Closer that stops the
+// New returns the site front end for backends with cfg's policy, mode
+// and health checks (cfg and backends as Check leaves them; zero fields
+// of cfg take their defaults), and a Closer that stops the
 // health checks and closes idle back-end connections (call it after the
 // servers using the handler have stopped).
 //
@@ -98,7 +101,7 @@ type siteBackend struct {
 // number of requests each back end has in flight. When every back end is
 // down the front end fails open and picks among all of them
 // (transmirror_mirror_all_backends_down_total). The pick is handed over
-// by cfg.Site.Mode:
+// by cfg.Mode:
 //
 //   - proxy: the request is streamed through httputil.ReverseProxy with
 //     X-Forwarded-For (the client address only: what the client sent is
@@ -119,29 +122,29 @@ type siteBackend struct {
 // Policy.Done is called when the request completes, with the response's
 // Content-Length (200 only) or the bytes relayed as its Size, 0 when
 // neither is known (redirect, handoff).
-func NewSiteHandler(cfg *Config, o SiteOptions) (http.Handler, io.Closer, error) {
-	if len(cfg.Backends) == 0 {
-		return nil, nil, errors.New("mirror: site: no back ends")
+func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, error) {
+	if len(backends) == 0 {
+		return nil, nil, errors.New("frontend: no back ends")
 	}
-	sc := cfg.Site
+	sc := cfg
 	if sc.Policy.Name == "" {
-		sc.Policy.Name = DefaultSitePolicy
+		sc.Policy.Name = DefaultPolicy
 	}
 	if sc.Mode == "" {
-		sc.Mode = SiteModeProxy
+		sc.Mode = ModeProxy
 	}
 	if o.Rand == nil {
 		var seed [32]byte
 		if _, err := crand.Read(seed[:]); err != nil {
-			return nil, nil, fmt.Errorf("mirror: site: seed: %w", err)
+			return nil, nil, fmt.Errorf("frontend: seed: %w", err)
 		}
 		o.Rand = rand.New(rand.NewChaCha8(seed))
 	}
 	pol, err := site.New(sc.Policy.Name, sc.Policy.Params(), o.Rand)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mirror: site: %w", err)
+		return nil, nil, fmt.Errorf("frontend: %w", err)
 	}
-	h := &siteHandler{
+	h := &handler{
 		mode:      sc.Mode,
 		policy:    pol,
 		health:    withHealthDefaults(sc.Health),
@@ -156,19 +159,19 @@ func NewSiteHandler(cfg *Config, o SiteOptions) (http.Handler, io.Closer, error)
 		h.now = time.Now
 	}
 	if h.transport == nil {
-		h.transport = newSiteTransport()
+		h.transport = newTransport()
 	}
-	for _, bc := range cfg.Backends {
-		b, err := newSiteBackend(bc, h.health, sc.Mode)
+	for _, bc := range backends {
+		b, err := newBackend(bc, h.health, sc.Mode)
 		if err != nil {
 			return nil, nil, err
 		}
 		h.backends = append(h.backends, b)
 	}
-	h.m = newSiteMetrics()
+	h.m = newMetrics()
 	if o.Registerer != nil {
-		if h.m, err = registerShared(o.Registerer, h.m); err != nil {
-			return nil, nil, fmt.Errorf("mirror: site: register metrics: %w", err)
+		if h.m, err = probe.RegisterShared(o.Registerer, h.m); err != nil {
+			return nil, nil, fmt.Errorf("frontend: register metrics: %w", err)
 		}
 	}
 	h.m.adopt(pol.Name(), h.backends)
@@ -192,15 +195,15 @@ func NewSiteHandler(cfg *Config, o SiteOptions) (http.Handler, io.Closer, error)
 	return h, h, nil
 }
 
-// newSiteTransport returns the keep-alive transport to the back ends.
-func newSiteTransport() *http.Transport {
-	d := &net.Dialer{Timeout: siteDialTimeout, KeepAlive: 30 * time.Second}
+// newTransport returns the keep-alive transport to the back ends.
+func newTransport() *http.Transport {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		DialContext:           d.DialContext,
 		MaxIdleConns:          0, // per host only
-		MaxIdleConnsPerHost:   siteMaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: siteResponseHeaderTimeout,
+		ResponseHeaderTimeout: responseHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		WriteBufferSize:       32 << 10,
@@ -209,16 +212,16 @@ func newSiteTransport() *http.Transport {
 }
 
 // withHealthDefaults fills the zero fields of a health config that did
-// not go through ParseConfig.
-func withHealthDefaults(c SiteHealthConfig) SiteHealthConfig {
+// not go through Check.
+func withHealthDefaults(c HealthConfig) HealthConfig {
 	if c.Path == "" {
 		c.Path = DefaultHealthPath
 	}
 	if c.Interval <= 0 {
-		c.Interval = Duration(DefaultHealthInterval)
+		c.Interval = yamlconf.Duration(DefaultHealthInterval)
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = Duration(DefaultHealthTimeout)
+		c.Timeout = yamlconf.Duration(DefaultHealthTimeout)
 	}
 	if c.Rise <= 0 {
 		c.Rise = DefaultHealthRise
@@ -229,12 +232,12 @@ func withHealthDefaults(c SiteHealthConfig) SiteHealthConfig {
 	return c
 }
 
-func newSiteBackend(bc BackendConfig, hc SiteHealthConfig, mode string) (*siteBackend, error) {
+func newBackend(bc Backend, hc HealthConfig, mode string) (*backend, error) {
 	u, err := url.Parse(bc.URL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("mirror: site: back end %q: bad url %q", bc.Name, bc.URL)
+		return nil, fmt.Errorf("frontend: back end %q: bad url %q", bc.Name, bc.URL)
 	}
-	b := &siteBackend{
+	b := &backend{
 		name:     bc.Name,
 		url:      u,
 		socket:   bc.HandoffSocket,
@@ -245,14 +248,14 @@ func newSiteBackend(bc BackendConfig, hc SiteHealthConfig, mode string) (*siteBa
 	}
 	if bc.PublicURL != "" {
 		if b.public, err = url.Parse(bc.PublicURL); err != nil {
-			return nil, fmt.Errorf("mirror: site: back end %q: bad public_url %q", bc.Name, bc.PublicURL)
+			return nil, fmt.Errorf("frontend: back end %q: bad public_url %q", bc.Name, bc.PublicURL)
 		}
 	}
 	switch {
-	case mode == SiteModeRedirect && b.public == nil:
-		return nil, fmt.Errorf("mirror: site: back end %q: redirect mode needs public_url", bc.Name)
-	case mode == SiteModeHandoff && b.socket == "":
-		return nil, fmt.Errorf("mirror: site: back end %q: handoff mode needs handoff_socket", bc.Name)
+	case mode == ModeRedirect && b.public == nil:
+		return nil, fmt.Errorf("frontend: back end %q: redirect mode needs public_url", bc.Name)
+	case mode == ModeHandoff && b.socket == "":
+		return nil, fmt.Errorf("frontend: back end %q: handoff mode needs handoff_socket", bc.Name)
 	}
 	b.routable.Store(true)
 	return b, nil
@@ -261,7 +264,7 @@ func newSiteBackend(bc BackendConfig, hc SiteHealthConfig, mode string) (*siteBa
 // Close stops the health checks, closes idle back-end connections and
 // removes the metric label values of back ends no other handler has. It
 // is idempotent.
-func (h *siteHandler) Close() error {
+func (h *handler) Close() error {
 	h.closeOnce.Do(func() {
 		h.cancel()
 		h.wg.Wait()
@@ -271,8 +274,8 @@ func (h *siteHandler) Close() error {
 	return nil
 }
 
-// siteRequest is what the policy is told about r.
-func siteRequest(r *http.Request) site.Request {
+// policyRequest is what the policy is told about r.
+func policyRequest(r *http.Request) site.Request {
 	req := site.Request{Key: r.URL.RequestURI()}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		req.Client = ap.Addr().Unmap()
@@ -282,7 +285,7 @@ func siteRequest(r *http.Request) site.Request {
 
 // pick asks the policy for a back end other than exclude and counts the
 // request in flight on it; release undoes that.
-func (h *siteHandler) pick(req site.Request, exclude *siteBackend) (*siteBackend, error) {
+func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 	bs := make([]site.Backend, len(h.backends))
 	anyUp := false
 	for i, b := range h.backends {
@@ -318,7 +321,7 @@ func (h *siteHandler) pick(req site.Request, exclude *siteBackend) (*siteBackend
 
 // release ends a request on b that pick started and tells the policy,
 // with the response size when known.
-func (h *siteHandler) release(b *siteBackend, req site.Request, size int64) {
+func (h *handler) release(b *backend, req site.Request, size int64) {
 	b.active.Add(-1)
 	h.m.inFlight.WithLabelValues(b.name).Dec()
 	req.Size = size

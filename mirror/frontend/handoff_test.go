@@ -1,6 +1,6 @@
 //go:build unix
 
-package mirror
+package frontend
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 // shortTempDir returns a fresh directory with a short path: a Unix
@@ -30,24 +32,6 @@ func shortTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
-}
-
-// serveOn serves h on ln with a Server until the test ends.
-func serveOn(t *testing.T, ln net.Listener, h http.Handler) {
-	t.Helper()
-	srv, err := NewServer(ServerOptions{Handler: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve %s: %v", ln.Addr(), err)
-		}
-	})
 }
 
 func TestSiteHandoff(t *testing.T) {
@@ -66,11 +50,7 @@ func TestSiteHandoff(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fs, err := NewFileServer(root, FileServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
+	fs := http.FileServer(http.Dir(root))
 
 	// The back end: one handler on its TCP port (health checks, proxy
 	// fallback) and on its handoff socket; it records who it talked to.
@@ -81,6 +61,10 @@ func TestSiteHandoff(t *testing.T) {
 			served.Add(1)
 			lastRemote.Store(r.RemoteAddr)
 		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "read-only", http.StatusMethodNotAllowed)
+			return
+		}
 		fs.ServeHTTP(w, r)
 	})
 	sock := filepath.Join(dir, "b1.sock")
@@ -88,13 +72,13 @@ func TestSiteHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveOn(t, hl, backend)
-	tcpURL := startServer(t, ServerOptions{Handler: backend})
+	webtest.ServeOn(t, hl, backend)
+	tcpURL := webtest.Serve(t, backend)
 
 	hc := quietHealth
 	hc.Path = "/healthy"
-	base, _, reg := startSite(t, siteCfg(SiteConfig{Mode: SiteModeHandoff, Policy: SitePolicyConfig{Name: "lard"}, Health: hc},
-		BackendConfig{Name: "b1", URL: tcpURL, HandoffSocket: sock}))
+	base, _, reg := startSite(t, Config{Mode: ModeHandoff, Policy: PolicyConfig{Name: "lard"}, Health: hc},
+		Backend{Name: "b1", URL: tcpURL, HandoffSocket: sock})
 
 	// The client remembers its connection's local address: the back end
 	// must see it as the peer.
@@ -110,7 +94,7 @@ func TestSiteHandoff(t *testing.T) {
 	}}
 	t.Cleanup(client.CloseIdleConnections)
 	handoffs := func(result string) float64 {
-		return sampleSum(t, reg, "transmirror_mirror_handoffs_total", map[string]string{"result": result})
+		return webtest.SampleSum(t, reg, "transmirror_mirror_handoffs_total", map[string]string{"result": result})
 	}
 	get := func(t *testing.T, method, target string) (*http.Response, []byte) {
 		t.Helper()
@@ -139,10 +123,10 @@ func TestSiteHandoff(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || !bytes.Equal(body, big) {
 				t.Fatalf("status %d, %d bytes, want 200 and the 1 MiB file", resp.StatusCode, len(body))
 			}
-			if got := sampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil); got != 0 {
+			if got := webtest.SampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil); got != 0 {
 				t.Errorf("proxied_bytes_total %g, want 0", got)
 			}
-			eventually(t, 5*time.Second, "handoffs_total{ok} 1", func() bool { return handoffs(handoffOK) == 1 })
+			webtest.Eventually(t, 5*time.Second, "handoffs_total{ok} 1", func() bool { return handoffs(handoffOK) == 1 })
 			if got, want := lastRemote.Load(), local.Load(); got != want {
 				t.Errorf("back end's peer %v, want the client %v", got, want)
 			}
@@ -161,7 +145,7 @@ func TestSiteHandoff(t *testing.T) {
 			}
 		}},
 		{"pipelined requests go along with the connection", func(t *testing.T) {
-			c := rawConn(t, strings.TrimPrefix(base, "http://"))
+			c := webtest.RawConn(t, strings.TrimPrefix(base, "http://"))
 			req := "GET /small.txt HTTP/1.1\r\nHost: www.example.org\r\n\r\n" +
 				"HEAD /big.bin HTTP/1.1\r\nHost: www.example.org\r\nConnection: close\r\n\r\n"
 			if _, err := io.WriteString(c, req); err != nil {
@@ -181,7 +165,7 @@ func TestSiteHandoff(t *testing.T) {
 			}
 			// Counted once the back end's acknowledgement is in, which
 			// may be after the client has its answers.
-			eventually(t, 5*time.Second, "handoffs_total{ok} 2", func() bool { return handoffs(handoffOK) == 2 })
+			webtest.Eventually(t, 5*time.Second, "handoffs_total{ok} 2", func() bool { return handoffs(handoffOK) == 2 })
 		}},
 		{"a POST is proxied instead", func(t *testing.T) {
 			client.CloseIdleConnections() // a new connection, to the front end
@@ -200,11 +184,11 @@ func TestSiteHandoff(t *testing.T) {
 }
 
 func TestSiteHandoffSocketDown(t *testing.T) {
-	be := newSiteTestBackend(t, "b1", nil)
+	be := webtest.NewBackend(t, "b1", nil)
 	sock := filepath.Join(shortTempDir(t), "none.sock")
-	base, _, reg := startSite(t, siteCfg(SiteConfig{Mode: SiteModeHandoff, Health: quietHealth},
-		BackendConfig{Name: "b1", URL: be.url, HandoffSocket: sock}))
-	resp, body := do(t, newRequest(t, http.MethodGet, base+"/f", nil))
+	base, _, reg := startSite(t, Config{Mode: ModeHandoff, Health: quietHealth},
+		Backend{Name: "b1", URL: be.URL, HandoffSocket: sock})
+	resp, body := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/f", nil))
 	if resp.StatusCode != http.StatusOK || body != "b1 /f" {
 		t.Errorf("status %d body %q, want the back end's answer by proxy", resp.StatusCode, body)
 	}
@@ -218,7 +202,7 @@ func TestSiteHandoffSocketDown(t *testing.T) {
 		{"handoff error counted", "transmirror_mirror_backend_errors_total", map[string]string{"backend": "b1", "kind": errHandoff}, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sampleSum(t, reg, tt.metric, tt.labels); got != tt.want {
+			if got := webtest.SampleSum(t, reg, tt.metric, tt.labels); got != tt.want {
 				t.Errorf("%s%v = %g, want %g", tt.metric, tt.labels, got, tt.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package mirror
+package frontend
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func (h *backendHealth) request(ok bool, reason string) (from, to healthState) {
 
 // runHealthChecks checks b every interval until ctx is done, one check at
 // a time, the first one at once.
-func (h *siteHandler) runHealthChecks(ctx context.Context, b *siteBackend) {
+func (h *handler) runHealthChecks(ctx context.Context, b *backend) {
 	t := time.NewTicker(h.health.Interval.D())
 	defer t.Stop()
 	for {
@@ -110,7 +110,7 @@ func (h *siteHandler) runHealthChecks(ctx context.Context, b *siteBackend) {
 
 // checkOnce GETs health.path on b with health.timeout; a 2xx answer is a
 // success. The body is read (at most 64 KiB) so the connection is reused.
-func (h *siteHandler) checkOnce(ctx context.Context, b *siteBackend) (bool, string) {
+func (h *handler) checkOnce(ctx context.Context, b *backend) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, h.health.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.checkURL, nil)
@@ -132,7 +132,7 @@ func (h *siteHandler) checkOnce(ctx context.Context, b *siteBackend) (bool, stri
 
 // transition returns a function that applies a state change of b: it
 // updates the routing flag and the metrics and logs the flip, once.
-func (h *siteHandler) transition(b *siteBackend, cause, reason string) func(from, to healthState) {
+func (h *handler) transition(b *backend, cause, reason string) func(from, to healthState) {
 	return func(from, to healthState) {
 		if from == to {
 			return
