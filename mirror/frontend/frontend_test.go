@@ -342,6 +342,11 @@ func TestSiteMetricsLint(t *testing.T) {
 	be := webtest.NewBackend(t, "b1", nil)
 	base, h, reg := startSite(t, Config{Health: quietHealth}, Backend{Name: "b1", URL: be.URL})
 	webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/x", nil))
+	// The first health check runs in the background; its state change is
+	// what makes the last family appear.
+	webtest.Eventually(t, 10*time.Second, "the first health check's state change", func() bool {
+		return webtest.SampleSum(t, reg, "transmirror_mirror_backend_health_changes_total", nil) > 0
+	})
 	t.Run("promlint", func(t *testing.T) {
 		mfs, err := reg.Gather()
 		if err != nil {
