@@ -172,12 +172,14 @@ func TestServerReadHeaderTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// start is taken before the dial: the server may accept and
+			// start its header timer before Dial returns here.
+			start := time.Now()
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			start := time.Now()
 			if _, err := io.WriteString(c, "GET /public.txt HTTP/1.1\r\nHost: test\r\n"); err != nil {
 				t.Fatal(err)
 			}
