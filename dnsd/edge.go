@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/transmirror/transmirror/dnsd/rrl"
 )
 
 const (
@@ -175,7 +176,7 @@ func (s *Server) ServeMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg,
 		if len(r.Question) == 1 {
 			qt = qtypeLabel(r.Question[0].Qtype)
 		}
-		if ew.written {
+		if ew.written && !ew.limited {
 			s.m.queries.WithLabelValues(proto, qt, rcodeLabel(ew.rcode)).Inc()
 		}
 		s.m.duration.WithLabelValues(proto).Observe(time.Since(start).Seconds())
@@ -326,6 +327,7 @@ type edgeWriter struct {
 	req     *dns.Msg
 	info    *reqInfo
 	written bool
+	limited bool // the rate limiter dropped the reply (written: nothing more to send)
 	rcode   int
 }
 
@@ -334,8 +336,83 @@ var _ dns.ResponseWriter = (*edgeWriter)(nil)
 // WriteMsg finishes m and writes it.
 func (ew *edgeWriter) WriteMsg(m *dns.Msg) error {
 	ew.finish(m, true)
+	if !ew.info.tcp && ew.snap != nil && ew.snap.rrl != nil {
+		switch ew.limit(m) {
+		case rrl.Drop:
+			ew.written, ew.limited = true, true
+			return nil
+		case rrl.Slip:
+			m = slipped(m)
+		}
+	}
 	ew.record(m.Rcode)
 	return ew.ResponseWriter.WriteMsg(m)
+}
+
+// limit asks the snapshot's rate limiter about the UDP reply m and counts
+// what it says; in log-only mode everything is sent.
+func (ew *edgeWriter) limit(m *dns.Msg) rrl.Action {
+	kind, name := rrlKind(m)
+	a := ew.snap.rrl.Decide(ew.info.client, kind, name, time.Now())
+	if a == rrl.Send {
+		return a
+	}
+	if ew.snap.rrl.Config().LogOnly {
+		ew.s.m.rrl.WithLabelValues(kind.String(), rrlLogged).Inc()
+		return rrl.Send
+	}
+	label := rrlDropped
+	if a == rrl.Slip {
+		label = rrlSlipped
+	}
+	ew.s.m.rrl.WithLabelValues(kind.String(), label).Inc()
+	return a
+}
+
+// rrlKind says what kind of response m is and the name its bucket is
+// counted by: the query name for answers and NODATA, the zone (the SOA
+// owner) for NXDOMAIN, the delegation for referrals, nothing for errors.
+func rrlKind(m *dns.Msg) (rrl.Kind, string) {
+	qname := ""
+	if len(m.Question) == 1 {
+		qname = m.Question[0].Name
+	}
+	authority := func(t uint16) (string, bool) {
+		for _, rr := range m.Ns {
+			if rr.Header().Rrtype == t {
+				return rr.Header().Name, true
+			}
+		}
+		return "", false
+	}
+	switch {
+	case m.Rcode == dns.RcodeNameError:
+		if zone, ok := authority(dns.TypeSOA); ok {
+			return rrl.NXDomain, zone
+		}
+		return rrl.NXDomain, qname
+	case m.Rcode != dns.RcodeSuccess:
+		return rrl.Error, ""
+	case len(m.Answer) > 0:
+		return rrl.Answer, qname
+	}
+	if cut, ok := authority(dns.TypeNS); ok && !m.Authoritative {
+		return rrl.Referral, cut
+	}
+	return rrl.NoData, qname
+}
+
+// slipped is m truncated for a slip: the header with TC, the question and
+// the OPT record, no records (a real client retries over TCP).
+func slipped(m *dns.Msg) *dns.Msg {
+	out := &dns.Msg{MsgHdr: m.MsgHdr, Question: m.Question, Compress: true}
+	out.Truncated = true
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			out.Extra = append(out.Extra, rr)
+		}
+	}
+	return out
 }
 
 // Write writes a packed reply as is.

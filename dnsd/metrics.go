@@ -3,6 +3,7 @@ package dnsd
 import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/dnsd/rrl"
 )
 
 // metrics are the server's collectors, registered once in New.
@@ -12,8 +13,16 @@ type metrics struct {
 	panics      prometheus.Counter
 	tcpRejected prometheus.Counter
 	truncated   prometheus.Counter
+	rrl         *prometheus.CounterVec
 	dropped     prometheus.Counter
 }
+
+// Actions of rate-limited responses, the values of the rrl_responses_total label.
+const (
+	rrlDropped = "dropped"
+	rrlSlipped = "slipped"
+	rrlLogged  = "logged"
+)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	const ns, sub = "transmirror", "dnsd"
@@ -43,8 +52,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "dropped_total",
 			Help: "Requests dropped without a reply because they could not be parsed.",
 		}),
+		rrl: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "rrl_responses_total",
+			Help: "UDP responses over the rate limit, by kind and action: dropped, slipped (sent truncated), or logged (log_only: sent anyway).",
+		}, []string{"kind", "action"}),
 	}
-	for _, c := range []prometheus.Collector{m.queries, m.duration, m.panics, m.tcpRejected, m.truncated, m.dropped} {
+	for _, k := range rrl.Kinds() {
+		for _, a := range []string{rrlDropped, rrlSlipped, rrlLogged} {
+			m.rrl.WithLabelValues(k.String(), a)
+		}
+	}
+	for _, c := range []prometheus.Collector{m.queries, m.duration, m.panics, m.tcpRejected, m.truncated, m.dropped, m.rrl} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

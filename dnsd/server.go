@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/dnsd/rrl"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -70,6 +72,8 @@ type snapshot struct {
 	keys     map[string]tsigKey
 	negSOA   map[*zones.Zone]*dns.SOA
 	transfer map[string][]netip.Prefix // canonical origin → allowed clients
+	rrlCfg   zones.RRLConfig
+	rrl      *rrl.Limiter // nil: UDP responses are not rate limited
 }
 
 // New returns a Server with its metrics registered. It serves REFUSED until
@@ -129,6 +133,24 @@ func (s *Server) Prepare(set *zones.Set) (commit func(), err error) {
 	}, nil
 }
 
+// limiter returns the rate limiter for c: the one in service when c has
+// not changed (its buckets carry over a reload), a new one when it has, nil
+// when RRL is off.
+func (s *Server) limiter(c zones.RRLConfig) (*rrl.Limiter, error) {
+	if !c.Enabled {
+		return nil, nil
+	}
+	if cur := s.snap.Load(); cur != nil && cur.rrl != nil && reflect.DeepEqual(cur.rrlCfg, c) {
+		return cur.rrl, nil
+	}
+	l, err := rrl.New(rrl.Config{Rate: c.Rate, Window: c.Window.D(), Slip: c.Slip, IPv4Prefix: c.IPv4Prefix,
+		IPv6Prefix: c.IPv6Prefix, Exempt: c.Exempt, LogOnly: c.LogOnly, TableSize: c.TableSize})
+	if err != nil {
+		return nil, fmt.Errorf("dnsd: %w", err)
+	}
+	return l, nil
+}
+
 // Snapshot returns the set being served, or nil before the first Load.
 func (s *Server) Snapshot() *zones.Set {
 	if snap := s.snap.Load(); snap != nil {
@@ -162,6 +184,7 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if snap.maxTCP <= 0 {
 		snap.maxTCP = defaultMaxTCPConns
 	}
+	var err error
 	var errs []error
 	for _, k := range sc.TSIG {
 		key, err := newTSIGKey(k)
@@ -186,6 +209,10 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		o := dns.CanonicalName(zc.Origin)
 		snap.transfer[o] = append(snap.transfer[o], zc.AllowTransfer...)
 	}
+	if snap.rrl, err = s.limiter(sc.RRL); err != nil {
+		return nil, err
+	}
+	snap.rrlCfg = sc.RRL
 	groups := s.groups
 	if groups == nil {
 		groups = StaticGroups{Set: set}

@@ -210,6 +210,50 @@ func (b *builder) server() {
 	if len(s.NSID) > 512 {
 		b.errorf("server.nsid", "server: nsid is longer than 512 bytes")
 	}
+	b.rrl(&s.RRL)
+}
+
+// rrl defaults and checks server.rrl, with the ranges dnsd/rrl accepts.
+func (b *builder) rrl(r *RRLConfig) {
+	if r.Rate == 0 {
+		r.Rate = 20
+	}
+	if r.Window == 0 {
+		r.Window = Duration(5 * time.Second)
+	}
+	if r.Slip == 0 {
+		r.Slip = 2
+	}
+	if r.IPv4Prefix == 0 {
+		r.IPv4Prefix = 24
+	}
+	if r.IPv6Prefix == 0 {
+		r.IPv6Prefix = 56
+	}
+	if r.TableSize == 0 {
+		r.TableSize = 1 << 16
+	}
+	if !(r.Rate > 0) || r.Rate > 1e6 {
+		b.errorf("server.rrl.rate", "server: rrl: rate %g must be in (0, 1000000] responses/s", r.Rate)
+	}
+	if r.Window < 0 || r.Window.D() > time.Minute || r.Rate*r.Window.D().Seconds() < 1 {
+		b.errorf("server.rrl.window", "server: rrl: window %s must be at most 1m with rate × window >= 1", r.Window.D())
+	}
+	if r.Slip < -1 || r.Slip > 10 {
+		b.errorf("server.rrl.slip", "server: rrl: slip %d must be in 1..10, or -1 for none", r.Slip)
+	}
+	if r.IPv4Prefix < 8 || r.IPv4Prefix > 32 {
+		b.errorf("server.rrl.ipv4_prefix", "server: rrl: ipv4_prefix %d must be in 8..32", r.IPv4Prefix)
+	}
+	if r.IPv6Prefix < 16 || r.IPv6Prefix > 128 {
+		b.errorf("server.rrl.ipv6_prefix", "server: rrl: ipv6_prefix %d must be in 16..128", r.IPv6Prefix)
+	}
+	if r.TableSize < 64 || r.TableSize > 1<<24 {
+		b.errorf("server.rrl.table_size", "server: rrl: table_size %d must be in 64..16777216", r.TableSize)
+	}
+	for i, p := range r.Exempt {
+		r.Exempt[i] = p.Masked()
+	}
 }
 
 func (b *builder) listen() {

@@ -64,6 +64,34 @@ type ServerConfig struct {
 	// TSIG keys known to the server (name → base64 secret), for signed
 	// requests such as AXFR; requests signed with any other key get NOTAUTH.
 	TSIG []TSIGKey `yaml:"tsig"`
+	// RRL is response rate limiting of UDP answers (off unless enabled).
+	RRL RRLConfig `yaml:"rrl"`
+}
+
+// RRLConfig is response rate limiting (see dnsd/rrl): per client prefix,
+// response kind and name, a token bucket of Rate responses per second that
+// saves up at most Rate × Window; past it UDP responses are dropped, every
+// Slip-th sent truncated so that real clients retry over TCP (never
+// limited). Zero values take the defaults, which are safe on the internet.
+type RRLConfig struct {
+	// Enabled turns it on.
+	Enabled bool `yaml:"enabled"`
+	// Rate is responses per second per bucket (default 20).
+	Rate float64 `yaml:"rate"`
+	// Window is how long a bucket saves up (default 5s, at most 1m).
+	Window Duration `yaml:"window"`
+	// Slip: every Slip-th limited response goes out truncated (default 2;
+	// 1 all, -1 none; at most 10).
+	Slip int `yaml:"slip"`
+	// IPv4Prefix and IPv6Prefix group clients (default 24 and 56).
+	IPv4Prefix int `yaml:"ipv4_prefix"`
+	IPv6Prefix int `yaml:"ipv6_prefix"`
+	// Exempt clients are never limited.
+	Exempt []netip.Prefix `yaml:"exempt"`
+	// LogOnly counts what it would limit and sends everything.
+	LogOnly bool `yaml:"log_only"`
+	// TableSize is the number of buckets (default 65536, 64..16777216).
+	TableSize int `yaml:"table_size"`
 }
 
 // TSIGKey is a shared secret for TSIG (RFC 8945).
