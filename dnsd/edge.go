@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/transmirror/transmirror/dnsd/rrl"
+	"github.com/transmirror/transmirror/zones"
 )
 
 const (
@@ -44,6 +46,15 @@ type screenReader struct {
 var _ dns.PacketConnReader = (*screenReader)(nil)
 
 func (r *screenReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
+	if c, ok := conn.(*capConn); ok {
+		limit := zones.DefaultMaxTCPQueries
+		if snap := r.s.snap.Load(); snap != nil {
+			limit = snap.tcpQs
+		}
+		if c.queries.Add(1) > int64(limit) {
+			return nil, io.EOF // max_tcp_queries: the server closes the connection
+		}
+	}
 	m, err := r.next.ReadTCP(conn, timeout)
 	if err != nil {
 		return m, err

@@ -508,3 +508,70 @@ func TestMetricsLint(t *testing.T) {
 		t.Errorf("truncated_total = %v, want 1", got)
 	}
 }
+
+// TestTCPClientLimits: one client address gets at most
+// max_tcp_connections_per_client connections (another address still gets
+// in), and a connection is closed after max_tcp_queries queries.
+func TestTCPClientLimits(t *testing.T) {
+	ts := newTestServer(t, testSet(t, func(c *zones.Config) {
+		c.Server.MaxTCPConnectionsPerClient = 2
+		c.Server.MaxTCPQueries = 3
+	}), Options{})
+	dialFrom := func(ip string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ask := func(c net.Conn) error {
+		q := new(dns.Msg)
+		q.SetQuestion("static.example.org.", dns.TypeA)
+		b := mustPack(t, q)
+		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)); err != nil {
+			return err
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, make([]byte, binary.BigEndian.Uint16(l[:])))
+		return err
+	}
+	t.Run("per client", func(t *testing.T) {
+		a1, a2 := dialFrom("127.0.0.1"), dialFrom("127.0.0.1")
+		for _, c := range []net.Conn{a1, a2} {
+			if err := ask(c); err != nil {
+				t.Fatalf("connection within the cap: %v", err)
+			}
+		}
+		before := testutil.ToFloat64(ts.m.tcpRejected)
+		if err := ask(dialFrom("127.0.0.1")); err == nil {
+			t.Error("third connection of 127.0.0.1 answered; the cap is 2")
+		}
+		eventually(t, "rejection counted", func() bool { return testutil.ToFloat64(ts.m.tcpRejected) > before })
+		if err := ask(dialFrom("127.0.1.1")); err != nil {
+			t.Errorf("another client address refused: %v", err)
+		}
+		a1.Close()
+		eventually(t, "slot of 127.0.0.1 freed", func() bool {
+			c := dialFrom("127.0.0.1")
+			defer c.Close()
+			return ask(c) == nil
+		})
+	})
+	t.Run("queries per connection", func(t *testing.T) {
+		c := dialFrom("127.0.2.1")
+		for i := range 3 {
+			if err := ask(c); err != nil {
+				t.Fatalf("query %d of 3: %v", i+1, err)
+			}
+		}
+		if err := ask(c); err == nil {
+			t.Error("a fourth query answered; max_tcp_queries is 3")
+		}
+	})
+}

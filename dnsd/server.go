@@ -57,8 +57,9 @@ type Server struct {
 	shutdown time.Duration
 	cookie   []byte // server cookie secret
 
-	snap     atomic.Pointer[snapshot]
-	tcpConns atomic.Int64
+	snap       atomic.Pointer[snapshot]
+	tcpConns   atomic.Int64
+	tcpClients clientConns
 }
 
 // snapshot is everything one *zones.Set needs at query time, built once.
@@ -68,6 +69,8 @@ type snapshot struct {
 	maxUDP   int
 	idle     time.Duration
 	maxTCP   int
+	perTCP   int // connections per client address
+	tcpQs    int // queries per connection
 	nsidHex  string
 	keys     map[string]tsigKey
 	negSOA   map[*zones.Zone]*dns.SOA
@@ -169,6 +172,8 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		maxUDP:   sc.MaxUDPSize,
 		idle:     sc.TCPIdleTimeout.D(),
 		maxTCP:   sc.MaxTCPConnections,
+		perTCP:   sc.MaxTCPConnectionsPerClient,
+		tcpQs:    sc.MaxTCPQueries,
 		nsidHex:  hex.EncodeToString([]byte(sc.NSID)),
 		keys:     make(map[string]tsigKey, len(sc.TSIG)),
 		negSOA:   make(map[*zones.Zone]*dns.SOA, len(set.Zones)),
@@ -183,6 +188,12 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	}
 	if snap.maxTCP <= 0 {
 		snap.maxTCP = defaultMaxTCPConns
+	}
+	if snap.perTCP <= 0 {
+		snap.perTCP = zones.DefaultMaxTCPConnectionsPerClient
+	}
+	if snap.tcpQs <= 0 {
+		snap.tcpQs = zones.DefaultMaxTCPQueries
 	}
 	var err error
 	var errs []error
@@ -314,8 +325,9 @@ func (s *Server) run(ctx context.Context, srv *dns.Server, proto string) error {
 	return nil
 }
 
-// capListener closes connections beyond the snapshot's max_tcp_connections
-// right after accepting them.
+// capListener closes connections beyond the snapshot's max_tcp_connections,
+// or beyond max_tcp_connections_per_client of one client address, right
+// after accepting them.
 type capListener struct {
 	net.Listener
 	s *Server
@@ -327,9 +339,9 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		limit := int64(defaultMaxTCPConns)
+		limit, perClient := int64(defaultMaxTCPConns), zones.DefaultMaxTCPConnectionsPerClient
 		if snap := l.s.snap.Load(); snap != nil {
-			limit = int64(snap.maxTCP)
+			limit, perClient = int64(snap.maxTCP), snap.perTCP
 		}
 		if l.s.tcpConns.Add(1) > limit {
 			l.s.tcpConns.Add(-1)
@@ -337,18 +349,61 @@ func (l *capListener) Accept() (net.Conn, error) {
 			l.s.m.tcpRejected.Inc()
 			continue
 		}
-		return &capConn{Conn: c, n: &l.s.tcpConns}, nil
+		client := addrOf(c.RemoteAddr())
+		if !l.s.tcpClients.acquire(client, perClient) {
+			l.s.tcpConns.Add(-1)
+			_ = c.Close()
+			l.s.m.tcpRejected.Inc()
+			continue
+		}
+		return &capConn{Conn: c, s: l.s, client: client}, nil
 	}
 }
 
-// capConn gives its slot back once, on the first Close.
+// capConn gives its slots back once, on the first Close, and counts the
+// queries read on it.
 type capConn struct {
 	net.Conn
-	n    *atomic.Int64
-	once sync.Once
+	s       *Server
+	client  netip.Addr
+	queries atomic.Int64
+	once    sync.Once
 }
 
 func (c *capConn) Close() error {
-	c.once.Do(func() { c.n.Add(-1) })
+	c.once.Do(func() {
+		c.s.tcpConns.Add(-1)
+		c.s.tcpClients.release(c.client)
+	})
 	return c.Conn.Close()
+}
+
+// clientConns counts the open TCP connections of each client address. It
+// holds only addresses with a connection open, so it is bounded by
+// max_tcp_connections.
+type clientConns struct {
+	mu sync.Mutex
+	n  map[netip.Addr]int
+}
+
+// acquire takes a slot for a, unless a has limit open already.
+func (cc *clientConns) acquire(a netip.Addr, limit int) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n == nil {
+		cc.n = make(map[netip.Addr]int)
+	}
+	if cc.n[a] >= limit {
+		return false
+	}
+	cc.n[a]++
+	return true
+}
+
+func (cc *clientConns) release(a netip.Addr) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n[a]--; cc.n[a] <= 0 {
+		delete(cc.n, a)
+	}
 }

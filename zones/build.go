@@ -31,6 +31,11 @@ const (
 	DefaultTCPIdleTimeout = 10 * time.Second
 	// DefaultMaxTCPConnections caps concurrent TCP connections.
 	DefaultMaxTCPConnections = 1000
+	// DefaultMaxTCPConnectionsPerClient caps one client address's TCP
+	// connections.
+	DefaultMaxTCPConnectionsPerClient = 16
+	// DefaultMaxTCPQueries bounds the queries on one TCP connection.
+	DefaultMaxTCPQueries = 1000
 	// DefaultVersion answers version.bind when the config has no version key.
 	DefaultVersion = "transmirror"
 	// DefaultAnswers is how many addresses per family a group answer carries.
@@ -203,6 +208,18 @@ func (b *builder) server() {
 	}
 	if s.MaxTCPConnections < 0 {
 		b.errorf("server.max_tcp_connections", "server: max_tcp_connections %d must be > 0", s.MaxTCPConnections)
+	}
+	if s.MaxTCPConnectionsPerClient == 0 {
+		s.MaxTCPConnectionsPerClient = DefaultMaxTCPConnectionsPerClient
+	}
+	if s.MaxTCPConnectionsPerClient < 0 {
+		b.errorf("server.max_tcp_connections_per_client", "server: max_tcp_connections_per_client %d must be > 0", s.MaxTCPConnectionsPerClient)
+	}
+	if s.MaxTCPQueries == 0 {
+		s.MaxTCPQueries = DefaultMaxTCPQueries
+	}
+	if s.MaxTCPQueries < 0 {
+		b.errorf("server.max_tcp_queries", "server: max_tcp_queries %d must be > 0", s.MaxTCPQueries)
 	}
 	if s.Version == "" && !b.written("server.version") {
 		s.Version = DefaultVersion

@@ -61,6 +61,12 @@ type ServerConfig struct {
 	TCPIdleTimeout Duration `yaml:"tcp_idle_timeout"`
 	// MaxTCPConnections caps concurrent TCP connections (default 1000).
 	MaxTCPConnections int `yaml:"max_tcp_connections"`
+	// MaxTCPConnectionsPerClient caps the concurrent TCP connections of
+	// one client address (default 16).
+	MaxTCPConnectionsPerClient int `yaml:"max_tcp_connections_per_client"`
+	// MaxTCPQueries bounds the queries on one TCP connection; the server
+	// closes it after that many (default 1000).
+	MaxTCPQueries int `yaml:"max_tcp_queries"`
 	// TSIG keys known to the server (name → base64 secret), for signed
 	// requests such as AXFR; requests signed with any other key get NOTAUTH.
 	TSIG []TSIGKey `yaml:"tsig"`
