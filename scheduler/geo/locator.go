@@ -3,10 +3,12 @@ package geo
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/oschwald/geoip2-golang/v2"
 
@@ -62,7 +64,22 @@ type Options struct {
 	Static []Row
 	// Default is the answer for clients that neither Static nor MMDB knows.
 	Default scheduler.Location
+	// CacheSize is the number of entries of the lookup cache (default
+	// DefaultCacheSize; negative: no cache). The cache is a fixed table
+	// of results per /24 (IPv4) and /48 (IPv6), kept only for networks
+	// whose answer is the same for every address in them.
+	CacheSize int
 }
+
+// DefaultCacheSize is the default number of entries of a Locator's cache.
+const DefaultCacheSize = 1 << 14
+
+// Cache granularity: a result is cached for the /24 or /48 around the
+// client when the answer depended on no more bits than that.
+const (
+	cacheBitsV4 = 24
+	cacheBitsV6 = 48
+)
 
 // Result is where a client is, as far as a [Locator] can tell.
 type Result struct {
@@ -182,6 +199,14 @@ type Locator struct {
 	kind   dbKind
 	dbType string
 	def    scheduler.Location
+	cache  []atomic.Pointer[cached] // nil: no cache; len a power of two
+	seed   maphash.Seed
+}
+
+// cached is one cache entry: the result for every address of net.
+type cached struct {
+	net netip.Prefix
+	res Result
 }
 
 // NewLocator builds a Locator from opts. The database, if any, is read
@@ -190,7 +215,17 @@ type Locator struct {
 // can finish its lookups in flight. All problems with Static are reported
 // together.
 func NewLocator(opts Options) (*Locator, error) {
-	l := &Locator{def: opts.Default}
+	l := &Locator{def: opts.Default, seed: maphash.MakeSeed()}
+	if n := opts.CacheSize; n >= 0 {
+		if n == 0 {
+			n = DefaultCacheSize
+		}
+		size := 1
+		for size < n {
+			size <<= 1
+		}
+		l.cache = make([]atomic.Pointer[cached], size)
+	}
 	if err := l.buildStatic(opts.Static); err != nil {
 		return nil, err
 	}
@@ -334,27 +369,54 @@ func (l *Locator) Locate(p netip.Prefix) Result {
 	}
 	p = unmapPrefix(p)
 	a := p.Masked().Addr()
+	if l.cache == nil {
+		res, _ := l.locate(a)
+		return res
+	}
+	bits := cacheBitsV6
+	if a.Is4() {
+		bits = cacheBitsV4
+	}
+	block, _ := a.Prefix(bits)
+	key := block.Addr().As16()
+	slot := &l.cache[maphash.Bytes(l.seed, key[:])&uint64(len(l.cache)-1)]
+	if c := slot.Load(); c != nil && c.net == block {
+		return c.res
+	}
+	res, depends := l.locate(a)
+	if depends <= bits {
+		// The answer depended on at most the block's bits: it is the
+		// answer for every address in it.
+		slot.Store(&cached{net: block, res: res})
+	}
+	return res
+}
+
+// locate is Locate without the cache, for the masked address a; it also
+// returns how many bits of a the answer really depended on, before the
+// scope is capped at MaxPrefixV4 or MaxPrefixV6.
+func (l *Locator) locate(a netip.Addr) (Result, int) {
 	limit, t := MaxPrefixV6, l.v6
 	if a.Is4() {
 		limit, t = MaxPrefixV4, l.v4
 	}
 	c := t.lookup(a)
 	if c.ok {
-		return Result{Loc: c.loc, Scope: min(c.net.Bits(), limit), Source: SourceStatic}
+		return Result{Loc: c.loc, Scope: min(c.net.Bits(), limit), Source: SourceStatic}, c.net.Bits()
 	}
 	bits := c.net.Bits()
 	if l.db != nil {
 		loc, dbBits, err := l.lookupDB(a)
 		switch {
 		case err != nil:
-			bits = limit
+			return Result{Loc: l.def, Scope: limit, Source: SourceDefault}, a.BitLen()
 		case loc.Known():
-			return Result{Loc: loc, Scope: min(max(bits, dbBits), limit), Source: SourceMMDB}
+			return Result{Loc: loc, Scope: min(max(bits, dbBits), limit), Source: SourceMMDB}, max(bits, dbBits)
 		default:
 			bits = max(bits, dbBits)
 		}
 	}
-	return Result{Loc: l.def, Scope: min(bits, limit), Source: SourceDefault}
+	return Result{Loc: l.def, Scope: min(bits, limit), Source: SourceDefault}, bits
 }
 
 // lookupDB looks a up in the database: the location of its record (not

@@ -436,3 +436,61 @@ func longestMatch(entries map[netip.Prefix]scheduler.Location, a netip.Addr) net
 	}
 	return best
 }
+
+// TestLocateCache: the cache answers exactly what the lookups answer, for
+// every address of blocks that the database or the static table split
+// finer than /24 (and /48), asked twice in a mixed order; a hit allocates
+// nothing.
+func TestLocateCache(t *testing.T) {
+	rows := append(staticTable(),
+		Row{Network: netip.MustParsePrefix("10.9.9.128/25"), Loc: london},
+		Row{Network: netip.MustParsePrefix("10.9.9.7/32"), Loc: japan},
+		Row{Network: netip.MustParsePrefix("fd00:9:9:9::/64"), Loc: japan})
+	cached := newTestLocator(t, Options{MMDB: fixtureMMDB, Static: rows, Default: fallback, CacheSize: 64})
+	plain := newTestLocator(t, Options{MMDB: fixtureMMDB, Static: rows, Default: fallback, CacheSize: -1})
+	var prefixes []netip.Prefix
+	for _, block := range []string{"198.51.100.0", "203.0.113.0", "192.0.2.0", "10.9.9.0", "10.1.2.0", "100.64.0.0"} {
+		base := netip.MustParseAddr(block).As4()
+		for i := range 256 {
+			base[3] = byte(i)
+			prefixes = append(prefixes, netip.PrefixFrom(netip.AddrFrom4(base), 32))
+		}
+	}
+	for _, p := range []string{"fd00:9:9:9::1/128", "fd00:9:9:8::1/128", "2001:db8:2::1/128", "2001:db8:3::/56", "198.51.100.0/24", "198.51.100.128/25"} {
+		prefixes = append(prefixes, netip.MustParsePrefix(p))
+	}
+	for round := range 2 {
+		for i := range prefixes {
+			p := prefixes[(i*7919+round)%len(prefixes)] // a mixed order, each once per round
+			if got, want := cached.Locate(p), plain.Locate(p); got != want {
+				t.Fatalf("round %d: Locate(%s) = %+v with the cache, %+v without", round, p, got, want)
+			}
+		}
+	}
+	p := netip.MustParsePrefix("2001:db8:3::7/128") // an mmdb network of /48: cached
+	if cached.Locate(p).Source != SourceMMDB {
+		t.Fatal("the test address is not in the database")
+	}
+	if n := testing.AllocsPerRun(100, func() { cached.Locate(p) }); n != 0 {
+		t.Errorf("a cache hit allocates %v times, want 0", n)
+	}
+	if n := testing.AllocsPerRun(10, func() { plain.Locate(p) }); n == 0 {
+		t.Error("an uncached mmdb lookup allocates nothing: the test measures nothing")
+	}
+}
+
+func BenchmarkLocateCache(b *testing.B) {
+	p := netip.MustParsePrefix("2001:db8:3::7/128")
+	for _, tc := range []struct {
+		name string
+		size int
+	}{{"cached", 0}, {"uncached", -1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			l := newTestLocator(b, Options{MMDB: fixtureMMDB, Default: fallback, CacheSize: tc.size})
+			b.ReportAllocs()
+			for b.Loop() {
+				l.Locate(p)
+			}
+		})
+	}
+}
