@@ -35,6 +35,8 @@ test: deps lint unit fuzz e2e
 
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+	@# Allocation counts: the race detector makes sync.Pool drop items.
+	$(GO) test -count=1 -run 'Allocs' $$($(GO) list ./... | grep -v /e2e)
 
 e2e: build
 	$(GO) test -count=1 -timeout 10m ./e2e/...

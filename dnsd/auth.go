@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/miekg/dns"
 	"github.com/transmirror/transmirror/zones"
@@ -19,6 +21,7 @@ type auth struct {
 	set    *zones.Set
 	groups GroupAnswerer
 	negSOA map[*zones.Zone]*dns.SOA
+	addrs  sync.Pool // *[]netip.Addr, room for group answers
 }
 
 var _ Handler = (*auth)(nil)
@@ -178,10 +181,16 @@ func sortedTypes(n *zones.Node) []uint16 {
 
 // group adds the group's answer for qtype A or AAAA.
 func (a *auth) group(ctx context.Context, z *zones.Zone, name string, qtype uint16, info *reqInfo, m *dns.Msg) error {
-	ga, err := a.groups.AnswerGroup(ctx, GroupQuery{Group: name, Qtype: qtype, Client: info.client, ECS: info.ecs})
+	buf, _ := a.addrs.Get().(*[]netip.Addr)
+	if buf == nil {
+		buf = new([]netip.Addr)
+	}
+	defer a.addrs.Put(buf)
+	ga, err := a.groups.AnswerGroup(ctx, GroupQuery{Group: name, Qtype: qtype, Client: info.client, ECS: info.ecs, Addrs: *buf})
 	if err != nil {
 		return fmt.Errorf("dnsd: group %s: %w", name, err)
 	}
+	*buf = ga.Addrs[:0] // keep what grew for the next answer
 	if info.hasECS && ga.ScopePrefix >= 0 {
 		setScope(m, info, ga.ScopePrefix)
 	}

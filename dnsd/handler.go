@@ -51,6 +51,10 @@ type GroupQuery struct {
 	Client netip.Addr
 	// ECS is the EDNS Client Subnet source prefix (masked), zero if none.
 	ECS netip.Prefix
+	// Addrs, when not nil, is room for the answer's addresses: an
+	// answerer may append to Addrs[:0] and return that, so that a caller
+	// with a buffer allocates nothing.
+	Addrs []netip.Addr
 }
 
 // GroupAnswer is the answer for a group name.

@@ -109,6 +109,13 @@ type Dispatcher struct {
 
 var _ dnsd.GroupAnswerer = (*Dispatcher)(nil)
 
+// pickState is the scratch of one pick, pooled: its generator (a
+// *rand.Rand is not safe for concurrent use) and room for the picks.
+type pickState struct {
+	rng *rand.Rand
+	buf [8]int
+}
+
 // dsnap is what the dispatcher answers from, swapped whole: the locator and
 // the groups by canonical name.
 type dsnap struct {
@@ -168,7 +175,7 @@ func New(o Options) (*Dispatcher, error) {
 		}
 		d.seed = binary.LittleEndian.Uint64(b[:])
 	}
-	d.rands.New = func() any { return rand.New(rand.NewPCG(d.seed, d.nextRand.Add(1))) }
+	d.rands.New = func() any { return &pickState{rng: rand.New(rand.NewPCG(d.seed, d.nextRand.Add(1)))} }
 	d.snap.Store(&dsnap{groups: map[string]*dgroup{}})
 
 	d.answers = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -491,15 +498,15 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 		return ans, nil
 	}
 	ans.TTL = scheduler.TTL(g.rates.Share(c.prefix, now), g.cfg.TTL.Min, g.cfg.TTL.Max)
-	rng := d.rands.Get().(*rand.Rand)
-	var buf [8]int
+	ps := d.rands.Get().(*pickState)
+	defer d.rands.Put(ps)
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
-		N:      answersOf(g.cfg), Rand: rng, Now: now, Load: f.est,
-	}, buf[:0])
-	d.rands.Put(rng)
+		N:      answersOf(g.cfg), Rand: ps.rng, Now: now, Load: f.est,
+	}, ps.buf[:0])
 	rate := g.rates.Observe(c.prefix, ans.TTL, now)
 	f.est.Add(picked, scheduler.HiddenLoad(scheduler.AnswerRate(rate, 0)), now)
+	ans.Addrs = q.Addrs[:0]
 	for _, k := range picked {
 		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
 		name := g.cfg.Members[f.idx[k]].Name
