@@ -312,8 +312,9 @@ func table(rows []*row) string {
 		if g, ok := gd[r.mix]; ok && r.server == "dnsd" && g.cpu > 0 {
 			ratio = fmt.Sprintf("%.2f×", x.cpu/g.cpu)
 		}
-		fmt.Fprintf(&s, "%-46s %-6s %8.0f %9.2f %4.0f%% %8.0f %8s %8.0f %6d %10s\n",
+		line := fmt.Sprintf("%-46s %-6s %8.0f %9.2f %4.0f%% %8.0f %8s %8.0f %6d %10s",
 			r.mix, r.server, x.qps, x.cpu, 100*x.core, x.avg*1e6, p99, x.max*1e6, x.lost, ratio)
+		s.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 	return s.String()
 }
