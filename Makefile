@@ -18,10 +18,13 @@ FUZZ_EXECS_BY ?= FuzzReadRows=60000
 # needs cgo).
 TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev
+# What bench-dns executes besides dnsd, in the same form (gdnsd by its
+# path: /usr/sbin is not in every user's PATH).
+BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz bench bench-site deps demo clean
+.PHONY: all build test unit e2e race lint fuzz bench bench-site bench-dns deps demo clean
 
 all: build
 
@@ -73,6 +76,13 @@ bench:
 ## mirror processes on loopback (about 2-3 minutes).
 bench-site:
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=20m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
+
+## bench-dns: dnsd against gdnsd (installed with apt-get when missing) with
+## dnsperf on loopback, the servers on one core and dnsperf on the other:
+## four query mixes, three rounds (about 6 minutes on a quiet machine).
+bench-dns: build
+	@$(MAKE) --no-print-directory deps TEST_DEPS="$(BENCH_DNS_DEPS)"
+	$(GO) test -count=1 -run='^$$' -bench=BenchmarkDNS -benchtime=1x -timeout=45m ./e2e/benchdns/ -args -dns -dnsd $(abspath $(BIN))/dnsd $(BENCH_DNS_ARGS)
 
 ## deps: install with apt-get the Debian packages of whatever the tests
 ## execute, only those that are missing (apt-get update only then).
