@@ -108,14 +108,8 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 // group's secret and only then calls h.
 func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		if err != nil {
-			var mb *http.MaxBytesError
-			if errors.As(err, &mb) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", MaxBody)})
-				return
-			}
-			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
 		secret, err := a.m.Secret(r.PathValue(api.GroupParam))
@@ -164,4 +158,20 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusRequestEntityTooLarge
 	}
 	writeJSON(w, code, api.ErrorReply{Error: err.Error()})
+}
+
+// readBody reads the request body, at most MaxBody bytes; when it can not,
+// it writes the error reply (413 for a body too large) and returns false.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", MaxBody)})
+			return nil, false
+		}
+		writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
+		return nil, false
+	}
+	return body, true
 }

@@ -3,9 +3,6 @@ package admin
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -37,14 +34,8 @@ func (a *groupsAPI) operator(h func(http.ResponseWriter, *http.Request, []byte))
 			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: msg})
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-		if err != nil {
-			var mb *http.MaxBytesError
-			if errors.As(err, &mb) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", MaxBody)})
-				return
-			}
-			writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
 		h(w, r, body)
