@@ -203,10 +203,14 @@ type Locator struct {
 	seed   maphash.Seed
 }
 
-// cached is one cache entry: the result for every address of net.
+// cached is one cache entry: the result for every address of net when
+// wide, else only for addr (the masked address of a prefix asked, whose
+// answer depended on more bits than the block's).
 type cached struct {
-	net netip.Prefix
-	res Result
+	net  netip.Prefix
+	addr netip.Addr
+	wide bool
+	res  Result
 }
 
 // NewLocator builds a Locator from opts. The database, if any, is read
@@ -380,15 +384,15 @@ func (l *Locator) Locate(p netip.Prefix) Result {
 	block, _ := a.Prefix(bits)
 	key := block.Addr().As16()
 	slot := &l.cache[maphash.Bytes(l.seed, key[:])&uint64(len(l.cache)-1)]
-	if c := slot.Load(); c != nil && c.net == block {
+	if c := slot.Load(); c != nil && c.net == block && (c.wide || c.addr == a) {
 		return c.res
 	}
 	res, depends := l.locate(a)
-	if depends <= bits {
-		// The answer depended on at most the block's bits: it is the
-		// answer for every address in it.
-		slot.Store(&cached{net: block, res: res})
-	}
+	// When the answer depended on at most the block's bits it is the
+	// answer for every address in the block; else only for a (an ECS /24
+	// inside a block the database splits into /25s is asked again and
+	// again by the same resolver).
+	slot.Store(&cached{net: block, addr: a, wide: depends <= bits, res: res})
 	return res
 }
 

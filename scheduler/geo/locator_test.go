@@ -467,6 +467,15 @@ func TestLocateCache(t *testing.T) {
 			}
 		}
 	}
+	for _, p := range []netip.Prefix{
+		netip.MustParsePrefix("198.51.100.0/24"),      // split into /25s by the database: cached for this prefix
+		netip.MustParsePrefix("2001:db8:1:ff00::/56"), // a /56 inside a /48 block
+	} {
+		cached.Locate(p)
+		if n := testing.AllocsPerRun(100, func() { cached.Locate(p) }); n != 0 {
+			t.Errorf("Locate(%s) again allocates %v times, want 0 (a cache hit)", p, n)
+		}
+	}
 	p := netip.MustParsePrefix("2001:db8:3::7/128") // an mmdb network of /48: cached
 	if cached.Locate(p).Source != SourceMMDB {
 		t.Fatal("the test address is not in the database")
