@@ -102,6 +102,9 @@ type Dispatcher struct {
 	failOpen *prometheus.CounterVec
 	ecs      *prometheus.CounterVec
 	lookups  *prometheus.CounterVec
+	// ecsBy and lookupsBy are the series of ecs and lookups by label,
+	// read-only after New.
+	ecsBy, lookupsBy map[string]prometheus.Counter
 
 	onAnswer   func(group, member string, client scheduler.Location)
 	onFailOpen func(group string, on bool)
@@ -134,8 +137,9 @@ type dgroup struct {
 	states   []MemberState // by member index
 	fam      [2]*family    // A, AAAA
 	rates    *scheduler.ScopeRates
-	shares   *answerCounts // answers per member over the last minute
-	failOpen *atomic.Bool  // an episode is in progress (for logging once)
+	shares   *answerCounts        // answers per member over the last minute
+	failOpen *atomic.Bool         // an episode is in progress (for logging once)
+	answered []prometheus.Counter // group_answers_total by member index
 }
 
 // family is the members of a group that have addresses of one family.
@@ -203,11 +207,15 @@ func New(o Options) (*Dispatcher, error) {
 			return nil, fmt.Errorf("dispatch: register metrics: %w", err)
 		}
 	}
+	// The series of fixed labels, resolved once: a query counts without
+	// looking its labels up.
+	d.ecsBy = make(map[string]prometheus.Counter)
 	for _, r := range []string{ecsNone, ecsUsed, ecsOptOut, ecsUntrusted} {
-		d.ecs.WithLabelValues(r)
+		d.ecsBy[r] = d.ecs.WithLabelValues(r)
 	}
+	d.lookupsBy = make(map[string]prometheus.Counter)
 	for _, s := range []string{geo.SourceStatic, geo.SourceMMDB, geo.SourceDefault} {
-		d.lookups.WithLabelValues(s)
+		d.lookupsBy[s] = d.lookups.WithLabelValues(s)
 	}
 	return d, nil
 }
@@ -294,6 +302,10 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
 		}
 		g.build(prev, now)
+		g.answered = make([]prometheus.Counter, len(g.cfg.Members))
+		for i, m := range g.cfg.Members {
+			g.answered[i] = d.answers.WithLabelValues(g.cfg.Name, m.Name)
+		}
 	}
 	// Forget the metric series of members and groups that are gone.
 	for name, g := range cur.groups {
@@ -510,7 +522,7 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	for _, k := range picked {
 		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
 		name := g.cfg.Members[f.idx[k]].Name
-		d.answers.WithLabelValues(g.cfg.Name, name).Inc()
+		g.answered[f.idx[k]].Inc()
 		g.shares.add(name, now)
 		if d.onAnswer != nil {
 			d.onAnswer(g.cfg.Name, name, c.res.Loc)
@@ -570,7 +582,11 @@ func (d *Dispatcher) locate(q dnsd.GroupQuery, dep scheduler.Dependence) located
 	} else {
 		c.res = geo.Result{Source: geo.SourceDefault}
 	}
-	d.lookups.WithLabelValues(c.res.Source).Inc()
+	if n := d.lookupsBy[c.res.Source]; n != nil {
+		n.Inc()
+	} else {
+		d.lookups.WithLabelValues(c.res.Source).Inc()
+	}
 	if hasECS {
 		switch {
 		case geo.ECSOptOut(q.ECS):
@@ -589,6 +605,6 @@ func (d *Dispatcher) locate(q dnsd.GroupQuery, dep scheduler.Dependence) located
 			c.scope = 0
 		}
 	}
-	d.ecs.WithLabelValues(c.ecs).Inc()
+	d.ecsBy[c.ecs].Inc()
 	return c
 }
