@@ -29,6 +29,11 @@ const (
 	DefaultMaxUDPSize = 1232
 	// DefaultTCPIdleTimeout closes idle TCP connections.
 	DefaultTCPIdleTimeout = 10 * time.Second
+	// DefaultTCPReadTimeout bounds the wait for the first query on a new
+	// TCP connection.
+	DefaultTCPReadTimeout = 2 * time.Second
+	// MaxUDPSockets bounds udp_sockets.
+	MaxUDPSockets = 256
 	// DefaultMaxTCPConnections caps concurrent TCP connections.
 	DefaultMaxTCPConnections = 1000
 	// DefaultMaxTCPConnectionsPerClient caps one client address's TCP
@@ -202,6 +207,15 @@ func (b *builder) server() {
 	}
 	if s.TCPIdleTimeout < 0 {
 		b.errorf("server.tcp_idle_timeout", "server: tcp_idle_timeout %s must be > 0", s.TCPIdleTimeout.D())
+	}
+	if s.TCPReadTimeout == 0 {
+		s.TCPReadTimeout = Duration(DefaultTCPReadTimeout)
+	}
+	if s.TCPReadTimeout < 0 {
+		b.errorf("server.tcp_read_timeout", "server: tcp_read_timeout %s must be > 0", s.TCPReadTimeout.D())
+	}
+	if s.UDPSockets < 0 || s.UDPSockets > MaxUDPSockets {
+		b.errorf("server.udp_sockets", "server: udp_sockets %d must be in 0..%d (0: one per CPU)", s.UDPSockets, MaxUDPSockets)
 	}
 	if s.MaxTCPConnections == 0 {
 		s.MaxTCPConnections = DefaultMaxTCPConnections

@@ -130,6 +130,9 @@ func TestLoadBad(t *testing.T) {
 		{"group with a static A record", "group_static_a.yaml", []string{`group_static_a.yaml:5:5: group "static.example.org.": ` + filepath.Join("testdata", "bad", "ok.zone") + `:6 has a static A record`}},
 		{"missing zone file", "missing_zone.yaml", []string{`missing_zone.yaml:3:5: zone "example.org.": open ` + filepath.Join("testdata", "bad", "does-not-exist.zone")}},
 		{"bad zone file", "bad_zone_file.yaml", []string{`two_cnames.zone:5: second CNAME`}},
+		{"server limits", "server_limits.yaml", []string{
+			`server_limits.yaml:2:3: server: udp_sockets 1000 must be in 0..256 (0: one per CPU)`,
+			`server_limits.yaml:3:3: server: tcp_read_timeout -1s must be > 0`}},
 		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
 		{"bad TSIG secret", "tsig_secret.yaml", []string{`tsig_secret.yaml:4:7: tsig key "axfr-key.": secret is not valid base64`}},
 		{"lat without lon", "lat_without_lon.yaml", []string{`lat_without_lon.yaml:11:9: group "www.example.org.": member "fra1": location: lat and lon go together`}},

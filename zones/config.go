@@ -57,8 +57,15 @@ type ServerConfig struct {
 	NSID string `yaml:"nsid"`
 	// MaxUDPSize caps UDP answers whatever the client advertises (default 1232).
 	MaxUDPSize int `yaml:"max_udp_size"`
+	// UDPSockets is how many UDP sockets each listen address gets
+	// (SO_REUSEPORT; the kernel spreads the clients over them), each with a
+	// read loop of its own; 0 means one per CPU the process may use.
+	UDPSockets int `yaml:"udp_sockets"`
 	// TCPIdleTimeout closes TCP connections idle this long (default 10s).
 	TCPIdleTimeout Duration `yaml:"tcp_idle_timeout"`
+	// TCPReadTimeout bounds the wait for a query's bytes once a TCP
+	// connection is accepted (default 2s).
+	TCPReadTimeout Duration `yaml:"tcp_read_timeout"`
 	// MaxTCPConnections caps concurrent TCP connections (default 1000).
 	MaxTCPConnections int `yaml:"max_tcp_connections"`
 	// MaxTCPConnectionsPerClient caps the concurrent TCP connections of

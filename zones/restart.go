@@ -30,6 +30,9 @@ func RestartChanges(cur, next *Config) error {
 	if !slices.Equal(cur.Listen, next.Listen) {
 		changed("listen", cur.Listen, next.Listen)
 	}
+	if cur.Server.UDPSockets != next.Server.UDPSockets {
+		changed("server.udp_sockets", cur.Server.UDPSockets, next.Server.UDPSockets)
+	}
 	if cur.Admin != next.Admin {
 		changed("admin", fmt.Sprintf("%q", cur.Admin), fmt.Sprintf("%q", next.Admin))
 	}

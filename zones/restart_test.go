@@ -19,6 +19,8 @@ func TestRestartChanges(t *testing.T) {
 			[]string{"next.yaml:1:1: listen: changed from [127.0.0.1:53] to [127.0.0.1:5353]: needs a restart"}},
 		{"admin removed", "listen: [\"127.0.0.1:53\"]\n",
 			[]string{`next.yaml: admin: changed from "127.0.0.1:8053" to "": needs a restart`}},
+		{"udp sockets", "listen: [\"127.0.0.1:53\"]\nadmin: 127.0.0.1:8053\nserver: {udp_sockets: 4}\n",
+			[]string{"next.yaml:3:10: server.udp_sockets: changed from 0 to 4: needs a restart"}},
 		{"both", "listen: [\"127.0.0.1:53\", \"[::1]:53\"]\nadmin: 127.0.0.1:9053\n",
 			[]string{"next.yaml:1:1: listen: changed", "next.yaml:2:1: admin: changed"}},
 	}
