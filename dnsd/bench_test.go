@@ -2,6 +2,7 @@ package dnsd
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -44,6 +45,41 @@ func BenchmarkServeDNS(b *testing.B) {
 			}
 			if w.last == nil || (w.last.Rcode != dns.RcodeSuccess && w.last.Rcode != dns.RcodeNameError) {
 				b.Fatalf("reply %v", w.last)
+			}
+		})
+	}
+}
+
+// BenchmarkServePacket measures one UDP query from its bytes to the
+// reply's bytes, as the socket loop runs it (fast path when it applies,
+// slow path for the rest), without the socket.
+func BenchmarkServePacket(b *testing.B) {
+	s, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Load(testSet(b, nil)); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		pkt  []byte
+	}{
+		{"static", query("static.example.org.", dns.TypeA)},
+		{"static_edns", query("static.example.org.", dns.TypeA, withEDNS(1232, false))},
+		{"group", query("www.example.org.", dns.TypeA)},
+		{"group_ecs", query("www.example.org.", dns.TypeA, withEDNS(1232, false, ecs("198.51.100.0/24")))},
+		{"slow_nxdomain", query("nope.example.org.", dns.TypeA, withEDNS(1232, false))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			var addrs []netip.Addr
+			out := make([]byte, 0, udpReadSize)
+			b.ReportAllocs()
+			for b.Loop() {
+				if s.servePacket(ctx, c.pkt, fastLocal, fastRemote, &addrs, out[:0]) == nil {
+					b.Fatal("no reply")
+				}
 			}
 		})
 	}

@@ -47,12 +47,16 @@ var _ dns.PacketConnReader = (*screenReader)(nil)
 
 func (r *screenReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
 	if c, ok := conn.(*capConn); ok {
-		limit := zones.DefaultMaxTCPQueries
+		limit, read := zones.DefaultMaxTCPQueries, zones.DefaultTCPReadTimeout
 		if snap := r.s.snap.Load(); snap != nil {
-			limit = snap.tcpQs
+			limit, read = snap.tcpQs, snap.tcpRead
 		}
-		if c.queries.Add(1) > int64(limit) {
+		n := c.queries.Add(1)
+		if n > int64(limit) {
 			return nil, io.EOF // max_tcp_queries: the server closes the connection
+		}
+		if n == 1 {
+			timeout = read // miekg waits this long for the first query, the idle timeout for the next
 		}
 	}
 	m, err := r.next.ReadTCP(conn, timeout)
@@ -96,8 +100,16 @@ func (s *Server) screen(m []byte) []byte {
 }
 
 // serveRaw is the edge's whole path for one message in bytes, as the
-// listeners run it (screen, accept, unpack, serve); the fuzz target uses it.
+// listeners run it (UDP: fast path or slow path; TCP: screen, accept,
+// unpack, serve); the fuzz target uses it.
 func (s *Server) serveRaw(ctx context.Context, w dns.ResponseWriter, raw []byte, proto string) {
+	if proto == "udp" {
+		var addrs []netip.Addr
+		if b := s.servePacket(ctx, raw, w.LocalAddr(), w.RemoteAddr(), &addrs, nil); b != nil {
+			_, _ = w.Write(b)
+		}
+		return
+	}
 	raw = s.screen(raw)
 	if len(raw) < headerSize || raw[2]&0x80 != 0 {
 		return
@@ -348,7 +360,8 @@ var _ dns.ResponseWriter = (*edgeWriter)(nil)
 func (ew *edgeWriter) WriteMsg(m *dns.Msg) error {
 	ew.finish(m, true)
 	if !ew.info.tcp && ew.snap != nil && ew.snap.rrl != nil {
-		switch ew.limit(m) {
+		kind, name := rrlKind(m)
+		switch ew.s.rrlAction(ew.snap, ew.info.client, kind, name) {
 		case rrl.Drop:
 			ew.written, ew.limited = true, true
 			return nil
@@ -360,23 +373,23 @@ func (ew *edgeWriter) WriteMsg(m *dns.Msg) error {
 	return ew.ResponseWriter.WriteMsg(m)
 }
 
-// limit asks the snapshot's rate limiter about the UDP reply m and counts
-// what it says; in log-only mode everything is sent.
-func (ew *edgeWriter) limit(m *dns.Msg) rrl.Action {
-	kind, name := rrlKind(m)
-	a := ew.snap.rrl.Decide(ew.info.client, kind, name, time.Now())
+// rrlAction asks the snapshot's rate limiter about a UDP reply of kind
+// for name to client and counts what it says; in log-only mode
+// everything is sent.
+func (s *Server) rrlAction(snap *snapshot, client netip.Addr, kind rrl.Kind, name string) rrl.Action {
+	a := snap.rrl.Decide(client, kind, name, s.now())
 	if a == rrl.Send {
 		return a
 	}
-	if ew.snap.rrl.Config().LogOnly {
-		ew.s.m.rrl.WithLabelValues(kind.String(), rrlLogged).Inc()
+	if snap.rrl.Config().LogOnly {
+		s.m.rrl.WithLabelValues(kind.String(), rrlLogged).Inc()
 		return rrl.Send
 	}
 	label := rrlDropped
 	if a == rrl.Slip {
 		label = rrlSlipped
 	}
-	ew.s.m.rrl.WithLabelValues(kind.String(), label).Inc()
+	s.m.rrl.WithLabelValues(kind.String(), label).Inc()
 	return a
 }
 

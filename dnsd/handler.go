@@ -91,7 +91,7 @@ const DefaultAnswers = 2
 
 // AnswerGroup answers q from the static configuration.
 func (g StaticGroups) AnswerGroup(_ context.Context, q GroupQuery) (GroupAnswer, error) {
-	ans := GroupAnswer{ScopePrefix: -1}
+	ans := GroupAnswer{ScopePrefix: -1, Addrs: q.Addrs[:0]}
 	if q.ECS.IsValid() {
 		ans.ScopePrefix = 0
 	}

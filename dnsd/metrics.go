@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	queries     *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
+	udpDuration prometheus.Observer // duration{proto="udp"}
 	panics      prometheus.Counter
 	tcpRejected prometheus.Counter
 	truncated   prometheus.Counter
@@ -57,6 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "UDP responses over the rate limit, by kind and action: dropped, slipped (sent truncated), or logged (log_only: sent anyway).",
 		}, []string{"kind", "action"}),
 	}
+	m.udpDuration = m.duration.WithLabelValues("udp")
 	for _, k := range rrl.Kinds() {
 		for _, a := range []string{rrlDropped, rrlSlipped, rrlLogged} {
 			m.rrl.WithLabelValues(k.String(), a)

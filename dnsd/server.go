@@ -45,6 +45,10 @@ type Options struct {
 
 	// wrap, when set (tests only), wraps the handler chain of every snapshot.
 	wrap func(Handler) Handler
+	// now, when set (tests only), is the rate limiter's clock.
+	now func() time.Time
+	// slowOnly (tests only) turns the UDP fast path off.
+	slowOnly bool
 }
 
 // Server is the authoritative DNS server. It serves any number of UDP and
@@ -54,6 +58,8 @@ type Server struct {
 	groups   GroupAnswerer
 	m        *metrics
 	wrap     func(Handler) Handler
+	now      func() time.Time
+	slowOnly bool
 	shutdown time.Duration
 	cookie   []byte // server cookie secret
 
@@ -68,6 +74,7 @@ type snapshot struct {
 	chain    Handler
 	maxUDP   int
 	idle     time.Duration
+	tcpRead  time.Duration
 	maxTCP   int
 	perTCP   int // connections per client address
 	tcpQs    int // queries per connection
@@ -77,6 +84,9 @@ type snapshot struct {
 	transfer map[string][]netip.Prefix // canonical origin → allowed clients
 	rrlCfg   zones.RRLConfig
 	rrl      *rrl.Limiter // nil: UDP responses are not rate limited
+	groups   GroupAnswerer
+	nsid     []byte
+	fast     *fastTable // nil: every UDP query takes the slow path
 }
 
 // New returns a Server with its metrics registered. It serves REFUSED until
@@ -86,11 +96,16 @@ func New(opts Options) (*Server, error) {
 		log:      opts.Logger,
 		groups:   opts.Groups,
 		wrap:     opts.wrap,
+		now:      opts.now,
+		slowOnly: opts.slowOnly,
 		shutdown: opts.ShutdownTimeout,
 		cookie:   make([]byte, 16),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.shutdown <= 0 {
 		s.shutdown = defaultShutdownTimeout
@@ -171,10 +186,12 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		set:      set,
 		maxUDP:   sc.MaxUDPSize,
 		idle:     sc.TCPIdleTimeout.D(),
+		tcpRead:  sc.TCPReadTimeout.D(),
 		maxTCP:   sc.MaxTCPConnections,
 		perTCP:   sc.MaxTCPConnectionsPerClient,
 		tcpQs:    sc.MaxTCPQueries,
 		nsidHex:  hex.EncodeToString([]byte(sc.NSID)),
+		nsid:     []byte(sc.NSID),
 		keys:     make(map[string]tsigKey, len(sc.TSIG)),
 		negSOA:   make(map[*zones.Zone]*dns.SOA, len(set.Zones)),
 		transfer: make(map[string][]netip.Prefix, len(set.Config.Zones)),
@@ -185,6 +202,9 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	snap.maxUDP = min(max(snap.maxUDP, dns.MinMsgSize), dns.MaxMsgSize)
 	if snap.idle <= 0 {
 		snap.idle = defaultTCPIdleTimeout
+	}
+	if snap.tcpRead <= 0 {
+		snap.tcpRead = zones.DefaultTCPReadTimeout
 	}
 	if snap.maxTCP <= 0 {
 		snap.maxTCP = defaultMaxTCPConns
@@ -224,17 +244,18 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		return nil, err
 	}
 	snap.rrlCfg = sc.RRL
-	groups := s.groups
-	if groups == nil {
-		groups = StaticGroups{Set: set}
+	snap.groups = s.groups
+	if snap.groups == nil {
+		snap.groups = StaticGroups{Set: set}
 	}
-	var chain Handler = &auth{set: set, groups: groups, negSOA: snap.negSOA}
+	var chain Handler = &auth{set: set, groups: snap.groups, negSOA: snap.negSOA}
 	chain = &transfer{set: set, allow: snap.transfer, next: chain}
 	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
 	if s.wrap != nil {
 		chain = s.wrap(chain)
 	}
 	snap.chain = chain
+	snap.fast = s.buildFast(snap)
 	return snap, nil
 }
 
@@ -257,16 +278,6 @@ func newTSIGKey(k zones.TSIGKey) (tsigKey, error) {
 		return tsigKey{}, fmt.Errorf("%w %q: secret is not base64", ErrBadTSIGKey, k.Name)
 	}
 	return tsigKey{alg: alg, secret: secret}, nil
-}
-
-// ServeUDP serves DNS over UDP on pc, which it closes on return. It blocks
-// until ctx is done, then stops reading, waits (bounded by the shutdown
-// timeout) for in-flight queries and returns nil.
-func (s *Server) ServeUDP(ctx context.Context, pc net.PacketConn) error {
-	srv := s.dnsServer(ctx, "udp")
-	srv.PacketConn = pc
-	srv.UDPSize = dns.MaxMsgSize
-	return s.run(ctx, srv, "udp")
 }
 
 // ServeTCP serves DNS over TCP on ln, which it closes on return, with at
