@@ -244,12 +244,12 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		}
 	}()
 	for _, addr := range set.Config.Listen {
-		sp, err := listenPair(addr)
+		sp, err := listenPair(addr, udpSockets(set.Config.Server.UDPSockets))
 		if err != nil {
 			return err
 		}
 		socks = append(socks, sp)
-		logger.Info("dns listening", "addr", sp.pc.LocalAddr().String(), "proto", "udp+tcp")
+		logger.Info("dns listening", "addr", sp.pcs[0].LocalAddr().String(), "proto", "udp+tcp", "udp_sockets", len(sp.pcs))
 	}
 	var adminLn net.Listener
 	if set.Config.Admin != "" {
@@ -259,14 +259,15 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		logger.Info("admin listening", "addr", adminLn.Addr().String())
 	}
 	if demo {
-		printDemo(stdout, socks[0].pc.LocalAddr().String(), adminLn)
+		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
 	components := []daemon.Component{watcher.Run, dash.Run}
 	for _, sp := range socks {
-		components = append(components,
-			func(ctx context.Context) error { return srv.ServeUDP(ctx, sp.pc) },
-			func(ctx context.Context) error { return srv.ServeTCP(ctx, sp.ln) })
+		for _, pc := range sp.pcs {
+			components = append(components, func(ctx context.Context) error { return srv.ServeUDP(ctx, pc) })
+		}
+		components = append(components, func(ctx context.Context) error { return srv.ServeTCP(ctx, sp.ln) })
 	}
 	if adminLn != nil {
 		hs := &http.Server{
