@@ -53,6 +53,7 @@ var (
 	flagRounds       = flag.Int("rounds", 3, "rounds; each runs every mix on each server")
 	flagRate         = flag.Int("rate", 200, "queries per second of the fixed-rate mix (d)")
 	flagServerCPU    = flag.String("server-cpu", "0", "taskset -c list of the servers")
+	flagDNSDProcs    = flag.Int("dnsd-procs", 0, "GOMAXPROCS and udp_sockets of dnsd; 0: as many as -server-cpu gives it")
 	flagClientCPU    = flag.String("client-cpu", "1", "taskset -c list of dnsperf")
 	flagQuietIdle    = flag.Float64("quiet-idle", 0.9, "a run starts once the machine was this idle over one window")
 	flagQuietWindow  = flag.Duration("quiet-window", time.Second, "window of the quiet check")
@@ -160,11 +161,11 @@ func BenchmarkDNS(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cfg, err := writeDNSDConfig(ddir, mmdb)
+	cfg, err := writeDNSDConfig(ddir, mmdb, *flagDNSDProcs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	servers := []*server{startDNSD(b, dnsd, cfg), startGdnsd(b, gdnsd, gdir, mmdb)}
+	servers := []*server{startDNSD(b, dnsd, cfg, *flagDNSDProcs), startGdnsd(b, gdnsd, gdir, mmdb)}
 
 	for _, c := range answerCases() {
 		for _, s := range servers {
@@ -207,7 +208,7 @@ func BenchmarkDNS(b *testing.B) {
 		"dig: both servers give each region the same answers; fra1's share of eu (weights %s): %s\n"+
 		"CPU is counted in ticks of 10 ms: at %d q/s one tick is %.0f µs/q\n",
 		time.Now().Format("2006-01-02"), runtime.NumCPU(), cpuModel(),
-		"dnsd (this tree)", version(gdnsd, "-h"), version(dnsperf, "-H"),
+		dnsdLabel(*flagDNSDProcs), version(gdnsd, "-h"), version(dnsperf, "-H"),
 		*flagServerCPU, *flagClientCPU, *flagWarmup, *flagDuration, *flagRounds,
 		label, strings.Join(shares, ", "),
 		*flagRate, 1e6/userHZ/(float64(*flagRate)*flagDuration.Seconds()))
@@ -320,6 +321,14 @@ func table(rows []*row) string {
 }
 
 // lookPath finds name in PATH, else at fallback, else fails.
+// dnsdLabel names dnsd in the header, with its GOMAXPROCS when set.
+func dnsdLabel(procs int) string {
+	if procs > 0 {
+		return fmt.Sprintf("dnsd (this tree, GOMAXPROCS=%d, %d UDP sockets)", procs, procs)
+	}
+	return "dnsd (this tree)"
+}
+
 func lookPath(b *testing.B, name, fallback string) string {
 	b.Helper()
 	if p, err := exec.LookPath(name); err == nil {

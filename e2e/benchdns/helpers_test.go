@@ -157,7 +157,7 @@ func TestConfigs(t *testing.T) {
 	if err := writeMMDB(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.csv"), mmdb); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := writeDNSDConfig(dir, mmdb)
+	cfg, err := writeDNSDConfig(dir, mmdb, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ type server struct {
 
 // startProcess starts argv pinned with taskset to -server-cpu, output to
 // logPath; taskset execs the server, so the PID is the server's.
-func startProcess(b *testing.B, name, logPath string, argv ...string) *server {
+func startProcess(b *testing.B, name, logPath string, env []string, argv ...string) *server {
 	b.Helper()
 	out, err := os.Create(logPath)
 	if err != nil {
@@ -37,6 +37,9 @@ func startProcess(b *testing.B, name, logPath string, argv ...string) *server {
 	}
 	cmd := exec.Command("taskset", append([]string{"-c", *flagServerCPU}, argv...)...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		b.Fatalf("%s: %v", name, err)
@@ -78,9 +81,13 @@ func (s *server) exited() bool {
 // startDNSD starts dnsd on 127.0.0.1:0 and reads the port it picked from
 // its JSON log ({"msg":"dns listening","addr":…}), then waits until it
 // answers.
-func startDNSD(b *testing.B, bin, cfg string) *server {
+func startDNSD(b *testing.B, bin, cfg string, procs int) *server {
 	b.Helper()
-	s := startProcess(b, "dnsd", filepath.Join(filepath.Dir(cfg), "dnsd.log"), bin, "-config", cfg, "-log-format", "json")
+	var env []string
+	if procs > 0 {
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
+	}
+	s := startProcess(b, "dnsd", filepath.Join(filepath.Dir(cfg), "dnsd.log"), env, bin, "-config", cfg, "-log-format", "json")
 	deadline := time.Now().Add(30 * time.Second)
 	for s.addr == "" {
 		if s.exited() || time.Now().After(deadline) {
@@ -126,7 +133,7 @@ func startGdnsd(b *testing.B, bin, dir, mmdb string) *server {
 	if err := writeGdnsdConfig(dir, addr, mmdb); err != nil {
 		b.Fatal(err)
 	}
-	s := startProcess(b, "gdnsd", filepath.Join(dir, "gdnsd.log"), bin, "-c", dir, "start")
+	s := startProcess(b, "gdnsd", filepath.Join(dir, "gdnsd.log"), nil, bin, "-c", dir, "start")
 	s.addr = addr
 	waitAnswers(b, s, time.Now().Add(30*time.Second))
 	return s

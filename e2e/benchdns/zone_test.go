@@ -113,10 +113,14 @@ func writeMMDB(csvPath, out string) error {
 // books for its answers never moves a share, so the picks are the
 // weights within the nearest tier (fra1 and ams1 are 360 km apart, within
 // one tier; the regions are thousands of km apart).
-func writeDNSDConfig(dir, mmdb string) (string, error) {
+// With procs > 0 it has that many UDP sockets.
+func writeDNSDConfig(dir, mmdb string, procs int) (string, error) {
 	var s strings.Builder
-	fmt.Fprintf(&s, `listen: ["127.0.0.1:0"]
-zones:
+	s.WriteString(`listen: ["127.0.0.1:0"]` + "\n")
+	if procs > 0 {
+		fmt.Fprintf(&s, "server: {udp_sockets: %d}\n", procs)
+	}
+	fmt.Fprintf(&s, `zones:
   - origin: %s
     file: %szone
 geo:
