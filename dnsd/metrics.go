@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"proto", "qtype", "rcode"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds",
-			Help:    "Time from a parsed request to its last reply byte written, by transport.",
+			Help:    "Time to answer a request, by transport: UDP from its bytes to the reply's, TCP from the parsed message to the reply written.",
 			Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1},
 		}, []string{"proto"}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{

@@ -53,6 +53,7 @@ var (
 	flagRounds       = flag.Int("rounds", 3, "rounds; each runs every mix on each server")
 	flagRate         = flag.Int("rate", 200, "queries per second of the fixed-rate mix (d)")
 	flagServerCPU    = flag.String("server-cpu", "0", "taskset -c list of the servers")
+	flagClients      = flag.Int("clients", 1, "dnsperf client sockets (-c); SO_REUSEPORT spreads clients over dnsd's sockets by their address and port")
 	flagDNSDProcs    = flag.Int("dnsd-procs", 0, "GOMAXPROCS and udp_sockets of dnsd; 0: as many as -server-cpu gives it")
 	flagClientCPU    = flag.String("client-cpu", "1", "taskset -c list of dnsperf")
 	flagQuietIdle    = flag.Float64("quiet-idle", 0.9, "a run starts once the machine was this idle over one window")
@@ -204,12 +205,12 @@ func BenchmarkDNS(b *testing.B) {
 	}
 
 	header := fmt.Sprintf("bench-dns %s · nproc %d · %s · %s · %s · %s\n"+
-		"servers on CPU %s, dnsperf on CPU %s, UDP over 127.0.0.1; each run %v warm-up + %v, %d rounds, servers alternating\n"+
+		"servers on CPU %s, dnsperf on CPU %s (%d client sockets), UDP over 127.0.0.1; each run %v warm-up + %v, %d rounds, servers alternating\n"+
 		"dig: both servers give each region the same answers; fra1's share of eu (weights %s): %s\n"+
 		"CPU is counted in ticks of 10 ms: at %d q/s one tick is %.0f µs/q\n",
 		time.Now().Format("2006-01-02"), runtime.NumCPU(), cpuModel(),
 		dnsdLabel(*flagDNSDProcs), version(gdnsd, "-h"), version(dnsperf, "-H"),
-		*flagServerCPU, *flagClientCPU, *flagWarmup, *flagDuration, *flagRounds,
+		*flagServerCPU, *flagClientCPU, *flagClients, *flagWarmup, *flagDuration, *flagRounds,
 		label, strings.Join(shares, ", "),
 		*flagRate, 1e6/userHZ/(float64(*flagRate)*flagDuration.Seconds()))
 	fmt.Print(header)

@@ -114,7 +114,7 @@ func (p perf) p99() float64 {
 // uses it).
 func runDnsperf(ctx context.Context, bin, host, port string, m mix, d time.Duration, verbose bool) (perf, string, error) {
 	args := []string{"-c", *flagClientCPU, bin, "-s", host, "-p", port, "-d", m.file,
-		"-c", "1", "-q", "100", "-l", strconv.FormatFloat(d.Seconds(), 'f', -1, 64)}
+		"-c", strconv.Itoa(*flagClients), "-q", "100", "-l", strconv.FormatFloat(d.Seconds(), 'f', -1, 64)}
 	if m.binary {
 		args = append(args, "-B")
 	}
