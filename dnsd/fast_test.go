@@ -42,7 +42,7 @@ type fastPair struct {
 	fast, slow *Server
 }
 
-func newFastPair(t *testing.T, mut func(*zones.Config)) fastPair {
+func newFastPair(t testing.TB, mut func(*zones.Config)) fastPair {
 	t.Helper()
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
@@ -287,4 +287,20 @@ func unpacked(b []byte) *dns.Msg {
 		return nil
 	}
 	return m
+}
+
+// FuzzFastPathMatchesSlowPath: for any packet, the UDP path (fast when it
+// can) and the slow path alone give the same bytes.
+func FuzzFastPathMatchesSlowPath(f *testing.F) {
+	p := newFastPair(f, nil)
+	for _, c := range fastCases() {
+		f.Add(c.pkt)
+	}
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		got, _ := answerUDP(p.fast, pkt)
+		want, _ := answerUDP(p.slow, pkt)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("packet %x\nfast: %x\nslow: %x", pkt, got, want)
+		}
+	})
 }

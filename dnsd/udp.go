@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 
@@ -85,7 +86,9 @@ func (s *Server) serveSlow(ctx context.Context, pkt []byte, local, remote net.Ad
 	}
 	w := &udpWriter{local: local, remote: remote, room: out[:0], tsig: tsigProvider{s: s}}
 	if t := r.IsTsig(); t != nil {
-		w.tsigStatus = dns.TsigVerifyWithProvider(pkt, w.tsig, "", false)
+		// miekg's verification rewrites the ID and ARCOUNT of the bytes it
+		// is given: give it a copy.
+		w.tsigStatus = dns.TsigVerifyWithProvider(slices.Clone(pkt), w.tsig, "", false)
 		w.tsigMAC = t.MAC
 	}
 	s.ServeMsg(ctx, w, r, "udp")
