@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/frontend"
 )
 
 // ServerOptions configure a Server. Zero durations take the defaults
@@ -106,7 +107,10 @@ func NewServer(o ServerOptions) (*Server, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base := context.WithoutCancel(ctx)
 	hs := &http.Server{
-		Handler:                      s.handler,
+		// A back end of a site in handoff mode reports the requests of
+		// handed-off connections to the front end.
+		Handler:                      frontend.ReportHandoffs(s.handler),
+		ConnContext:                  frontend.HandoffConnContext,
 		ReadHeaderTimeout:            s.o.ReadHeaderTimeout,
 		ReadTimeout:                  s.o.ReadTimeout,
 		WriteTimeout:                 s.o.WriteTimeout,

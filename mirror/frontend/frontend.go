@@ -65,8 +65,12 @@ type handler struct {
 	now       func() time.Time
 
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // health checks and followed handoffs
 	closeOnce sync.Once
+
+	hmu      sync.Mutex
+	followed map[*net.UnixConn]struct{} // handoffs whose reports are read
+	closing  bool
 }
 
 var (
@@ -267,6 +271,7 @@ func newBackend(bc Backend, hc HealthConfig, mode string) (*backend, error) {
 func (h *handler) Close() error {
 	h.closeOnce.Do(func() {
 		h.cancel()
+		h.stopFollowing()
 		h.wg.Wait()
 		h.transport.CloseIdleConnections()
 		h.m.release(h.policy.Name(), h.backends)
@@ -319,8 +324,15 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 	return b, nil
 }
 
-// release ends a request on b that pick started and tells the policy,
-// with the response size when known.
+// begin counts a request in flight on b that the policy did not pick (a
+// further request on a handed-off connection); release ends it.
+func (h *handler) begin(b *backend) {
+	b.active.Add(1)
+	h.m.inFlight.WithLabelValues(b.name).Inc()
+}
+
+// release ends a request on b that pick or begin started and tells the
+// policy, with the response size when known.
 func (h *handler) release(b *backend, req site.Request, size int64) {
 	b.active.Add(-1)
 	h.m.inFlight.WithLabelValues(b.name).Dec()

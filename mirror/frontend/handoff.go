@@ -3,7 +3,9 @@
 package frontend
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -41,15 +44,30 @@ import (
 // as is a request whose back end's socket cannot be reached. After a
 // handoff the connection belongs to the back end for the rest of its life:
 // further requests on a keep-alive connection go to the same back end
-// without the front end seeing them, so the policy decides per
-// connection, not per request, for clients that reuse connections, and
-// the policy's in-flight counts only cover handoffs in progress.
+// without the front end choosing, so the policy decides per connection,
+// not per request, for clients that reuse connections.
+//
+// The back end reports the requests it serves on a handed-off connection
+// back over the same Unix connection (ReportHandoffs), so that the policy
+// sees what it sees in proxy mode: a request is in flight on the back end
+// from its start to its end, and Done gets the response's size. The lag
+// is one write on a local socket. The front end holds the picked request
+// in flight until the back end reports its end, or closes the Unix
+// connection (the client's connection is closed, or the back end
+// stopped), which ends whatever was still in flight with size 0. A back
+// end that does not report (an older mirror) closes the Unix connection
+// after the acknowledgement: its requests then count only while the
+// handoff is in progress, as before.
 //
 // The wire format on the Unix stream socket, per handoff: one connection,
 // the front end writes a 4-byte big-endian length and that many prefix
 // bytes, with the descriptor attached to the first byte; the back end
-// answers one byte "k" once it owns the connection. The socket is not
-// authenticated: protect it with file system permissions.
+// answers one byte "k" once it owns the connection, then, for every
+// request it serves on it, a begin record ('b', the request URI's length
+// as a uvarint, the request URI) and an end record ('e', the size as a
+// uvarint: the Content-Length of a 200 response, else the bytes written
+// for a 200, 0 for any other status). The socket is not authenticated:
+// protect it with file system permissions.
 
 // maxHandoffPrefix bounds the bytes sent with a connection.
 const maxHandoffPrefix = 1 << 20
@@ -59,6 +77,14 @@ const handoffTimeout = 2 * time.Second
 
 // handoffAck is the back end's acknowledgement byte.
 const handoffAck = 'k'
+
+// Records of the back end's reports after the acknowledgement.
+const (
+	reportBegin = 'b'
+	reportEnd   = 'e'
+	// maxReportKey bounds the request URI of a begin record.
+	maxReportKey = 16 << 10
+)
 
 // handoffable reports whether r can be handed off as it is.
 func handoffable(r *http.Request) bool {
@@ -93,14 +119,13 @@ func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.
 	}
 	uc := c.(*net.UnixConn)
 	defer uc.Close()
-	defer h.release(b, req, 0)
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		h.release(b, req, 0)
 		h.m.handoffs.WithLabelValues(handoffFallback).Inc()
 		h.serveProxy(w, r, req)
 		return
 	}
-	defer conn.Close() // the back end holds its own descriptor
 	var prefix bytes.Buffer
 	writeRequestHead(&prefix, r)
 	if n := brw.Reader.Buffered(); n > 0 {
@@ -112,10 +137,126 @@ func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.
 		h.m.handoffs.WithLabelValues(handoffError).Inc()
 		_ = conn.SetWriteDeadline(time.Now().Add(handoffTimeout))
 		_, _ = io.WriteString(conn, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n\r\nBad Gateway\n")
+		conn.Close()
+		h.release(b, req, 0)
 		return
 	}
+	// The back end holds its own descriptor; the front end's copy would
+	// keep the connection open after the back end closes it.
+	conn.Close()
 	h.transition(b, "request", "")(b.health.request(true, ""))
 	h.m.handoffs.WithLabelValues(handoffOK).Inc()
+	h.followHandoff(uc, b, req)
+}
+
+// followHandoff reads the back end's reports of the requests it serves
+// on a handed-off connection, keeping b's in-flight count and telling
+// the policy of each end, until the back end (or Close) closes uc. The
+// picked request req counts as in flight from the pick.
+func (h *handler) followHandoff(uc *net.UnixConn, b *backend, req site.Request) {
+	open := 1 // requests counted in flight on b
+	cur := req
+	defer func() {
+		for ; open > 0; open-- {
+			h.release(b, cur, 0)
+		}
+	}()
+	if !h.track(uc) {
+		return // closing
+	}
+	defer h.untrack(uc)
+	if err := uc.SetDeadline(time.Time{}); err != nil {
+		return
+	}
+	br := bufio.NewReaderSize(uc, 4<<10)
+	first := true
+	for {
+		kind, key, size, err := readReport(br)
+		if err != nil {
+			return
+		}
+		switch kind {
+		case reportBegin:
+			if first {
+				first = false // the picked request, counted already
+				continue
+			}
+			for ; open > 0; open-- { // requests on one connection run one at a time
+				h.release(b, cur, 0)
+			}
+			h.begin(b)
+			open++
+			cur = site.Request{Key: key, Client: req.Client}
+		case reportEnd:
+			first = false
+			if open > 0 {
+				h.release(b, cur, size)
+				open--
+			}
+		}
+	}
+}
+
+// readReport reads one record of a back end's reports.
+func readReport(br *bufio.Reader) (kind byte, key string, size int64, err error) {
+	if kind, err = br.ReadByte(); err != nil {
+		return 0, "", 0, err
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	switch kind {
+	case reportBegin:
+		if n > maxReportKey {
+			return 0, "", 0, fmt.Errorf("frontend: handoff report: request URI of %d bytes", n)
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return 0, "", 0, err
+		}
+		return kind, string(b), 0, nil
+	case reportEnd:
+		if n > 1<<62 {
+			return 0, "", 0, fmt.Errorf("frontend: handoff report: size %d", n)
+		}
+		return kind, "", int64(n), nil
+	}
+	return 0, "", 0, fmt.Errorf("frontend: handoff report: record %q", kind)
+}
+
+// track registers uc as a handoff the front end follows, so that Close
+// can end it; it reports false once the handler is closing.
+func (h *handler) track(uc *net.UnixConn) bool {
+	h.hmu.Lock()
+	defer h.hmu.Unlock()
+	if h.closing {
+		return false
+	}
+	if h.followed == nil {
+		h.followed = make(map[*net.UnixConn]struct{})
+	}
+	h.followed[uc] = struct{}{}
+	h.wg.Add(1)
+	return true
+}
+
+func (h *handler) untrack(uc *net.UnixConn) {
+	h.hmu.Lock()
+	delete(h.followed, uc)
+	h.hmu.Unlock()
+	h.wg.Done()
+}
+
+// stopFollowing closes the Unix connections of the handoffs followed, so
+// that their readers end and release what was in flight.
+func (h *handler) stopFollowing() {
+	h.hmu.Lock()
+	defer h.hmu.Unlock()
+	h.closing = true
+	for uc := range h.followed {
+		_ = uc.Close()
+	}
 }
 
 // writeRequestHead writes r's request line and header as received, in
@@ -257,11 +398,13 @@ func (l *handoffListener) acceptLoop() {
 	}
 }
 
-// receive takes one connection from uc and queues it for Accept.
+// receive takes one connection from uc and queues it for Accept; uc
+// then carries the reports of its requests (see ReportHandoffs) and is
+// closed with the connection.
 func (l *handoffListener) receive(uc *net.UnixConn) {
-	defer uc.Close()
 	conn, err := recvConn(uc)
 	if err != nil {
+		uc.Close()
 		return // the front end sees no acknowledgement and answers 502
 	}
 	// Acknowledge first: from then on the connection is the back end's
@@ -269,8 +412,10 @@ func (l *handoffListener) receive(uc *net.UnixConn) {
 	// client sees the connection close rather than two answers.
 	if _, err := uc.Write([]byte{handoffAck}); err != nil {
 		conn.Close()
+		uc.Close()
 		return
 	}
+	conn.reports = &handoffReports{uc: uc}
 	select {
 	case l.conns <- conn:
 	case <-l.done:
@@ -279,7 +424,7 @@ func (l *handoffListener) receive(uc *net.UnixConn) {
 }
 
 // recvConn reads one handed-off connection from uc.
-func recvConn(uc *net.UnixConn) (net.Conn, error) {
+func recvConn(uc *net.UnixConn) (*handoffConn, error) {
 	if err := uc.SetDeadline(time.Now().Add(handoffTimeout)); err != nil {
 		return nil, err
 	}
@@ -372,8 +517,149 @@ func (l *handoffListener) Addr() net.Addr { return l.ln.Addr() }
 // the front end sent first. ReadFrom (sendfile) comes from the TCPConn.
 type handoffConn struct {
 	*net.TCPConn
-	prefix []byte
+	prefix  []byte
+	reports *handoffReports // nil: nobody to report to
 }
+
+// Close closes the connection, then the reports' Unix connection (the
+// front end then ends what was in flight).
+func (c *handoffConn) Close() error {
+	err := c.TCPConn.Close()
+	if c.reports != nil {
+		c.reports.close()
+	}
+	return err
+}
+
+// handoffReports writes a handed-off connection's reports to the front
+// end. A write that fails stops the reports (the front end is gone or
+// stuck: the requests are served all the same).
+type handoffReports struct {
+	mu     sync.Mutex
+	uc     *net.UnixConn
+	buf    []byte
+	broken bool
+}
+
+func (r *handoffReports) send(kind byte, key string, size int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken {
+		return
+	}
+	b := append(r.buf[:0], kind)
+	if kind == reportBegin {
+		if len(key) > maxReportKey {
+			key = key[:maxReportKey]
+		}
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		b = append(b, key...)
+	} else {
+		b = binary.AppendUvarint(b, uint64(max(size, 0)))
+	}
+	r.buf = b
+	if err := r.uc.SetWriteDeadline(time.Now().Add(handoffTimeout)); err != nil {
+		r.broken = true
+		return
+	}
+	if _, err := r.uc.Write(b); err != nil {
+		r.broken = true
+	}
+}
+
+func (r *handoffReports) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.broken = true
+	_ = r.uc.Close()
+}
+
+type handoffConnKey struct{}
+
+// HandoffConnContext is an http.Server ConnContext for the server of a
+// ListenHandoff listener: it marks the requests of a handed-off
+// connection for ReportHandoffs.
+func HandoffConnContext(ctx context.Context, c net.Conn) context.Context {
+	if hc, ok := c.(*handoffConn); ok && hc.reports != nil {
+		return context.WithValue(ctx, handoffConnKey{}, hc.reports)
+	}
+	return ctx
+}
+
+// ReportHandoffs wraps a back end's handler: a request on a handed-off
+// connection (marked by HandoffConnContext) is reported to the front end
+// when it begins and when it ends, with the size of its response (see
+// the wire format above). Other requests pass through untouched.
+func ReportHandoffs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rep, _ := r.Context().Value(handoffConnKey{}).(*handoffReports)
+		if rep == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rep.send(reportBegin, r.URL.RequestURI(), 0)
+		sw := &sizeWriter{ResponseWriter: w}
+		// Deferred: a handler that aborts (http.ErrAbortHandler) ends too.
+		defer func() { rep.send(reportEnd, "", sw.size()) }()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// sizeWriter records a response's status and body bytes, keeping
+// sendfile (ReadFrom) and http.ResponseController (Unwrap).
+type sizeWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (w *sizeWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sizeWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *sizeWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err := rf.ReadFrom(r)
+		w.n += n
+		return n, err
+	}
+	return io.Copy(writerOnly{w}, r)
+}
+
+func (w *sizeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// size is what Done is told: see doneSize.
+func (w *sizeWriter) size() int64 {
+	cl := int64(-1)
+	if v := w.Header().Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			cl = n
+		}
+	}
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return doneSize(status, cl, w.n)
+}
+
+// writerOnly hides a writer's ReadFrom from io.Copy.
+type writerOnly struct{ io.Writer }
 
 // Read reads the prefix, then the connection.
 func (c *handoffConn) Read(p []byte) (int, error) {

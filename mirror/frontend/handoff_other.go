@@ -3,6 +3,7 @@
 package frontend
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -21,3 +22,12 @@ func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.
 
 // ListenHandoff returns an error: connection handoff needs Unix sockets.
 func ListenHandoff(path string) (net.Listener, error) { return nil, errNoHandoff }
+
+// stopFollowing does nothing: no handoff is followed here.
+func (h *handler) stopFollowing() {}
+
+// HandoffConnContext returns ctx: there are no handed-off connections here.
+func HandoffConnContext(ctx context.Context, _ net.Conn) context.Context { return ctx }
+
+// ReportHandoffs returns next: there are no handed-off connections here.
+func ReportHandoffs(next http.Handler) http.Handler { return next }

@@ -13,12 +13,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/scheduler/site"
 )
 
 // shortTempDir returns a fresh directory with a short path: a Unix
@@ -287,5 +290,104 @@ func TestRequestHead(t *testing.T) {
 				t.Errorf("got %v, want %v", tt.got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHandoffReports: in handoff mode the policy sees what it sees in
+// proxy mode. A handed-off request counts in flight on its back end until
+// the back end has answered it, a further request on the same
+// connection (which the front end never sees) counts too, and Done gets
+// each response's size (tb-ccrd's cache model fills with them).
+func TestHandoffReports(t *testing.T) {
+	dir := shortTempDir(t)
+	release := make(chan struct{})
+	started := make(chan string, 4)
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthy" {
+			return
+		}
+		started <- r.URL.Path
+		if strings.HasPrefix(r.URL.Path, "/slow") {
+			<-release
+		}
+		size := 1000
+		if r.URL.Path == "/b.bin" {
+			size = 5000
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		_, _ = w.Write(make([]byte, size))
+	})
+	sock := filepath.Join(dir, "b1.sock")
+	hl, err := ListenHandoff(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: ReportHandoffs(backend), ConnContext: HandoffConnContext, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(hl) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	tcpURL := webtest.Serve(t, backend)
+
+	hc := quietHealth
+	hc.Path = "/healthy"
+	base, h, _ := startSite(t, Config{Mode: ModeHandoff, Policy: PolicyConfig{Name: "tb-ccrd"}, Health: hc},
+		Backend{Name: "b1", URL: tcpURL, HandoffSocket: sock, Memory: 1 << 20})
+	b := h.backends[0]
+	model := func() int64 {
+		st := h.policy.(site.Stater).State()
+		if len(st.Caches) == 0 {
+			return 0
+		}
+		return st.Caches[0].Bytes
+	}
+	client := &http.Client{}
+	t.Cleanup(client.CloseIdleConnections)
+	get := func(path string) error {
+		resp, err := client.Get(base + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	done := make(chan error, 1)
+
+	// The picked request stays in flight while the back end serves it.
+	go func() { done <- get("/slow/a.bin") }()
+	if p := <-started; p != "/slow/a.bin" {
+		t.Fatalf("back end started %s", p)
+	}
+	if n := b.active.Load(); n != 1 {
+		t.Fatalf("in flight while the back end serves: %d, want 1", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	webtest.Eventually(t, 5*time.Second, "the end reported", func() bool { return b.active.Load() == 0 && model() == 1000 })
+
+	// A second request on the kept-alive connection: the back end serves
+	// it without the front end, and still reports it.
+	if err := get("/b.bin"); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-started; p != "/b.bin" {
+		t.Fatalf("back end started %s", p)
+	}
+	webtest.Eventually(t, 5*time.Second, "the second request reported", func() bool { return b.active.Load() == 0 && model() == 6000 })
+	if n := h.m.handoffs.WithLabelValues(handoffOK); testutil.ToFloat64(n) != 1 {
+		t.Errorf("%v handoffs, want 1 (the second request went over the same connection)", testutil.ToFloat64(n))
+	}
+
+	// The client leaves: nothing stays in flight, and the front end
+	// follows no handoff any more.
+	client.CloseIdleConnections()
+	webtest.Eventually(t, 5*time.Second, "the handoff no longer followed", func() bool {
+		h.hmu.Lock()
+		defer h.hmu.Unlock()
+		return len(h.followed) == 0
+	})
+	if n := b.active.Load(); n != 0 {
+		t.Errorf("in flight after the client left: %d", n)
 	}
 }

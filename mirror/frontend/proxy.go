@@ -60,15 +60,22 @@ func (h *handler) serveProxy(w http.ResponseWriter, r *http.Request, req site.Re
 	// body fails halfway, and the in-flight count must still drop.
 	defer func() {
 		h.m.proxiedBytes.Add(float64(cw.n))
-		size := cw.n
-		if a.status == http.StatusOK && a.length >= 0 {
-			size = a.length
-		} else if a.status != http.StatusOK {
-			size = 0
-		}
-		h.release(a.b, a.req, size)
+		h.release(a.b, a.req, doneSize(a.status, a.length, cw.n))
 	}()
 	h.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), attemptKey{}, a)))
+}
+
+// doneSize is the size Done is told of a response with status, its
+// Content-Length (-1 unknown) and the body bytes written: the length of a
+// 200, else what was written for a 200, 0 for any other status.
+func doneSize(status int, length, written int64) int64 {
+	switch {
+	case status != http.StatusOK:
+		return 0
+	case length >= 0:
+		return length
+	}
+	return written
 }
 
 // rewrite points the outgoing request at the attempt's back end and sets

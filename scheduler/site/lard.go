@@ -19,6 +19,8 @@ type lard struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	targets lru[lardTarget] // at most p.MaxTargets entries
+	// moves counts the targets moved to another back end (for State).
+	moves uint64
 }
 
 var _ Policy = (*lard)(nil)
@@ -47,6 +49,9 @@ func (l *lard) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 			t.hint = i
 			return i, nil
 		}
+		if t.name != bs[least].Name {
+			l.moves++
+		}
 	} else {
 		if l.targets.len() >= l.p.MaxTargets {
 			l.targets.remove(l.targets.tail, true)
@@ -74,6 +79,8 @@ type lardR struct {
 	targets lru[replicaSet] // at most p.MaxTargets entries
 	// replicas is the number of members over all sets, for State.
 	replicas int
+	// grows counts the back ends added to an existing set (for State).
+	grows uint64
 }
 
 var _ Policy = (*lardR)(nil)
@@ -182,6 +189,7 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 		s.members = append(s.members, bs[least].Name)
 		n = least
 		changed = true
+		l.grows++
 	}
 	if len(s.members) > 1 && now.Sub(s.changed) > l.p.ReplicaHold {
 		s.members = removeName(s.members, bs[m].Name)

@@ -57,6 +57,13 @@ func TestLARD(t *testing.T) {
 			if got != want {
 				t.Fatalf("picked %d, want %d (loads %+v)", got, want, bs)
 			}
+			wantMoves := uint64(0)
+			if tt.wantMove {
+				wantMoves = 1
+			}
+			if n := pol.(Stater).State().LARD.Reassignments; n != wantMoves {
+				t.Errorf("reassignments %d, want %d", n, wantMoves)
+			}
 			// The new assignment sticks once loads even out.
 			for i := range bs {
 				bs[i].Active = 0
@@ -177,6 +184,17 @@ func TestLARDR(t *testing.T) {
 				if got := members(pol, "/hot"); !slices.Equal(got, s.members) {
 					t.Errorf("step %d (%v): set %v, want %v", k, s.at, got, s.members)
 				}
+			}
+			// Every step that grew the set is one reassignment.
+			grows, prev := uint64(0), 0
+			for _, s := range tt.steps {
+				if len(s.members) > prev && prev > 0 {
+					grows++
+				}
+				prev = len(s.members)
+			}
+			if n := pol.State().LARD.Reassignments; n != grows {
+				t.Errorf("reassignments %d, want %d", n, grows)
 			}
 		})
 	}

@@ -44,6 +44,11 @@ type LARDStats struct {
 	// targets' sets (Replicas/Targets is the mean set size); 0 for lard,
 	// whose targets have one back end each.
 	Replicas int `json:"replicas,omitempty"`
+	// Reassignments counts LARD's load-driven decisions since the start:
+	// for lard the targets moved to another back end (because theirs was
+	// overloaded, down or gone), for lard-r the back ends added to a
+	// target's set because its members were overloaded.
+	Reassignments uint64 `json:"reassignments"`
 }
 
 // WARDStats describe ward's core and the sketch it is chosen from.
@@ -116,7 +121,7 @@ func (c *clientHash) State() Stats { return Stats{Policy: ClientHash} }
 func (l *lard) State() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Stats{Policy: LARD, LARD: &LARDStats{Targets: l.targets.len(), MaxTargets: l.p.MaxTargets}}
+	return Stats{Policy: LARD, LARD: &LARDStats{Targets: l.targets.len(), MaxTargets: l.p.MaxTargets, Reassignments: l.moves}}
 }
 
 // State returns the size of the target table and the number of replicas
@@ -125,7 +130,7 @@ func (l *lardR) State() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return Stats{Policy: LARDR, LARD: &LARDStats{
-		Targets: l.targets.len(), MaxTargets: l.p.MaxTargets, Replicas: l.replicas,
+		Targets: l.targets.len(), MaxTargets: l.p.MaxTargets, Replicas: l.replicas, Reassignments: l.grows,
 	}}
 }
 
