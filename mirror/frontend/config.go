@@ -78,6 +78,9 @@ type Config struct {
 	Mode string `yaml:"mode"`
 	// Health configures the active and passive health checks of back ends.
 	Health HealthConfig `yaml:"health"`
+	// Admission bounds the requests in flight over all back ends and
+	// queues the rest (proxy and handoff modes).
+	Admission AdmissionConfig `yaml:"admission"`
 	// Cache is the back-end role's memory cache in front of the root.
 	Cache CacheConfig `yaml:"cache"`
 	// HandoffSocket is, for a back end (a mirror with root), the Unix
@@ -86,6 +89,22 @@ type Config struct {
 	// directory; "" for none. The front end's backends[].handoff_socket
 	// names the same path.
 	HandoffSocket string `yaml:"handoff_socket"`
+}
+
+// AdmissionConfig is LARD's admission limit: at most Limit requests in
+// flight over all back ends; the next ones wait, in arrival order, for
+// one to complete.
+type AdmissionConfig struct {
+	// Limit is the bound. 0 (the default) is LARD's S = (n−1)·t_high +
+	// t_low − 1 for n back ends (the sum of their weights) with lard,
+	// lard-r and tb-ccrd, and no bound with the other policies; -1 is no
+	// bound.
+	Limit int `yaml:"limit"`
+	// Queue is how many requests may wait (default 4096); the next one
+	// gets 503 with Retry-After.
+	Queue int `yaml:"queue"`
+	// MaxWait is how long a request waits at most (default 10s), then 503.
+	MaxWait yamlconf.Duration `yaml:"max_wait"`
 }
 
 // PolicyConfig names a policy of scheduler/site and sets its
@@ -271,6 +290,7 @@ func (v *checker) site() {
 		}
 	}
 	v.siteHealth()
+	v.siteAdmission()
 	v.siteCache()
 	if s.HandoffSocket != "" {
 		if !v.hasRoot {
@@ -356,6 +376,26 @@ func (v *checker) siteHealth() {
 	count("rise", &h.Rise, DefaultHealthRise, 1)
 	count("fall", &h.Fall, DefaultHealthFall, 1)
 	count("passive_errors", &h.PassiveErrors, DefaultPassiveErrors, 0)
+}
+
+func (v *checker) siteAdmission() {
+	a := &v.c.Admission
+	if a.Limit < -1 {
+		v.errorf("site.admission.limit", "must be -1 (none), 0 (LARD's) or > 0, got %d", a.Limit)
+	}
+	if !v.written("site.admission.queue") {
+		a.Queue = DefaultAdmissionQueue
+	} else if a.Queue < 0 {
+		v.errorf("site.admission.queue", "must be >= 0, got %d", a.Queue)
+	}
+	if !v.written("site.admission.max_wait") {
+		a.MaxWait = yamlconf.Duration(DefaultAdmissionMaxWait)
+	} else if a.MaxWait <= 0 {
+		v.errorf("site.admission.max_wait", "must be > 0, got %s", a.MaxWait.D())
+	}
+	if v.c.Mode == ModeRedirect && v.written("site.admission.limit") && a.Limit > 0 {
+		v.errorf("site.admission.limit", "does not apply to site.mode redirect (the front end is done with a request once the 302 is written)")
+	}
 }
 
 func (v *checker) siteCache() {

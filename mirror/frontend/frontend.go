@@ -54,6 +54,7 @@ const (
 
 // handler is the site front end; see New.
 type handler struct {
+	adm       *admission
 	mode      string
 	policy    site.Policy
 	backends  []*backend
@@ -149,6 +150,7 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		return nil, nil, fmt.Errorf("frontend: %w", err)
 	}
 	h := &handler{
+		adm:       newAdmission(sc, backends),
 		mode:      sc.Mode,
 		policy:    pol,
 		health:    withHealthDefaults(sc.Health),
@@ -179,6 +181,9 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		}
 	}
 	h.m.adopt(pol.Name(), h.backends)
+	h.adm.m = h.m
+	h.m.follow(h)
+	h.m.admissionLimit.Set(float64(h.adm.limit))
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
 		Transport:      retryTransport{h},
@@ -274,6 +279,7 @@ func (h *handler) Close() error {
 		h.stopFollowing()
 		h.wg.Wait()
 		h.transport.CloseIdleConnections()
+		h.m.unfollow(h)
 		h.m.release(h.policy.Name(), h.backends)
 	})
 	return nil

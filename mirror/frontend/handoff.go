@@ -95,7 +95,8 @@ func handoffable(r *http.Request) bool {
 }
 
 // serveHandoff hands the client connection to the picked back end.
-func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
+// The request's admission s is given back when its end is reported.
+func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request, s *slot) {
 	if !handoffable(r) {
 		h.m.handoffs.WithLabelValues(handoffFallback).Inc()
 		h.serveProxy(w, r, req)
@@ -146,19 +147,29 @@ func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.
 	conn.Close()
 	h.transition(b, "request", "")(b.health.request(true, ""))
 	h.m.handoffs.WithLabelValues(handoffOK).Inc()
-	h.followHandoff(uc, b, req)
+	h.followHandoff(uc, b, req, s)
 }
 
 // followHandoff reads the back end's reports of the requests it serves
 // on a handed-off connection, keeping b's in-flight count and telling
 // the policy of each end, until the back end (or Close) closes uc. The
-// picked request req counts as in flight from the pick.
-func (h *handler) followHandoff(uc *net.UnixConn, b *backend, req site.Request) {
+// picked request req counts as in flight from the pick, and holds its
+// admission s until its end; later requests take a slot without waiting.
+func (h *handler) followHandoff(uc *net.UnixConn, b *backend, req site.Request, s *slot) {
 	open := 1 // requests counted in flight on b
 	cur := req
+	end := func(size int64) {
+		h.release(b, cur, size)
+		if s.held {
+			s.release() // the picked request
+		} else {
+			h.adm.done()
+		}
+		open--
+	}
 	defer func() {
-		for ; open > 0; open-- {
-			h.release(b, cur, 0)
+		for open > 0 {
+			end(0)
 		}
 	}()
 	if !h.track(uc) {
@@ -181,17 +192,17 @@ func (h *handler) followHandoff(uc *net.UnixConn, b *backend, req site.Request) 
 				first = false // the picked request, counted already
 				continue
 			}
-			for ; open > 0; open-- { // requests on one connection run one at a time
-				h.release(b, cur, 0)
+			for open > 0 { // requests on one connection run one at a time
+				end(0)
 			}
 			h.begin(b)
+			h.adm.take()
 			open++
 			cur = site.Request{Key: key, Client: req.Client}
 		case reportEnd:
 			first = false
 			if open > 0 {
-				h.release(b, cur, size)
-				open--
+				end(size)
 			}
 		}
 	}

@@ -15,7 +15,7 @@ import (
 var errNoHandoff = errors.New("frontend: handoff: not supported on this system")
 
 // serveHandoff proxies: connection handoff needs Unix sockets.
-func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request) {
+func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.Request, _ *slot) {
 	h.m.handoffs.WithLabelValues(handoffFallback).Inc()
 	h.serveProxy(w, r, req)
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/scheduler/site"
 )
 
 // Error kinds of transmirror_mirror_backend_errors_total.
@@ -27,6 +28,13 @@ const (
 	handoffFallback = "fallback" // not handed off (TLS, HTTP/2, a body, socket down): proxied
 )
 
+// Reasons of transmirror_mirror_site_queue_rejected_total.
+const (
+	queueFull    = "full"
+	queueTimeout = "timeout"
+	queueGone    = "gone"
+)
+
 // metrics are the front end's collectors, one Collector so that a
 // handler built from a reloaded config shares them (probe.RegisterShared). It
 // counts which handlers use each back end name, so that a name's label
@@ -41,6 +49,14 @@ type metrics struct {
 	handoffs     *prometheus.CounterVec
 	proxiedBytes prometheus.Counter
 	allDown      prometheus.Counter
+	// Admission (see admission.go).
+	admissionLimit prometheus.Gauge
+	queued         prometheus.Gauge
+	queueWait      prometheus.Histogram
+	queueRejected  *prometheus.CounterVec
+	// reassignments is fed at scrape time from the policies' states.
+	reassignments *prometheus.CounterVec
+	policies      map[*handler]uint64 // live handlers → Reassignments counted
 
 	mu     sync.Mutex
 	owners map[string]int    // back end name → handlers using it
@@ -86,8 +102,36 @@ func newMetrics() *metrics {
 			Namespace: ns, Subsystem: sub, Name: "all_backends_down_total",
 			Help: "Picks made while every back end was down (the front end fails open).",
 		}),
-		owners: make(map[string]int),
-		pairs:  make(map[[2]string]int),
+		admissionLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_admission_limit",
+			Help: "Requests the front end lets be in flight over all back ends; 0: no limit.",
+		}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_queue_length",
+			Help: "Requests waiting for admission.",
+		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_queue_wait_seconds",
+			Help:    "Time requests that found every slot taken waited for admission.",
+			Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10},
+		}),
+		queueRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_queue_rejected_total",
+			Help: "Requests not admitted, by reason: full (503), timeout (503 after max_wait), gone (the client left).",
+		}, []string{"reason"}),
+		reassignments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_reassignments_total",
+			Help: "LARD's load-driven decisions, by policy: targets moved to another back end (lard), back ends added to a target's set (lard-r).",
+		}, []string{"policy"}),
+		policies: make(map[*handler]uint64),
+		owners:   make(map[string]int),
+		pairs:    make(map[[2]string]int),
+	}
+	for _, p := range []string{site.LARD, site.LARDR} {
+		m.reassignments.WithLabelValues(p)
+	}
+	for _, r := range []string{queueFull, queueTimeout, queueGone} {
+		m.queueRejected.WithLabelValues(r)
 	}
 	for _, r := range []string{handoffOK, handoffError, handoffFallback} {
 		m.handoffs.WithLabelValues(r)
@@ -96,7 +140,8 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.picks, m.inFlight, m.up, m.errors, m.changes, m.retries, m.handoffs, m.proxiedBytes, m.allDown}
+	return []prometheus.Collector{m.picks, m.inFlight, m.up, m.errors, m.changes, m.retries, m.handoffs, m.proxiedBytes, m.allDown,
+		m.admissionLimit, m.queued, m.queueWait, m.queueRejected, m.reassignments}
 }
 
 // Describe implements prometheus.Collector.
@@ -108,9 +153,44 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	for h := range m.policies {
+		m.countReassignments(h)
+	}
+	m.mu.Unlock()
 	for _, c := range m.collectors() {
 		c.Collect(ch)
 	}
+}
+
+// follow counts h's policy's reassignments from now on.
+func (m *metrics) follow(h *handler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.policies[h] = 0
+}
+
+// unfollow counts h's last reassignments and forgets h.
+func (m *metrics) unfollow(h *handler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.countReassignments(h)
+	delete(m.policies, h)
+}
+
+// countReassignments adds what h's policy did since the last count; the
+// caller holds mu.
+func (m *metrics) countReassignments(h *handler) {
+	st, ok := h.policy.(site.Stater)
+	if !ok {
+		return
+	}
+	l := st.State().LARD
+	if l == nil || l.Reassignments <= m.policies[h] {
+		return
+	}
+	m.reassignments.WithLabelValues(h.policy.Name()).Add(float64(l.Reassignments - m.policies[h]))
+	m.policies[h] = l.Reassignments
 }
 
 // adopt makes the series of a new handler's back ends exist.

@@ -17,14 +17,24 @@ import (
 // ServeHTTP hands r to a back end by the configured mode.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := policyRequest(r)
-	switch h.mode {
-	case ModeRedirect:
+	if h.mode == ModeRedirect {
 		h.serveRedirect(w, r, req)
-	case ModeHandoff:
-		h.serveHandoff(w, r, req)
-	default:
-		h.serveProxy(w, r, req)
+		return
 	}
+	if err := h.adm.admit(r.Context()); err != nil {
+		if r.Context().Err() == nil {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		}
+		return
+	}
+	s := &slot{a: h.adm, held: true}
+	defer s.release()
+	if h.mode == ModeHandoff {
+		h.serveHandoff(w, r, req, s)
+		return
+	}
+	h.serveProxy(w, r, req)
 }
 
 // attempt is one proxied request: the back end it is on (which a retry

@@ -28,6 +28,20 @@ type Status struct {
 	// picks made while every back end was down (since the start).
 	Retries      uint64 `json:"retries"`
 	AllDownPicks uint64 `json:"all_down_picks"`
+	// Admission is the admission limit and its queue.
+	Admission AdmissionStatus `json:"admission"`
+}
+
+// AdmissionStatus describes the front end's admission limit (see
+// AdmissionConfig).
+type AdmissionStatus struct {
+	// Limit is the bound on requests in flight over all back ends, 0 for
+	// none; InFlight the requests admitted now.
+	Limit    int `json:"limit"`
+	InFlight int `json:"in_flight"`
+	// Queued is the requests waiting now, Queue the most that may wait.
+	Queued int `json:"queued"`
+	Queue  int `json:"queue"`
 }
 
 // BackendStatus describes one back end of a site front end.
@@ -68,6 +82,8 @@ func (h *handler) Status() Status {
 		ps := st.State()
 		s.PolicyState = &ps
 	}
+	s.Admission.InFlight, s.Admission.Queued = h.adm.state()
+	s.Admission.Limit, s.Admission.Queue = h.adm.limit, h.adm.queue
 	// The counters are shared with handlers of other configs: read this
 	// policy's picks, and the errors of every kind, by back end.
 	picks := make(map[string]float64, len(h.backends))
