@@ -76,6 +76,9 @@ type AdminOptions struct {
 	// Status, when set, serves the status page: GET / (HTML),
 	// GET /status.css and api.MirrorStatus (JSON); see NewStatusHandler.
 	Status http.Handler
+	// SiteReport, when set, serves api.SiteReport (a back end's report to
+	// its site front end).
+	SiteReport http.Handler
 }
 
 // NewAdminHandler returns the admin server's handler: api.LoadReport (the
@@ -92,6 +95,9 @@ func NewAdminHandler(o AdminOptions) http.Handler {
 		mux.Handle(api.Metrics.Pattern(), promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 		}))
+	}
+	if o.SiteReport != nil {
+		mux.Handle(api.SiteReport.Pattern(), o.SiteReport)
 	}
 	if o.Status != nil {
 		for _, p := range statusPatterns() {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/geo"
@@ -74,20 +75,21 @@ type Options struct {
 // ViewWatcher (GROUP-QUERY). Build it with New, run Run and one Serve per
 // public listener (and ServeAdmin) under one context, then Close it.
 type Mirror struct {
-	cfg      atomic.Pointer[Config] // swapped by a reload (Reload.Commit)
-	log      *slog.Logger
-	reg      *prometheus.Registry
-	reporter *probe.Reporter
-	meter    *LoadMeter
-	view     *ViewWatcher     // nil without dnsd
-	pusher   *Pusher          // nil without dnsd, and for a dispatcher
-	files    *FileServer      // nil without root
-	site     SiteStatusSource // nil unless a site front end
-	started  time.Time        // when New built the mirror (Status)
-	redirect *Redirector
-	handler  http.Handler // without the server's metrics
-	public   *Server
-	admin    *Server
+	cfg         atomic.Pointer[Config] // swapped by a reload (Reload.Commit)
+	log         *slog.Logger
+	reg         *prometheus.Registry
+	reporter    *probe.Reporter
+	meter       *LoadMeter
+	view        *ViewWatcher          // nil without dnsd
+	pusher      *Pusher               // nil without dnsd, and for a dispatcher
+	files       *FileServer           // nil without root
+	completions *frontend.Completions // nil without root
+	site        SiteStatusSource      // nil unless a site front end
+	started     time.Time             // when New built the mirror (Status)
+	redirect    *Redirector
+	handler     http.Handler // without the server's metrics
+	public      *Server
+	admin       *Server
 
 	closeOnce sync.Once
 	closeErr  error
@@ -131,7 +133,9 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		if m.files, err = NewFileServer(cfg.Root, FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache}); err != nil {
 			return nil, err
 		}
-		content = m.files
+		// What it serves is reported to a site front end (api.SiteReport).
+		m.completions = frontend.NewCompletions()
+		content = m.completions.Wrap(m.files)
 	case o.Content == nil:
 		return nil, ErrNoContent
 	default:
@@ -209,13 +213,32 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, err
 	}
 	m.admin, err = NewServer(ServerOptions{
-		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status}),
-		Logger:  o.Logger, ShutdownTimeout: adminShutdownTimeout,
+		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
+			SiteReport: m.siteReport(o.Clock)}),
+		Logger: o.Logger, ShutdownTimeout: adminShutdownTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// siteReport serves a document root's report to its site front end; nil
+// for the other roles.
+func (m *Mirror) siteReport(clock func() time.Time) http.Handler {
+	if m.completions == nil {
+		return nil
+	}
+	return frontend.ReportHandler(func() frontend.BackendReport {
+		now := clock()
+		r := m.reporter.Snapshot(now)
+		c := m.cfg.Load().Site.Cache
+		rep := frontend.BackendReport{Time: now, InFlight: r.Conns, RequestsPerSecond: r.R, BytesPerSecond: r.BytesPerSecond}
+		if c.Memory > 0 {
+			rep.CacheMemory, rep.CacheMaxObject = int64(c.Memory), int64(c.MaxObject)
+		}
+		return rep
+	}, m.completions)
 }
 
 // Handler returns the public handler chain without the HTTP server's

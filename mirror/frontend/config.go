@@ -65,6 +65,12 @@ type Backend struct {
 	// HandoffSocket is its Unix socket for connection handoff (site.mode
 	// handoff), relative to the config file's directory.
 	HandoffSocket string `yaml:"handoff_socket"`
+	// AdminURL is its admin server's base URL: the front end fetches the
+	// back end's report there (api.SiteReport) every health interval, for
+	// its cache's real size and, in redirect mode, its in-flight requests
+	// and completions. Required in redirect mode by the policies that
+	// read loads or sizes.
+	AdminURL string `yaml:"admin_url"`
 }
 
 // Config is the site section of mirror.yaml. Policy, Mode and Health
@@ -285,8 +291,15 @@ func (v *checker) site() {
 		case s.Mode == ModeHandoff:
 			v.errorf(path+".handoff_socket", "is required by site.mode handoff")
 		}
-		if (s.Policy.Name == site.TBCCRD || s.Policy.Name == site.WARD) && b.Memory <= 0 {
-			v.errorf(path+".memory", "is required by policy %s (it models the back ends' caches)", s.Policy.Name)
+		if b.AdminURL != "" {
+			if err := yamlconf.CheckURL(b.AdminURL); err != nil {
+				v.errorf(path+".admin_url", "%v", err)
+			}
+		} else if s.Mode == ModeRedirect && blindInRedirect(s.Policy.Name) {
+			v.errorf(path+".admin_url", "is required by policy %s in site.mode redirect: the front end sees no request after its 302, so loads and sizes come from the back end's reports", s.Policy.Name)
+		}
+		if (s.Policy.Name == site.TBCCRD || s.Policy.Name == site.WARD) && b.Memory <= 0 && b.AdminURL == "" {
+			v.errorf(path+".memory", "is required by policy %s without admin_url (it models the back ends' caches)", s.Policy.Name)
 		}
 	}
 	v.siteHealth()
@@ -298,6 +311,16 @@ func (v *checker) site() {
 		}
 		s.HandoffSocket = v.resolve(s.HandoffSocket)
 	}
+}
+
+// blindInRedirect reports whether policy reads in-flight counts or
+// response sizes, which redirect mode only has from back-end reports.
+func blindInRedirect(policy string) bool {
+	switch policy {
+	case site.WRR, site.ClientHash:
+		return false
+	}
+	return true
 }
 
 func (v *checker) sitePolicy() {

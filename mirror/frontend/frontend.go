@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -92,6 +94,75 @@ type backend struct {
 	active   atomic.Int64 // requests in flight (site.Backend.Active)
 	routable atomic.Bool  // health is not down
 	health   backendHealth
+
+	reportURL string // admin_url + api.SiteReport; "" without admin_url
+	rep       reported
+}
+
+// reported is what the front end knows from a back end's reports, and
+// the redirects issued since the last one (redirect mode).
+type reported struct {
+	mu        sync.Mutex
+	at        time.Time // zero: no report yet
+	inFlight  float64
+	service   time.Duration // mean time a request is in flight
+	memory    int64
+	maxObject int64
+	next      uint64  // completions to ask after
+	pending   float64 // redirects since the report still in flight, as of pendingAt
+	pendingAt time.Time
+}
+
+// Bounds and default of a back end's mean service time (Little's law:
+// in flight / requests per second), for the redirects issued since its
+// last report.
+const (
+	minService     = time.Millisecond
+	maxService     = 10 * time.Second
+	defaultService = 100 * time.Millisecond
+)
+
+// load returns b's in-flight estimate at now in redirect mode: the
+// reported count plus the redirects since, each decaying over the mean
+// service time.
+func (r *reported) load(now time.Time) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight + r.pendingAt0(now)
+}
+
+// pendingAt0 is the pending redirects decayed to now; the caller holds mu.
+func (r *reported) pendingAt0(now time.Time) float64 {
+	if r.pending == 0 {
+		return 0
+	}
+	dt := now.Sub(r.pendingAt)
+	if dt <= 0 {
+		return r.pending
+	}
+	return r.pending * math.Exp(-float64(dt)/float64(r.serviceTime()))
+}
+
+func (r *reported) serviceTime() time.Duration {
+	if r.service <= 0 {
+		return defaultService
+	}
+	return r.service
+}
+
+// redirected counts one redirect to the back end at now.
+func (r *reported) redirected(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = r.pendingAt0(now) + 1
+	r.pendingAt = now
+}
+
+// cache returns the reported memory and max object size, 0 when unknown.
+func (r *reported) cache() (memory, maxObject int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.memory, r.maxObject
 }
 
 // New returns the site front end for backends with cfg's policy, mode
@@ -266,6 +337,13 @@ func newBackend(bc Backend, hc HealthConfig, mode string) (*backend, error) {
 	case mode == ModeHandoff && b.socket == "":
 		return nil, fmt.Errorf("frontend: back end %q: handoff mode needs handoff_socket", bc.Name)
 	}
+	if bc.AdminURL != "" {
+		au, err := url.Parse(bc.AdminURL)
+		if err != nil || au.Host == "" {
+			return nil, fmt.Errorf("frontend: back end %q: bad admin_url %q", bc.Name, bc.AdminURL)
+		}
+		b.reportURL = targetURL(au, &url.URL{Path: api.SiteReport.Path()}).String()
+	}
 	b.routable.Store(true)
 	return b, nil
 }
@@ -299,9 +377,18 @@ func policyRequest(r *http.Request) site.Request {
 func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 	bs := make([]site.Backend, len(h.backends))
 	anyUp := false
+	now := h.now()
 	for i, b := range h.backends {
 		up := b != exclude && b.routable.Load()
 		bs[i] = site.Backend{Name: b.name, Weight: b.weight, MemoryBytes: b.memory, Up: up, Active: int(b.active.Load())}
+		if b.reportURL != "" {
+			if mem, maxObj := b.rep.cache(); mem > 0 {
+				bs[i].MemoryBytes, bs[i].MaxObjectBytes = mem, maxObj
+			}
+			if h.mode == ModeRedirect {
+				bs[i].Active = int(math.Round(b.rep.load(now)))
+			}
+		}
 		anyUp = anyUp || up
 	}
 	if !anyUp {
@@ -319,7 +406,7 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 		}
 		h.m.allDown.Inc()
 	}
-	i, err := h.policy.Pick(req, bs, h.now())
+	i, err := h.policy.Pick(req, bs, now)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,16 @@ package frontend
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/transmirror/transmirror/scheduler/site"
 )
 
 // healthState is a back end's health as the front end sees it.
@@ -100,6 +106,12 @@ func (h *handler) runHealthChecks(ctx context.Context, b *backend) {
 			h.m.errors.WithLabelValues(b.name, errHealth).Inc()
 		}
 		h.transition(b, "check", reason)(b.health.check(ok, reason))
+		if b.reportURL != "" {
+			if err := h.fetchReport(ctx, b); err != nil && ctx.Err() == nil {
+				h.m.errors.WithLabelValues(b.name, errReport).Inc()
+				h.log.Debug("site: back-end report", "backend", b.name, "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -155,4 +167,60 @@ func (h *handler) transition(b *backend, cause, reason string) func(from, to hea
 			h.log.Info("back end "+to.String(), "backend", b.name, "cause", cause, "from", from.String())
 		}
 	}
+}
+
+// maxReportBody bounds a back end's report (4096 completions of URIs of a
+// few hundred bytes).
+const maxReportBody = 8 << 20
+
+// fetchReport reads b's report (api.SiteReport) and takes its figures;
+// in redirect mode it tells the policy of the requests b completed.
+func (h *handler) fetchReport(ctx context.Context, b *backend) error {
+	ctx, cancel := context.WithTimeout(ctx, h.health.Timeout.D())
+	defer cancel()
+	b.rep.mu.Lock()
+	after := b.rep.next
+	b.rep.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.reportURL+"?after="+strconv.FormatUint(after, 10), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "transmirror-site-report")
+	resp, err := h.transport.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	var rep BackendReport
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxReportBody)).Decode(&rep); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if rep.InFlight < 0 || rep.CacheMemory < 0 || rep.CacheMaxObject < 0 || !(rep.RequestsPerSecond >= 0) {
+		return errors.New("negative or missing figures")
+	}
+	now := h.now()
+	b.rep.mu.Lock()
+	b.rep.at = now
+	b.rep.inFlight = float64(rep.InFlight)
+	b.rep.service = defaultService
+	if rep.RequestsPerSecond > 0 {
+		w := time.Duration(float64(rep.InFlight) / rep.RequestsPerSecond * float64(time.Second))
+		b.rep.service = min(max(w, minService), maxService)
+	}
+	b.rep.memory, b.rep.maxObject = rep.CacheMemory, rep.CacheMaxObject
+	b.rep.next = rep.Next
+	// The report counts the redirects that have arrived; the ones still on
+	// their way are few next to a report interval: start over.
+	b.rep.pending, b.rep.pendingAt = 0, now
+	b.rep.mu.Unlock()
+	if h.mode == ModeRedirect {
+		for _, c := range rep.Completions {
+			h.policy.Done(site.Request{Key: c.Key, Size: c.Size}, b.name, now)
+		}
+	}
+	return nil
 }

@@ -16,10 +16,11 @@ const (
 	errBody    = "body"    // the response body failed after the headers
 	errHandoff = "handoff" // handing a connection off failed
 	errHealth  = "health"  // an active health check failed
+	errReport  = "report"  // fetching the back end's report failed
 	errOther   = "other"
 )
 
-var errKinds = []string{errDial, errRefused, errReset, errTimeout, errBody, errHandoff, errHealth, errOther}
+var errKinds = []string{errDial, errRefused, errReset, errTimeout, errBody, errHandoff, errHealth, errReport, errOther}
 
 // Results of transmirror_mirror_handoffs_total.
 const (

@@ -261,7 +261,10 @@ func (h *handler) serveRedirect(w http.ResponseWriter, r *http.Request, req site
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 		return
 	}
-	defer h.release(b, req, 0)
+	defer h.release(b, req, 0) // its size comes with the back end's report
+	if b.reportURL != "" {
+		b.rep.redirected(h.now())
+	}
 	hd := w.Header()
 	hd.Set("Location", targetURL(b.public, r.URL).String())
 	hd.Set("Cache-Control", "no-store")

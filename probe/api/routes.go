@@ -71,6 +71,9 @@ const (
 	LoadReport Route = "GET /v1/load"
 	// MirrorStatus is the mirror's status page as JSON.
 	MirrorStatus Route = "GET /v1/status"
+	// SiteReport is a back end's report to its site front end (in flight,
+	// cache, completed requests after ?after=N), a frontend.BackendReport.
+	SiteReport Route = "GET /v1/site"
 )
 
 // Routes of both admin servers.
@@ -86,7 +89,7 @@ func Routes() []Route {
 	return []Route{
 		ListGroups, GetGroup, ExplainGroup, AddMember, RemoveMember, PushLoad,
 		DrainMember, UndrainMember, Dashboard, Stream, Ready, Reload,
-		LoadReport, MirrorStatus, Healthy, Metrics,
+		LoadReport, MirrorStatus, SiteReport, Healthy, Metrics,
 	}
 }
 

@@ -131,6 +131,9 @@ type Backend struct {
 	Weight float64
 	// MemoryBytes is the size of the back end's memory cache.
 	MemoryBytes int64
+	// MaxObjectBytes is the largest object the back end's cache keeps, 0
+	// when not known (tb-ccrd then uses Params.MaxObjectBytes).
+	MaxObjectBytes int64
 	// Up reports whether the back end may take requests. Policies never
 	// pick a back end that is not up.
 	Up bool

@@ -12,6 +12,9 @@ type tbccrd struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	models aligned[*LRUBytes[struct{}]] // one cache model per back end
+	// maxObject is each back end's own object limit (Backend.MaxObjectBytes)
+	// as of the last pick, by name; absent: Params.MaxObjectBytes.
+	maxObject map[string]int64
 }
 
 var _ Policy = (*tbccrd)(nil)
@@ -40,6 +43,12 @@ func (t *tbccrd) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 		if c := max(bs[i].MemoryBytes, 0); models[i].Capacity() != c {
 			models[i].SetCapacity(c)
 		}
+		if m := bs[i].MaxObjectBytes; m > 0 && t.maxObject[bs[i].Name] != m {
+			if t.maxObject == nil {
+				t.maxObject = make(map[string]int64)
+			}
+			t.maxObject[bs[i].Name] = m
+		}
 		if !bs[i].Up || !models[i].Contains(req.Key) {
 			continue
 		}
@@ -63,11 +72,18 @@ func (t *tbccrd) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 // LRU cache would after serving it: the key becomes its most recently
 // used entry and older entries are evicted to fit MemoryBytes.
 func (t *tbccrd) Done(req Request, backend string, _ time.Time) {
-	if req.Size <= 0 || req.Size > t.p.MaxObjectBytes {
+	if req.Size <= 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	limit := t.p.MaxObjectBytes
+	if m, ok := t.maxObject[backend]; ok {
+		limit = m
+	}
+	if req.Size > limit {
+		return
+	}
 	for i, name := range t.models.names {
 		if name == backend {
 			t.models.vals[i].Add(req.Key, struct{}{}, req.Size)

@@ -1,0 +1,132 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/scheduler/site"
+)
+
+// reportServer serves a back end's report with in flight n and the
+// completions given.
+func reportServer(t *testing.T, inFlight *atomic.Int64, completions []Completion) string {
+	t.Helper()
+	return webtest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/site":
+			rep := BackendReport{Time: time.Now(), InFlight: inFlight.Load(), CacheMemory: 1 << 20, CacheMaxObject: 2000,
+				Completions: completions, Next: 7}
+			_ = json.NewEncoder(w).Encode(rep)
+		default:
+			_, _ = w.Write([]byte("ok"))
+		}
+	}))
+}
+
+// TestRedirectModeSeesReports: in redirect mode the policy sees the
+// back ends' reported in-flight counts plus the redirects issued since,
+// their real cache size and object limit, and Done gets the sizes of
+// the requests they completed.
+func TestRedirectModeSeesReports(t *testing.T) {
+	hc := quietHealth
+	hc.Path = "/healthy"
+	frozen := time.Unix(1_800_000_000, 0)
+	for _, policy := range []string{"lard", "tb-ccrd"} {
+		t.Run(policy, func(t *testing.T) {
+			var busy, idle atomic.Int64
+			busy.Store(5)
+			b1 := reportServer(t, &busy, nil)
+			b2 := reportServer(t, &idle, []Completion{{Key: "/a", Size: 1500}, {Key: "/big", Size: 5000}})
+			reg := prometheus.NewPedanticRegistry()
+			hh, closer, err := New(Config{Mode: ModeRedirect, Policy: PolicyConfig{Name: policy, TLow: 1, THigh: 2}, Health: hc},
+				weighted(
+					Backend{Name: "b1", URL: b1, PublicURL: "http://b1.example.org", AdminURL: b1},
+					Backend{Name: "b2", URL: b2, PublicURL: "http://b2.example.org", AdminURL: b2}),
+				Options{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)), Now: func() time.Time { return frozen }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closer.Close() })
+			h := hh.(*handler)
+			webtest.Eventually(t, 5*time.Second, "both reports read", func() bool {
+				for _, b := range h.backends {
+					if mem, _ := b.rep.cache(); mem != 1<<20 {
+						return false
+					}
+				}
+				return true
+			})
+			base := webtest.Serve(t, h)
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			var to []string
+			for i := range 8 {
+				resp, err := client.Get(base + "/f" + strings.Repeat("x", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				to = append(to, strings.TrimPrefix(strings.Split(resp.Header.Get("Location"), ".")[0], "http://"))
+			}
+			// b1 reports 5 in flight, b2 none: b2 takes the new targets
+			// until the redirects it got (in flight for the whole frozen
+			// instant) reach b1's load; then b1 gets some.
+			for i := range 5 {
+				if to[i] != "b2" {
+					t.Fatalf("redirect %d went to %s, want b2 (in flight 0+%d against 5): %v", i, to[i], i, to)
+				}
+			}
+			sawB1 := false
+			for _, x := range to[5:] {
+				sawB1 = sawB1 || x == "b1"
+			}
+			if !sawB1 {
+				t.Errorf("b1 never chosen once b2 had more redirects in flight than b1's report: %v", to)
+			}
+			if policy == "tb-ccrd" {
+				// The next report (a health interval later) brings b2's
+				// completions to a policy that has seen the back ends.
+				if err := h.fetchReport(context.Background(), h.backends[1]); err != nil {
+					t.Fatal(err)
+				}
+				st := h.policy.(site.Stater).State()
+				for _, c := range st.Caches {
+					if c.Capacity != 1<<20 {
+						t.Errorf("%s modelled with %d bytes, want the reported 1 MiB", c.Backend, c.Capacity)
+					}
+					if c.Backend == "b2" && c.Bytes != 1500 {
+						t.Errorf("b2's model holds %d bytes, want 1500 (/a; /big is over the reported max object)", c.Bytes)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCompletions: the ring returns what was completed after a number,
+// and counts what it no longer holds.
+func TestCompletions(t *testing.T) {
+	c := NewCompletions()
+	for i := range maxCompletions + 10 {
+		c.add(Completion{Key: "/k", Size: int64(i)})
+	}
+	out, next, lost := c.Since(0)
+	if len(out) != maxCompletions || lost != 10 || next != maxCompletions+10 || out[0].Size != 10 {
+		t.Fatalf("Since(0): %d completions from size %d, next %d, lost %d", len(out), out[0].Size, next, lost)
+	}
+	c.add(Completion{Key: "/last", Size: 1})
+	out, next, lost = c.Since(next)
+	if len(out) != 1 || out[0].Key != "/last" || lost != 0 || next != maxCompletions+11 {
+		t.Fatalf("Since(next): %v, next %d, lost %d", out, next, lost)
+	}
+	if out, _, _ := c.Since(1 << 40); len(out) != maxCompletions {
+		t.Errorf("after a restart of the back end (a number beyond it) %d completions, want all %d", len(out), maxCompletions)
+	}
+}
