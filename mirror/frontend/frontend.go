@@ -111,6 +111,7 @@ type reported struct {
 	next      uint64  // completions to ask after
 	pending   float64 // redirects since the report still in flight, as of pendingAt
 	pendingAt time.Time
+	warned    bool // the reported cache differs from the configured one: logged
 }
 
 // Bounds and default of a back end's mean service time (Little's law:

@@ -211,6 +211,11 @@ func (h *handler) fetchReport(ctx context.Context, b *backend) error {
 		w := time.Duration(float64(rep.InFlight) / rep.RequestsPerSecond * float64(time.Second))
 		b.rep.service = min(max(w, minService), maxService)
 	}
+	if b.memory > 0 && rep.CacheMemory != b.memory && !b.rep.warned {
+		b.rep.warned = true
+		h.log.Warn("site: back end's cache differs from backends[].memory; the policy uses the back end's",
+			"backend", b.name, "reported", rep.CacheMemory, "configured", b.memory)
+	}
 	b.rep.memory, b.rep.maxObject = rep.CacheMemory, rep.CacheMaxObject
 	b.rep.next = rep.Next
 	// The report counts the redirects that have arrived; the ones still on

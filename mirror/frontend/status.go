@@ -69,6 +69,22 @@ type BackendStatus struct {
 	// handoffs and health checks (since the start).
 	Picks  uint64 `json:"picks"`
 	Errors uint64 `json:"errors"`
+	// Report is what its last report said (backends[].admin_url); nil
+	// without admin_url or before the first.
+	Report *ReportStatus `json:"report,omitempty"`
+}
+
+// ReportStatus is a back end's last report as the front end uses it.
+type ReportStatus struct {
+	// AgeSeconds is the time since it was read.
+	AgeSeconds float64 `json:"age_seconds"`
+	// InFlight is the in-flight count it gave; in redirect mode the
+	// policy adds the redirects issued since.
+	InFlight int64 `json:"in_flight"`
+	// MemoryBytes and MaxObjectBytes are its cache, which the policy uses
+	// instead of the configured memory.
+	MemoryBytes    int64 `json:"memory_bytes"`
+	MaxObjectBytes int64 `json:"max_object_bytes"`
 }
 
 // Status returns the front end's mode, its policy's state and its
@@ -110,6 +126,12 @@ func (h *handler) Status() Status {
 		if b.public != nil {
 			bs.PublicURL = redactURL(b.public)
 		}
+		b.rep.mu.Lock()
+		if !b.rep.at.IsZero() {
+			bs.Report = &ReportStatus{AgeSeconds: max(h.now().Sub(b.rep.at).Seconds(), 0), InFlight: int64(b.rep.inFlight),
+				MemoryBytes: b.rep.memory, MaxObjectBytes: b.rep.maxObject}
+		}
+		b.rep.mu.Unlock()
 		s.Backends[i] = bs
 	}
 	return s
