@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -128,5 +129,56 @@ func TestCompletions(t *testing.T) {
 	}
 	if out, _, _ := c.Since(1 << 40); len(out) != maxCompletions {
 		t.Errorf("after a restart of the back end (a number beyond it) %d completions, want all %d", len(out), maxCompletions)
+	}
+}
+
+// TestProxyModeSeesLoadsAndSizes: in proxy mode a request counts in
+// flight from the pick to its last byte, and Done gets its
+// Content-Length (tb-ccrd's model holds it), or nothing for an error.
+func TestProxyModeSeesLoadsAndSizes(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	be := webtest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthy":
+		case "/slow.bin":
+			started <- struct{}{}
+			<-release
+			w.Header().Set("Content-Length", "3000")
+			_, _ = w.Write(make([]byte, 3000))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	hc := quietHealth
+	hc.Path = "/healthy"
+	base, h, _ := startSite(t, Config{Mode: ModeProxy, Policy: PolicyConfig{Name: "tb-ccrd"}, Health: hc},
+		Backend{Name: "b1", URL: be, Memory: 1 << 20})
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(base + "/slow.bin")
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-started
+	if n := h.backends[0].active.Load(); n != 1 {
+		t.Fatalf("in flight while the back end answers: %d, want 1", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(base + "/missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	webtest.Eventually(t, 5*time.Second, "both requests done", func() bool { return h.backends[0].active.Load() == 0 })
+	st := h.policy.(site.Stater).State()
+	if len(st.Caches) != 1 || st.Caches[0].Bytes != 3000 || st.Caches[0].Objects != 1 {
+		t.Errorf("model %+v, want the one 3000-byte object (the 404 is not cached)", st.Caches)
 	}
 }
