@@ -115,7 +115,8 @@ type AdmissionConfig struct {
 
 // PolicyConfig names a policy of scheduler/site and sets its
 // parameters. An absent parameter takes the policy's default (see
-// site.DefaultParams); a written one must be > 0.
+// site.DefaultParams); a written one must be > 0, but forward_cost may
+// be 0, its default.
 type PolicyConfig struct {
 	// Name is one of wrr, least-conn, client-hash, lard (default), lard-r,
 	// ward, tb-ccrd, chbl.
@@ -129,8 +130,13 @@ type PolicyConfig struct {
 	ReplicaHold yamlconf.Duration `yaml:"replica_hold"`
 	// WardInterval is how often ward re-plans its core.
 	WardInterval yamlconf.Duration `yaml:"ward_interval"`
-	// ForwardCost is ward's relative cost of forwarding.
+	// ForwardCost is ward's relative cost of forwarding, for the paper's
+	// architecture in which back ends forward to each other; leave it out
+	// (0) for this front end, which dispatches every request.
 	ForwardCost float64 `yaml:"forward_cost"`
+	// WardBalance is ward's s: a back end may carry s times its fair
+	// share before ward copies a hot file to every back end (> 1).
+	WardBalance float64 `yaml:"ward_balance"`
 	// SketchEntries is the number of files ward counts.
 	SketchEntries int `yaml:"sketch_entries"`
 	// MaxObjectBytes is the largest object tb-ccrd models as cached; keep
@@ -154,6 +160,7 @@ func (p PolicyConfig) Params() site.Params {
 		ReplicaHold:    p.ReplicaHold.D(),
 		WardInterval:   p.WardInterval.D(),
 		ForwardCost:    p.ForwardCost,
+		WardBalance:    p.WardBalance,
 		SketchEntries:  p.SketchEntries,
 		MaxObjectBytes: int64(p.MaxObjectBytes),
 		BalanceFactor:  p.BalanceFactor,
@@ -335,7 +342,7 @@ func (v *checker) sitePolicy() {
 	for key, zero := range map[string]bool{
 		"t_low": p.TLow == 0, "t_high": p.THigh == 0, "max_targets": p.MaxTargets == 0,
 		"replica_hold": p.ReplicaHold == 0, "ward_interval": p.WardInterval == 0,
-		"forward_cost": p.ForwardCost == 0, "sketch_entries": p.SketchEntries == 0,
+		"ward_balance": p.WardBalance == 0, "sketch_entries": p.SketchEntries == 0,
 		"max_object_bytes": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
 		"virtual_nodes": p.VirtualNodes == 0, "prefix_v4": p.PrefixV4 == 0, "prefix_v6": p.PrefixV6 == 0,
 	} {

@@ -58,18 +58,24 @@ const (
 
 	// WARD is workload-aware request distribution (Cherkasova & Karlsson,
 	// "Scalable Web Server Cluster Design with Workload-Aware Request
-	// Distribution Strategy WARD", WECWIS 2001). The most frequent files form
-	// a core that every back end keeps in memory, so a core request goes to
-	// the least loaded up back end; every other file has one owner (weighted
-	// rendezvous hashing of the key over the up back ends) and goes there
-	// unless the owner is overloaded by LARD's rule. The core is chosen by
-	// [WardCoreSize] (the ward-analysis, its cost model is documented
-	// there) from a space-saving top-K sketch of request frequencies
-	// (Params.SketchEntries, default 10,000 entries, halved at each analysis
-	// so that old popularity fades), a linear-counting estimate of the
-	// distinct files requested (for the bytes of the files the sketch does
-	// not hold), the file sizes seen by Pick and Done, the up back ends'
-	// MemoryBytes and Params.ForwardCost. The first analysis runs one
+	// Distribution Strategy WARD", WECWIS 2001), fitted to a front end that
+	// dispatches every request. A core of files that every back end keeps
+	// in memory goes to the least loaded up back end; every other file has
+	// one owner (weighted rendezvous hashing of the key over the up back
+	// ends) and goes there unless the owner is overloaded by LARD's rule.
+	// The core is chosen by [WardCoreSize] (the ward-analysis, its cost
+	// model is documented there): with the default Params.ForwardCost of 0
+	// it holds only the few files too hot for one owner, those that would
+	// make it carry more than Params.WardBalance (default 1.25) times its
+	// fair share, and only while their copies take less from the partition
+	// than they give back; a ForwardCost above 0 selects the paper's
+	// architecture, in which each core request also saves a forward. The
+	// analysis works from a space-saving top-K sketch of request
+	// frequencies (Params.SketchEntries, default 10,000 entries, halved at
+	// each analysis so that old popularity fades), a linear-counting
+	// estimate of the distinct files requested (for the bytes of the files
+	// the sketch does not hold), the file sizes seen by Pick and Done and
+	// the up back ends' MemoryBytes. The first analysis runs one
 	// Params.WardInterval (default 60 s, the injected clock) after the first
 	// pick, and again every interval; until then the core is empty. Memory:
 	// SketchEntries × (len(key) + about 120 bytes), a core set of at most
@@ -185,9 +191,17 @@ type Params struct {
 	PrefixV4, PrefixV6 int
 	// WardInterval is how often ward re-runs its analysis (default 60 s).
 	WardInterval time.Duration
-	// ForwardCost is ward's cost of sending a request for a non-core file to
-	// its owner, relative to the cost of a cache miss (default 0.1).
+	// ForwardCost is ward's F: the cost of forwarding a request for a
+	// non-core file to its owner, relative to the cost of a cache miss, in
+	// the paper's architecture where every back end is also a front end.
+	// The default, 0, is right for transmirror's front end, which
+	// dispatches every request alike; a value above 0 selects the paper's
+	// model (see [WardCoreSize]).
 	ForwardCost float64
+	// WardBalance is ward's s: a back end may carry up to s times its fair
+	// share of the requests, and a file too hot for that goes into the
+	// core (default 1.25, must be above 1).
+	WardBalance float64
 	// SketchEntries is the number of files ward counts (default 10,000).
 	SketchEntries int
 	// MaxObjectBytes is the largest object tb-ccrd models as cached
@@ -210,7 +224,7 @@ func DefaultParams() Params {
 		PrefixV4:       24,
 		PrefixV6:       64,
 		WardInterval:   60 * time.Second,
-		ForwardCost:    0.1,
+		WardBalance:    1.25,
 		SketchEntries:  10_000,
 		MaxObjectBytes: 1 << 20,
 		BalanceFactor:  1.25,
@@ -242,8 +256,8 @@ func (p Params) withDefaults() Params {
 	if p.WardInterval == 0 {
 		p.WardInterval = d.WardInterval
 	}
-	if p.ForwardCost == 0 {
-		p.ForwardCost = d.ForwardCost
+	if p.WardBalance == 0 {
+		p.WardBalance = d.WardBalance
 	}
 	if p.SketchEntries == 0 {
 		p.SketchEntries = d.SketchEntries
@@ -287,8 +301,11 @@ func (p Params) validate() error {
 	if p.WardInterval < 0 {
 		bad("ward_interval %v must not be negative", p.WardInterval)
 	}
-	if !(p.ForwardCost > 0) || math.IsInf(p.ForwardCost, 0) {
-		bad("forward_cost %v must be positive", p.ForwardCost)
+	if !(p.ForwardCost >= 0) || math.IsInf(p.ForwardCost, 0) {
+		bad("forward_cost %v must not be negative", p.ForwardCost)
+	}
+	if !(p.WardBalance > 1) || math.IsInf(p.WardBalance, 0) {
+		bad("ward_balance %v must be above 1", p.WardBalance)
 	}
 	if p.SketchEntries < 1 || p.SketchEntries > math.MaxInt32/2 {
 		bad("sketch_entries %d must be in [1, %d]", p.SketchEntries, math.MaxInt32/2)

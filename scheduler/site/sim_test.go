@@ -229,3 +229,37 @@ func TestSimulatedHitRatio(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulatedWardBalance replays a skewed trace over 16 back ends, where
+// a few files are too hot for one back end: ward copies just those into
+// its core, so it keeps lard's hit ratio and spreads the requests more
+// evenly than lard, which keeps each hot file on one back end while the
+// loads stay under T_high. The simulated back ends do not queue, so the
+// imbalance costs no latency here; on real back ends the busiest one
+// bounds the throughput. `go test -run SimulatedWardBalance -v` prints the
+// table.
+func TestSimulatedWardBalance(t *testing.T) {
+	c := defaultSim
+	c.backends, c.alpha, c.cacheDiv = 16, 1.0, 16 // the caches add up to the working set
+	c.gap /= 4                                    // the same load per back end as with 4
+	if testing.Short() {
+		c.requests, c.warmup = 100_000, 20_000
+	}
+	tr := newSimTrace(c)
+	// Three analyses over the trace.
+	p := Params{WardInterval: c.gap * time.Duration(c.requests/3)}
+	pol := mustNew(WARD, p, 7).(*ward)
+	w := simulate(pol, c, tr)
+	l := simulate(mustNew(LARD, p, 7), c, tr)
+	t.Logf("%d files, Zipf %v, %d back ends × %d MB, core of %d files\n%s",
+		c.files, c.alpha, c.backends, (tr.ws/c.cacheDiv)>>20, len(pol.core), simTable([]simResult{l, w}))
+	if k := len(pol.core); k == 0 || float64(k) > float64(c.backends-1)/(DefaultParams().WardBalance-1) {
+		t.Errorf("core of %d files: want a few, at most (N−1)/(s−1)", k)
+	}
+	if w.hitRatio < l.hitRatio-0.005 {
+		t.Errorf("ward hit ratio %.3f against lard's %.3f: want within half a point", w.hitRatio, l.hitRatio)
+	}
+	if w.imbalance > 0.75*l.imbalance {
+		t.Errorf("ward imbalance %.2f against lard's %.2f: want at most three quarters of it", w.imbalance, l.imbalance)
+	}
+}

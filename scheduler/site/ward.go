@@ -29,40 +29,73 @@ type WardInput struct {
 	TailBytes int64
 	// Memory is the memory of each of the N back ends.
 	Memory []int64
-	// ForwardCost is F, the cost of sending a request to a partitioned
-	// file's owner relative to the cost of a cache miss.
+	// ForwardCost is F, the cost of forwarding a request to a partitioned
+	// file's owner relative to the cost of a cache miss, in the paper's
+	// architecture where every back end is also a front end. 0 for a front
+	// end that dispatches every request (transmirror's).
 	ForwardCost float64
+	// Balance is s: a back end may carry up to s times its fair share of
+	// the requests (1/N) before the requests above that count as misses.
+	// It must be above 1; 1 or less leaves the balance term out.
+	Balance float64
 }
 
 // WardCoreSize is the ward-analysis: it returns k, the number of leading
-// files of in.Files that form the core. The model, after Cherkasova &
-// Karlsson:
+// files of in.Files that form the core, the files that every back end
+// keeps and any back end serves. It weighs what replicating a file buys
+// against what it costs, in units of one cache miss, over the requests
+// counted in in.Files. The memory and forwarding terms are Cherkasova &
+// Karlsson's; the balance and filling terms are ours.
 //
-//   - the core, files 1..k of S_k bytes in all, is in every back end's
-//     memory, so it must fit the smallest one: S_k ≤ min M_i;
-//   - the remaining memory of all back ends, ΣM_i − N·S_k, holds one copy
-//     of the most frequent partitioned files k+1..j(k), the largest j with
+//   - Memory. The core, files 1..k of S_k bytes in all, is in every back
+//     end's memory, so it must fit the smallest one: S_k ≤ min M_i. The
+//     remaining memory of all back ends, ΣM_i − N·S_k, holds one copy of
+//     the most frequent partitioned files k+1..j(k), the largest j with
 //     S_j − S_k ≤ ΣM_i − N·S_k; what is left after all of Files holds a
 //     proportional part of the tail, whose files are all equally cold:
-//     tail hits = TailCount · min(1, left/TailBytes);
-//   - a core request costs nothing beyond the base cost h of a memory
-//     hit; a partitioned request costs F·(N−1)/N for being forwarded to
-//     its owner (it arrives at the owner only once in N), and 1 more when
-//     it misses.
+//     tail hits = TailCount · min(1, left/TailBytes). Every other request
+//     misses. Each core file thus takes N−1 times its size from the
+//     partition.
+//   - Forwarding. In the paper every node is a front end: a request
+//     arrives at a random node, which serves a core file itself and
+//     forwards a partitioned one to its owner, at cost F, unless it is
+//     the owner (once in N). That is all the core buys in the paper.
+//     transmirror's front end (proxy, redirect or handoff) dispatches
+//     every request, core or not, so there forwarding costs the same for
+//     every k and drops out: F = 0. F > 0 keeps the paper's model.
+//   - Balance. All the requests of a partitioned file go to its owner.
+//     Core requests go to the least loaded back end, so they fill the
+//     others up to the owners' load. The owner of file i carries C_i and
+//     its mean part of the other partitioned requests,
+//     C_i + (R − P_k − C_i)/N (the model takes the back ends as equal and
+//     does not look at which hot files share an owner); above s·R/N it is
+//     overloaded by (N−1)/N·(C_i − τ_k), τ_k = ((s−1)·R + P_k)/(N−1), and
+//     those requests count as misses: the overload rule sends them to a
+//     back end that does not keep the file, or they wait. With F = 0
+//     balance is all the core buys.
+//   - Filling. Each core file is fetched once by each of the N−1 back
+//     ends that would not keep it otherwise: N−1 misses per core file.
 //
-// With R = ΣCount + TailCount and P_k the requests to files 1..k,
+// With R = ΣCount + TailCount, P_k the requests to files 1..k and C_i
+// those to file i,
 //
-//	cost(k) = F·(N−1)/N·(R − P_k) + (R − TailCount − P_j(k)) + TailCount − tail hits(k)
+//	cost(k) = F·(N−1)/N·(R − P_k)                               forwarding
+//	        + (R − TailCount − P_j(k)) + TailCount − tail hits(k)  misses
+//	        + (N−1)·k                                            filling
+//	        + (N−1)/N·Σ_{i>k} max(0, C_i − τ_k)                  overload
 //
-// and the cluster's throughput, R / (R·h + cost(k)), is highest for the k
-// of least cost; ties go to the smaller core. A larger F never gives a
-// smaller core; less memory gives a smaller one. Sizes of 0 count as the
-// mean of the known sizes. The work is O(len(Files)) besides the prefix
+// and the core is the k of least cost; ties go to the smaller core. With
+// F = 0 and memory to spare, the core is the few files that balance needs,
+// each above (s−1)·R/(N−1) requests, so at most (N−1)/(s−1) of them; with
+// F > 0 it also takes the files whose forwarding saving pays for their
+// copies, C_i > N/F, as far as memory allows. A larger F never gives a
+// smaller core. Sizes of 0 count as the mean of the known sizes. One back
+// end, or none, has no core. The work is O(len(Files)) besides the prefix
 // sums it allocates.
 func WardCoreSize(in WardInput) int {
 	files, memory := in.Files, in.Memory
 	n := len(memory)
-	if n == 0 || len(files) == 0 {
+	if n <= 1 || len(files) == 0 {
 		return 0
 	}
 	var sumM int64
@@ -99,9 +132,12 @@ func WardCoreSize(in WardInput) int {
 		S[i+1] = S[i] + size(i)
 		P[i+1] = P[i] + files[i].Count
 	}
-	fwd := in.ForwardCost * float64(n-1) / float64(n)
-	// j(k) never grows with k: the partition's room ΣM − (N−1)·S_k shrinks.
-	j := len(files)
+	nf := float64(n)
+	fwd := in.ForwardCost * (nf - 1) / nf
+	// j(k) never grows with k: the partition's room ΣM − (N−1)·S_k
+	// shrinks. e, the number of leading files above τ_k, never grows
+	// either: τ_k grows with P_k.
+	j, e := len(files), len(files)
 	bestK, bestCost := 0, 0.0
 	for k := 0; k <= len(files) && S[k] <= minM; k++ {
 		room := sumM - int64(n-1)*S[k] // holds S_j, core included
@@ -112,7 +148,16 @@ func WardCoreSize(in WardInput) int {
 		if j == len(files) && in.TailBytes > 0 {
 			tailMiss *= 1 - min(1, float64(room-S[j])/float64(in.TailBytes))
 		}
-		c := fwd*(total-P[k]) + (counted - P[j]) + tailMiss
+		c := fwd*(total-P[k]) + (counted - P[j]) + tailMiss + (nf-1)*float64(k)
+		if in.Balance > 1 {
+			tau := ((in.Balance-1)*total + P[k]) / (nf - 1)
+			for e > k && files[e-1].Count <= tau {
+				e--
+			}
+			if e > k {
+				c += (nf - 1) / nf * (P[e] - P[k] - float64(e-k)*tau)
+			}
+		}
 		if k == 0 || c < bestCost {
 			bestK, bestCost = k, c
 		}
@@ -187,7 +232,7 @@ func (w *ward) Done(req Request, _ string, _ time.Time) {
 // rest of the requests are the tail, whose bytes are the distinct keys
 // seen in this interval and the one before, less the files, at the files' mean size.
 func (w *ward) analyse(bs []Backend) {
-	in := WardInput{ForwardCost: w.p.ForwardCost}
+	in := WardInput{ForwardCost: w.p.ForwardCost, Balance: w.p.WardBalance}
 	for i := range bs {
 		if bs[i].Up {
 			in.Memory = append(in.Memory, bs[i].MemoryBytes)
