@@ -379,7 +379,7 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 			f.est = scheduler.NewEstimator(scheduler.DefaultHorizon)
 			for k, i := range f.idx {
 				if st := g.states[i]; !st.Reported.IsZero() {
-					f.est.Report(k, st.Load, now)
+					f.est.Report(k, scheduler.Usage{Load: st.Load}, now)
 				}
 			}
 		}
@@ -443,7 +443,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 		for _, f := range ng.fam {
 			for k, j := range f.idx {
 				if j == i {
-					f.est.Report(k, h.Load, now)
+					f.est.Report(k, scheduler.Usage{Load: h.Load}, now)
 				}
 			}
 		}
