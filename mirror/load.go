@@ -11,6 +11,7 @@ import (
 
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/scheduler"
 )
 
 // minMeterRefresh bounds how often a LoadMeter takes a new snapshot.
@@ -63,6 +64,17 @@ func (m *LoadMeter) Utilization(now time.Time) float64 {
 	m.at = now
 	m.u = probe.LoadOf(max(r.R-r.RedirectsPerSecond, 0), r.M) / m.capacity
 	return m.u
+}
+
+// ReportUtilization is the utilization of a load report as dnsd sees it
+// (scheduler.Figures.Utilization of its load, capacity, bytes per second
+// and bandwidth), 0 for a report without a capacity: the figure of the
+// status page and of transmirror_mirror_load_utilization_ratio.
+func ReportUtilization(r probe.Report) float64 {
+	if !(r.Capacity > 0) {
+		return 0
+	}
+	return scheduler.Figures{Load: r.Load, Capacity: r.Capacity, BytesPerSecond: r.BytesPerSecond, Bandwidth: r.Bandwidth}.Utilization()
 }
 
 // AdminOptions configure NewAdminHandler.

@@ -149,7 +149,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, fmt.Errorf("mirror: reporter: %w", err)
 	}
 	if o.Registry != nil {
-		if err := o.Registry.Register(m.reporter.Collector("mirror")); err != nil {
+		if err := o.Registry.Register(m.reporter.Collector("mirror", ReportUtilization)); err != nil {
 			return nil, fmt.Errorf("mirror: register load metrics: %w", err)
 		}
 	}
