@@ -72,7 +72,8 @@ func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
 		if rs := d.reports[m.Name]; len(rs) > 0 {
 			last := rs[len(rs)-1]
 			mv.State, mv.Load, mv.Reported, mv.Capacity = "up", last.Load, last.Time, last.Capacity
-			mv.Utilization = api.Utilization(last.Load, 0, last.Capacity)
+			mv.BytesPerSecond, mv.Bandwidth = last.BytesPerSecond, last.Bandwidth
+			mv.Utilization = ReportUtilization(last)
 			mv.LastReport = &last
 		}
 		v.Members = append(v.Members, mv)
