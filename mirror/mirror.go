@@ -140,7 +140,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 
 	rc := probe.ReporterConfig{
-		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity,
+		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: o.ReportWindow, RunQueue: o.RunQueue, Clock: o.Clock, Logger: o.Logger,
 	}
 	cfg.RunQueue.apply(&rc)
@@ -157,7 +157,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if window <= 0 {
 		window = probe.DefaultReportWindow
 	}
-	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, window/10)
+	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
 
 	if d := cfg.DNSD; d.URL != "" {
 		self := cfg.Member
