@@ -266,15 +266,15 @@
       return '<tr data-member="' + esc(m.name) + '" data-state="' + esc(m.state) + '">' +
         '<td class="member-name" title="' + esc(short(m.host) + " · " + (m.addresses || []).join(", ")) + '"><b>' + esc(m.name) + "</b>" + (m.source === "runtime" ? ' <span class="host">run-time</span>' : "") + "</td>" +
         '<td><span class="state ' + esc(m.state) + '" data-role="state">' + esc(m.state) + "</span>" + (since ? '<span class="since">' + since + "</span>" : "") + "</td>" +
-        '<td data-role="util" title="' + esc(utilParts(m)) + '"><span class="bar"><span class="fill' + hot + '" data-w="' + Math.min(100, util * 100).toFixed(1) + '"></span>' +
+        '<td data-role="util" title="' + esc(utilParts(m)) + '"><span class="util-line"><span class="bar"><span class="fill' + hot + '" data-w="' + Math.min(100, util * 100).toFixed(1) + '"></span>' +
         '<span class="mark" data-l="' + Math.min(100, g.watermarks.low * 100) + '"></span><span class="mark" data-l="' + Math.min(100, g.watermarks.high * 100) + '"></span></span>' +
-        '<span class="bar-label num">' + fmtPct(util) + "</span>" +
+        '<span class="bar-label num">' + fmtPct(util) + "</span></span>" +
         (m.bandwidth ? '<span class="util-parts" data-role="util-parts">load ' + fmtPct(m.load_utilization) + " · bw " + fmtPct(m.bandwidth_utilization) + "</span>" : "") +
         "</td>" +
         '<td class="num">' + (r ? fmtNum(r.r) : "–") + "</td>" +
         '<td class="num">' + (r ? fmtNum(r.redirects_per_second) : "–") + "</td>" +
         '<td class="num" data-role="bytes">' + (r ? esc(fmtRate(m.bytes_per_second, false)) : "–") +
-        (m.bandwidth ? '<span class="bw muted"> / ' + esc(fmtRate(m.bandwidth, true)) + "</span>" : "") + "</td>" +
+        (m.bandwidth ? '<span class="util-parts"> of ' + esc(fmtRate(m.bandwidth, true)) + "</span>" : "") + "</td>" +
         '<td><span class="share" title="DNS answers last minute / capacity share"><span class="dns" data-w="' + Math.min(100, m.answer_share * 100) + '"></span><span class="cap" data-w="' + Math.min(100, m.capacity_share * 100) + '"></span></span>' +
         '<span class="share-text num">' + fmtPct(m.answer_share) + ' <span class="muted">/ ' + fmtPct(m.capacity_share) + "</span></span></td>" +
         '<td title="' + esc(coords) + '">' + esc([loc.country, loc.continent].filter(Boolean).join(" · ") || "–") + "</td>" +
