@@ -42,16 +42,18 @@ type dashStack struct {
 
 var dashHTTPRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
 
-// dashMembers are the stack's members: name, location, capacity, address.
+// dashMembers are the stack's members: name, location, capacity,
+// bandwidth (in both configs; "" for none), address.
 var dashMembers = []struct {
 	name, country, continent string
 	lat, lon                 float64
 	capacity                 int
+	bandwidth                string
 	addr                     string
 }{
-	{"fra1", "DE", "EU", 50.11, 8.68, 400, "127.0.1.1"},
-	{"nyc1", "US", "NA", 40.71, -74.01, 600, "127.0.2.1"},
-	{"sin1", "SG", "AS", 1.35, 103.82, 900, "127.0.3.1"},
+	{"fra1", "DE", "EU", 50.11, 8.68, 400, "1Gbit/s", "127.0.1.1"},
+	{"nyc1", "US", "NA", 40.71, -74.01, 600, "", "127.0.2.1"},
+	{"sin1", "SG", "AS", 1.35, 103.82, 900, "", "127.0.3.1"},
 }
 
 // startDashStack starts three real mirrors (with mirrorExtra appended to
@@ -78,6 +80,11 @@ root: root
 capacity: %d
 location: {lat: %g, lon: %g, country: %s, continent: %s}
 `, m.name, m.name, m.capacity, m.lat, m.lon, m.country, m.continent) + mirrorExtra
+		bandwidth := ""
+		if m.bandwidth != "" {
+			cfg += "bandwidth: " + m.bandwidth + "\n"
+			bandwidth = ", bandwidth: " + m.bandwidth
+		}
 		path := writeFile(t, dir, m.name+".yaml", cfg)
 		dm := &dashMirror{Name: m.name}
 		dm.proc = start(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
@@ -93,8 +100,8 @@ location: {lat: %g, lon: %g, country: %s, continent: %s}
 			t.Fatalf("mirror %s did not report its addresses:\n%s", m.name, dm.Logs())
 		}
 		s.Mirrors = append(s.Mirrors, dm)
-		fmt.Fprintf(&members, "      - {name: %s, host: %s.mirrors.example.test., addresses: [%s], capacity: %d, probe: \"http://%s/v1/load\", location: {lat: %g, lon: %g, country: %s, continent: %s}}\n",
-			m.name, m.name, m.addr, m.capacity, dm.Admin, m.lat, m.lon, m.country, m.continent)
+		fmt.Fprintf(&members, "      - {name: %s, host: %s.mirrors.example.test., addresses: [%s], capacity: %d%s, probe: \"http://%s/v1/load\", location: {lat: %g, lon: %g, country: %s, continent: %s}}\n",
+			m.name, m.name, m.addr, m.capacity, bandwidth, dm.Admin, m.lat, m.lon, m.country, m.continent)
 	}
 	zone, err := os.ReadFile(filepath.Join("testdata", "example.test.zone"))
 	if err != nil {
@@ -280,6 +287,11 @@ func TestDashboardBrowser(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "3 rows", `document.querySelectorAll('table.members tbody tr').length === 3`)
 		waitDOM(t, ctx, 5*time.Second, "requests per second shown", `[...document.querySelectorAll('table.members tbody tr td.num')].some(td => /^[0-9.]+$/.test(td.textContent) && parseFloat(td.textContent) > 0)`)
 		waitDOM(t, ctx, 5*time.Second, "live", `document.querySelector('#conn').dataset.state === "live"`)
+	})
+	t.Run("bytes per second and bandwidth", func(t *testing.T) {
+		waitDOM(t, ctx, 5*time.Second, "fra1's bytes/s against its 1Gbit/s", `document.querySelector('tr[data-member="fra1"] [data-role="bytes"]').textContent.endsWith(" of 1.0 Gbit/s")`)
+		waitDOM(t, ctx, 5*time.Second, "fra1's load and bandwidth utilization", `/^load [0-9]+% · bw [0-9]+%$/.test(document.querySelector('tr[data-member="fra1"] [data-role="util-parts"]').textContent)`)
+		waitDOM(t, ctx, 5*time.Second, "nyc1 without a bandwidth", `!document.querySelector('tr[data-member="nyc1"] [data-role="util-parts"]') && /[0-9] [kMGT]?B\/s$/.test(document.querySelector('tr[data-member="nyc1"] [data-role="bytes"]').textContent)`)
 	})
 	t.Run("map", func(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "land drawn", `document.querySelector('svg.map path.land').getAttribute('d').length > 10000`)

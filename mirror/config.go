@@ -79,6 +79,12 @@ type Config struct {
 	Redirect RedirectConfig `yaml:"redirect"`
 	// Capacity is what this mirror can carry, in load units (default 100, > 0).
 	Capacity float64 `yaml:"capacity"`
+	// Bandwidth is what this mirror's uplink carries, in bytes per second,
+	// written with its unit (1Gbit/s, 100MB/s); 0 or absent is no limit.
+	// With a bandwidth the mirror's utilization is the larger of its load
+	// over Capacity and its response bytes per second over Bandwidth, and
+	// its load reports carry it.
+	Bandwidth Bandwidth `yaml:"bandwidth"`
 	// LoadWindow is the sliding window the load report's rates are taken
 	// over (default 10s, 1s..5m): shorter reacts faster (redirects start
 	// and stop sooner), longer is steadier.
@@ -181,6 +187,10 @@ type Duration = yamlconf.Duration
 // YAML (binary units KiB MiB GiB TiB, decimal units kB MB GB TB).
 type ByteSize = yamlconf.ByteSize
 
+// Bandwidth is a rate in bytes per second written as 1Gbit/s, 100Mbps or
+// 12.5MB/s in YAML (see yamlconf.Bandwidth).
+type Bandwidth = yamlconf.Bandwidth
+
 // LoadConfig reads the config file at path and returns it decoded,
 // defaulted and validated (see ParseConfig).
 func LoadConfig(path string) (*Config, error) {
@@ -265,6 +275,9 @@ func (v *validator) validate() {
 	}
 	if !(c.Capacity > 0) || math.IsInf(c.Capacity, 1) {
 		v.errorf("capacity", "must be > 0, got %g", c.Capacity)
+	}
+	if err := c.Bandwidth.Check(); err != nil {
+		v.errorf("bandwidth", "%v", err)
 	}
 	if !v.written("load_window") {
 		c.LoadWindow = Duration(probe.DefaultReportWindow)

@@ -72,7 +72,8 @@ func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
 		if rs := d.reports[m.Name]; len(rs) > 0 {
 			last := rs[len(rs)-1]
 			mv.State, mv.Load, mv.Reported, mv.Capacity = "up", last.Load, last.Time, last.Capacity
-			mv.Utilization = api.Utilization(last.Load, 0, last.Capacity)
+			mv.BytesPerSecond, mv.Bandwidth = last.BytesPerSecond, last.Bandwidth
+			mv.Utilization = ReportUtilization(last)
 			mv.LastReport = &last
 		}
 		v.Members = append(v.Members, mv)
@@ -370,6 +371,88 @@ func TestRedirectCorrection(t *testing.T) {
 				t.Errorf("%s: %s, body lacks %q", tc.path, resp.Status, tc.want)
 			}
 		}
+	})
+}
+
+// TestRedirectCorrectionBandwidth runs three mirrors with room in load
+// units against a fake dnsd: a and b have an uplink of 8kbit/s (1 kB/s),
+// so one 24 kB file a second fills it; c has no bandwidth limit. With b's
+// uplink kept full by clients of its own host name, a, over its bandwidth
+// with few requests, redirects requests on the group name, and only to c.
+func TestRedirectCorrectionBandwidth(t *testing.T) {
+	d := newFakeDNSD(t, "a", "b", "c")
+	const window = 200 * time.Millisecond
+	narrow := "capacity: 1000000\nbandwidth: 8kbit/s\nredirect: {max_share: 1, min_size: 1KiB}\n"
+	ms := map[string]*testMirror{
+		"a": startMirror(t, d, "a", narrow, Options{ReportWindow: window, Rand: rand.New(rand.NewPCG(1, 1))}),
+		"b": startMirror(t, d, "b", narrow, Options{ReportWindow: window}),
+		"c": startMirror(t, d, "c", "capacity: 1000000\n", Options{ReportWindow: window}),
+	}
+	_, port, _ := net.SplitHostPort(ms["a"].addr)
+	tn := testNet{testGroup: ms["a"].addr}
+	for name, m := range ms {
+		tn[name+".mirrors.test"] = m.addr
+	}
+	noFollow := tn.client(0)
+
+	// b's own clients keep its uplink full until the test ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://b.mirrors.test:"+port+"/big.bin", nil)
+			if resp, err := noFollow.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-busy })
+
+	webtest.Eventually(t, 5*time.Second, "a's view: b over its bandwidth, c with room", func() bool {
+		s := ms["a"].View().Snapshot()
+		if s == nil || s.Candidates() != 2 {
+			return false
+		}
+		over := map[string]bool{}
+		for i, host := range s.hosts {
+			over[host] = s.util[i] >= s.high
+		}
+		return over["b.mirrors.test"] && !over["c.mirrors.test"]
+	})
+	groupURL := "http://" + net.JoinHostPort(testGroup, port) + "/big.bin"
+	t.Run("a over its bandwidth redirects, to c only", func(t *testing.T) {
+		webtest.Eventually(t, 5*time.Second, "a 302 from a", func() bool {
+			resp, _ := get(t, noFollow, groupURL)
+			return resp.StatusCode == http.StatusFound
+		})
+		for range 20 {
+			resp, _ := get(t, noFollow, groupURL)
+			if resp.StatusCode != http.StatusFound {
+				continue // a's uplink had room again for a moment
+			}
+			if loc := resp.Header.Get("Location"); loc != "http://c.mirrors.test:"+port+"/big.bin" {
+				t.Fatalf("Location %q: want c, never b, whose uplink is full", loc)
+			}
+		}
+	})
+	t.Run("the load fraction is low: the bandwidth did it", func(t *testing.T) {
+		var st Status
+		webtest.Eventually(t, 5*time.Second, "a over its bandwidth right after a request", func() bool {
+			get(t, noFollow, groupURL)
+			st = ms["a"].Status(time.Now())
+			return st.Load.Utilization >= 0.9
+		})
+		if st.Load.Bandwidth != 1000 || st.Load.Load/st.Load.Capacity > 0.01 {
+			t.Errorf("a's load %+v: want bandwidth 1000 B/s and a load of less than 1%% of the capacity", st.Load)
+		}
+	})
+	t.Run("the pushed report carries the bandwidth", func(t *testing.T) {
+		webtest.Eventually(t, 5*time.Second, "a report of a with its bandwidth", func() bool {
+			rs := d.pushes("a")
+			return len(rs) > 0 && rs[len(rs)-1].Bandwidth == 1000
+		})
 	})
 }
 

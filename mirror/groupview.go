@@ -63,10 +63,13 @@ type GroupSnapshot struct {
 // watermarks that the scheduler refuses.
 //
 // A candidate's load is its reported load plus the pending load of dnsd's
-// recent answers, and its capacity the view's, all as the view carries
-// them: the scheduler sees the figures dnsd's policy sees. A member whose
-// figures are not numbers (negative, NaN, infinite) is left out, one
-// without a positive capacity is never below the high watermark. Its
+// recent answers, its bytes per second the reported ones, and its
+// capacity and bandwidth the view's, all as the view carries them: the
+// scheduler sees the figures dnsd's policy sees, and a sibling whose
+// uplink is full is as full as one over its capacity. A view of an older
+// dnsd, without bytes per second or bandwidth, has no bandwidth limits. A
+// member whose figures are not numbers (negative, NaN, infinite) is left
+// out, one without a positive capacity is never below the high watermark. Its
 // weight is the view's weight, or 1 when the view shows none (weight is
 // omitted from the JSON when zero, so a zero can not be told from an
 // absent one).
@@ -90,27 +93,45 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		if !validTargetHost(host) {
 			continue
 		}
-		load := m.Load + m.Pending
-		if !(m.Load >= 0) || !(m.Pending >= 0) || math.IsInf(load, 0) || math.IsNaN(m.Capacity) || math.IsInf(m.Capacity, 0) {
-			continue // not figures: a member to stay away from
+		fig := scheduler.Figures{
+			Load: m.Load, Pending: m.Pending, Capacity: m.Capacity,
+			BytesPerSecond: m.BytesPerSecond, Bandwidth: m.Bandwidth,
 		}
-		u := api.Utilization(m.Load, m.Pending, m.Capacity)
-		if m.Capacity <= 0 {
-			u = math.Inf(1)
+		if !figures(fig) {
+			continue // not figures: a member to stay away from
 		}
 		w := m.Weight
 		if !(w > 0) {
 			w = 1
 		}
 		members = append(members, scheduler.Member{
-			Name: m.Name, Up: true, Load: load, Capacity: m.Capacity,
+			Name: m.Name, Up: true, Load: fig.Load + fig.Pending, Capacity: fig.Capacity,
+			BytesPerSecond: fig.BytesPerSecond, Bandwidth: fig.Bandwidth,
 			Weight: w, Loc: locationOf(m.Location),
 		})
 		s.hosts = append(s.hosts, host)
-		s.util = append(s.util, u)
+		s.util = append(s.util, fig.Utilization())
 	}
 	s.group = scheduler.NewGroup(members)
 	return s, nil
+}
+
+// figures reports whether f holds numbers the scheduler can compare: the
+// load, pending load and bytes per second finite and non-negative, the
+// capacity and the bandwidth finite (a capacity of 0 or less is full, a
+// bandwidth of 0 or less no limit).
+func figures(f scheduler.Figures) bool {
+	for _, x := range []float64{f.Load, f.Pending, f.Load + f.Pending, f.BytesPerSecond} {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	for _, x := range []float64{f.Capacity, f.Bandwidth} {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // validTargetHost accepts a host name, or a host name with a port, that is

@@ -144,7 +144,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 
 	rc := probe.ReporterConfig{
-		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity,
+		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: o.ReportWindow, RunQueue: o.RunQueue, Clock: o.Clock, Logger: o.Logger,
 	}
 	cfg.RunQueue.apply(&rc)
@@ -153,7 +153,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, fmt.Errorf("mirror: reporter: %w", err)
 	}
 	if o.Registry != nil {
-		if err := o.Registry.Register(m.reporter.Collector("mirror")); err != nil {
+		if err := o.Registry.Register(m.reporter.Collector("mirror", ReportUtilization)); err != nil {
 			return nil, fmt.Errorf("mirror: register load metrics: %w", err)
 		}
 	}
@@ -161,7 +161,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if window <= 0 {
 		window = probe.DefaultReportWindow
 	}
-	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, window/10)
+	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
 
 	if d := cfg.DNSD; d.URL != "" {
 		self := cfg.Member

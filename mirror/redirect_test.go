@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
@@ -286,7 +287,8 @@ func TestGroupSnapshotCandidates(t *testing.T) {
 }
 
 // TestGroupSnapshotFigures checks that the pick uses the view's figures as
-// dnsd measured them: reported load plus pending load over capacity.
+// dnsd measured them: reported load plus pending load over capacity, and
+// reported bytes per second over bandwidth.
 func TestGroupSnapshotFigures(t *testing.T) {
 	europe := scheduler.Client{Loc: scheduler.Location{Lat: 50.9, Lon: 6.9, HasCoords: true, Continent: "EU"}}
 	tests := []struct {
@@ -304,6 +306,14 @@ func TestGroupSnapshotFigures(t *testing.T) {
 		{"NaN pending left out", func(m *api.MemberView) { m.Pending = math.NaN() }, 1, "nyc1.mirrors.example.org"},
 		{"infinite load left out", func(m *api.MemberView) { m.Load = math.Inf(1) }, 1, "nyc1.mirrors.example.org"},
 		{"NaN capacity left out", func(m *api.MemberView) { m.Capacity = math.NaN() }, 1, "nyc1.mirrors.example.org"},
+		{"uplink full, few requests: not a target", func(m *api.MemberView) { m.Load, m.Bandwidth, m.BytesPerSecond = 5, 125e6, 125e6 }, 2, "nyc1.mirrors.example.org"},
+		{"uplink at the high watermark: not a target", func(m *api.MemberView) { m.Load, m.Bandwidth, m.BytesPerSecond = 5, 125e6, 0.9*125e6 }, 2, "nyc1.mirrors.example.org"},
+		{"uplink with room", func(m *api.MemberView) { m.Load, m.Bandwidth, m.BytesPerSecond = 5, 125e6, 0.5*125e6 }, 2, "ams1.mirrors.example.org"},
+		{"no bandwidth (an older dnsd): bytes do not count", func(m *api.MemberView) { m.Load, m.BytesPerSecond = 5, 125e6 }, 2, "ams1.mirrors.example.org"},
+		{"bandwidth_utilization field ignored", func(m *api.MemberView) { m.Bandwidth, m.BandwidthUtilization = 125e6, 5 }, 2, "ams1.mirrors.example.org"},
+		{"negative bytes per second left out", func(m *api.MemberView) { m.Bandwidth, m.BytesPerSecond = 125e6, -1 }, 1, "nyc1.mirrors.example.org"},
+		{"NaN bytes per second left out", func(m *api.MemberView) { m.Bandwidth, m.BytesPerSecond = 125e6, math.NaN() }, 1, "nyc1.mirrors.example.org"},
+		{"infinite bandwidth left out", func(m *api.MemberView) { m.Bandwidth = math.Inf(1) }, 1, "nyc1.mirrors.example.org"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,6 +326,49 @@ func TestGroupSnapshotFigures(t *testing.T) {
 			host, ok := s.Pick(europe, rand.New(rand.NewPCG(1, 2)), t0, false)
 			if !ok || host != tt.want {
 				t.Errorf("Pick = %q, %v; want %q", host, ok, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadMeterBandwidth checks this mirror's own utilization, the one
+// its redirects follow: the larger of its serving load over its capacity
+// and its bytes per second over its bandwidth.
+func TestLoadMeterBandwidth(t *testing.T) {
+	tests := []struct {
+		name      string
+		bandwidth float64          // bytes per second
+		reload    func(*LoadMeter) // nil: none
+		requests  int              // of 100 kB each, in the half second since the start
+		want      float64
+	}{
+		{"no bandwidth: the load alone", 0, nil, 5, 0.1},  // 10·10/s over 1000
+		{"uplink full with few requests", 1e6, nil, 5, 1}, // 1 MB/s over 1 MB/s
+		{"uplink half full", 2e6, nil, 5, 0.5},            // 1 MB/s over 2 MB/s
+		{"load the larger", 100e6, nil, 5, 0.1},           // 1% of the uplink
+		{"no limit after a reload", 1e6, func(m *LoadMeter) { m.SetLimits(1000, 0) }, 5, 0.1},
+		{"a lower bandwidth after a reload", 2e6, func(m *LoadMeter) { m.SetLimits(1000, 1e6) }, 5, 1},
+		{"idle", 1e6, nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0
+			rep, err := probe.NewReporter(probe.ReporterConfig{Group: "www", Member: "fra1", Capacity: 1000, Window: time.Second,
+				RunQueue: func() (float64, error) { return 0, nil }, Clock: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meter := NewLoadMeter(rep, 1000, tt.bandwidth, 10*time.Millisecond)
+			if tt.reload != nil {
+				tt.reload(meter)
+			}
+			for range tt.requests {
+				rep.RequestStarted()
+				rep.RequestDone(100e3, false)
+			}
+			now = now.Add(500 * time.Millisecond) // 5 requests in 0.5 s: 10 requests/s, 1 MB/s
+			if got := meter.Utilization(now); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("utilization %g, want %g", got, tt.want)
 			}
 		})
 	}

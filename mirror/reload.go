@@ -34,6 +34,9 @@ func (m *Mirror) PrepareReload(cfg *Config) (*Reload, error) {
 	if err := probe.CheckCapacity(cfg.Capacity); err != nil {
 		return nil, fmt.Errorf("mirror: %s: capacity: %w", cfg.File, err)
 	}
+	if err := probe.CheckBandwidth(cfg.Bandwidth.BytesPerSecond()); err != nil {
+		return nil, fmt.Errorf("mirror: %s: bandwidth: %w", cfg.File, err)
+	}
 	loc, err := geo.FromConfig(cfg.Geo)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
@@ -42,26 +45,28 @@ func (m *Mirror) PrepareReload(cfg *Config) (*Reload, error) {
 }
 
 // Commit makes the prepared configuration the running one: the capacity
-// of the load reports and of the utilization that the redirects follow,
+// and bandwidth of the load reports and of the utilization that the
+// redirects follow,
 // the redirect rules, the client locator and the config the status page
 // shows, each one atomic swap. It can not fail.
 func (r *Reload) Commit() {
 	r.m.reporter.SetCapacity(r.cfg.Capacity)
-	r.m.meter.SetCapacity(r.cfg.Capacity)
+	r.m.reporter.SetBandwidth(r.cfg.Bandwidth.BytesPerSecond())
+	r.m.meter.SetLimits(r.cfg.Capacity, r.cfg.Bandwidth.BytesPerSecond())
 	r.m.redirect.SetRules(r.rules, r.loc)
 	r.m.cfg.Store(r.cfg)
 }
 
 // reloadable reports whether a running mirror takes a change of the key
 // at path (e.g. "redirect.max_share", "geo.networks[0].prefix") on a
-// reload: the capacity, the redirect rules and the host name in them,
-// geo and location. Everything else is built once, at the start, so a
+// reload: the capacity and the bandwidth, the redirect rules and the host
+// name in them, geo and location. Everything else is built once, at the start, so a
 // key added later needs a restart until it is made reloadable here.
 func reloadable(path string) bool {
 	top, _, _ := strings.Cut(path, ".")
 	top, _, _ = strings.Cut(top, "[")
 	switch top {
-	case "host", "capacity", "redirect", "geo", "location":
+	case "host", "capacity", "bandwidth", "redirect", "geo", "location":
 		return true
 	}
 	return false

@@ -63,6 +63,7 @@ func TestRestartChanges(t *testing.T) {
 	}{
 		{"unchanged", reloadBaseYAML, nil, ""},
 		{"capacity", edit("capacity: 100", "capacity: 250"), nil, ""},
+		{"bandwidth", edit("capacity: 100", "capacity: 100\nbandwidth: 1Gbit/s"), nil, ""},
 		{"host", edit("host: a.mirrors", "host: a2.mirrors"), nil, ""},
 		{"redirect", reloadBaseYAML + "redirect: {max_share: 0.2, low_watermark: 0.5, never: [/, /index.html]}\n", nil, ""},
 		{"geo", reloadBaseYAML + "geo: {networks: [{prefix: 10.0.0.0/8, location: {country: DE}}], default: {continent: EU}}\n", nil, ""},
@@ -111,17 +112,18 @@ func TestPrepareReload(t *testing.T) {
 	dir := newReloadDir(t)
 	now := time.Unix(1_700_000_000, 0)
 	tests := []struct {
-		name     string
-		yaml     string
-		want     string // substring of the error; "": the reload commits
-		capacity float64
-		maxShare float64
-		host     string
+		name      string
+		yaml      string
+		want      string // substring of the error; "": the reload commits
+		capacity  float64
+		bandwidth float64
+		maxShare  float64
+		host      string
 	}{
-		{"capacity, rules and host", strings.NewReplacer("capacity: 100", "capacity: 250", "host: a.", "host: a2.").Replace(reloadBaseYAML) +
-			"redirect: {max_share: 0.2}\ngeo: {default: {continent: EU}}\n", "", 250, 0.2, "a2.mirrors.example.test"},
-		{"restart-only key", strings.NewReplacer("member: a", "member: b", "capacity: 100", "capacity: 250").Replace(reloadBaseYAML), "member: changed", 100, DefaultMaxShare, "a.mirrors.example.test"},
-		{"corrupt mmdb", strings.Replace(reloadBaseYAML, "capacity: 100", "capacity: 250", 1) + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb", 100, DefaultMaxShare, "a.mirrors.example.test"},
+		{"capacity, bandwidth, rules and host", strings.NewReplacer("capacity: 100", "capacity: 250\nbandwidth: 1Gbit/s", "host: a.", "host: a2.").Replace(reloadBaseYAML) +
+			"redirect: {max_share: 0.2}\ngeo: {default: {continent: EU}}\n", "", 250, 125e6, 0.2, "a2.mirrors.example.test"},
+		{"restart-only key", strings.NewReplacer("member: a", "member: b", "capacity: 100", "capacity: 250\nbandwidth: 1Gbit/s").Replace(reloadBaseYAML), "member: changed", 100, 0, DefaultMaxShare, "a.mirrors.example.test"},
+		{"corrupt mmdb", strings.Replace(reloadBaseYAML, "capacity: 100", "capacity: 250", 1) + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb", 100, 0, DefaultMaxShare, "a.mirrors.example.test"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,6 +151,9 @@ func TestPrepareReload(t *testing.T) {
 			}
 			if st.Load.Capacity != tt.capacity {
 				t.Errorf("status capacity %g, want %g", st.Load.Capacity, tt.capacity)
+			}
+			if got := m.Reporter().Snapshot(now).Bandwidth; got != tt.bandwidth || st.Load.Bandwidth != tt.bandwidth {
+				t.Errorf("report bandwidth %g, status %g, want %g", got, st.Load.Bandwidth, tt.bandwidth)
 			}
 			if st.Redirect.MaxShare != tt.maxShare {
 				t.Errorf("max_share %g, want %g", st.Redirect.MaxShare, tt.maxShare)

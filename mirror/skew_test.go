@@ -87,7 +87,7 @@ func (sim skewSim) run(t *testing.T) skewResult {
 				Group: testGroup, Host: host(i), Enabled: sim.correct,
 				LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 0.8,
 			},
-			Next: content, Load: NewLoadMeter(rep, sim.capacity, time.Second), View: view,
+			Next: content, Load: NewLoadMeter(rep, sim.capacity, 0, time.Second), View: view,
 			Clock: clock, Rand: rand.New(rand.NewPCG(sim.seed, uint64(i)+2)),
 		})
 		if err != nil {

@@ -74,8 +74,12 @@ type LoadStatus struct {
 	// Load is 10·(R + M); Capacity the configured capacity.
 	Load     float64 `json:"load"`
 	Capacity float64 `json:"capacity"`
-	// Utilization is Load/Capacity, as dnsd sees it (0 when the capacity
-	// is 0).
+	// Bandwidth is the configured bandwidth in bytes per second (0: no
+	// limit).
+	Bandwidth float64 `json:"bandwidth"`
+	// Utilization is ReportUtilization of the load report, as dnsd sees
+	// it: the larger of Load/Capacity and bytes per second over the
+	// bandwidth (0 when the capacity is 0).
 	Utilization float64 `json:"utilization"`
 	// ServingUtilization leaves the redirects out (see
 	// LoadMeter.Utilization): what the redirect decision uses.
@@ -164,11 +168,8 @@ func (m *Mirror) Status(now time.Time) Status {
 	rep := m.reporter.Snapshot(now)
 	s.Load = LoadStatus{
 		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
-		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity,
-		ServingUtilization: m.meter.Utilization(now),
-	}
-	if rep.Capacity > 0 {
-		s.Load.Utilization = rep.Load / rep.Capacity
+		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
+		Utilization: ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
 	}
 
 	rules := m.redirect.Rules()

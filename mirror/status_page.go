@@ -13,6 +13,7 @@ import (
 
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // Paths of the status page on the admin server; its JSON is at
@@ -122,12 +123,14 @@ func (h *statusHandler) serveCSS(w http.ResponseWriter, _ *http.Request) {
 // statusFuncs returns the functions that format the page's figures.
 func statusFuncs() template.FuncMap {
 	return template.FuncMap{
-		"f":       func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
-		"pct":     func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" },
-		"bytes":   humanBytes,
-		"secs":    humanSeconds,
-		"rfc":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"cacheOf": cacheOf,
+		"f":     func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
+		"pct":   func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" },
+		"bytes": humanBytes,
+		// bandwidth writes bytes per second as the config does: 1Gbit/s.
+		"bandwidth": func(v float64) string { return yamlconf.Bandwidth(v).String() },
+		"secs":      humanSeconds,
+		"rfc":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"cacheOf":   cacheOf,
 	}
 }
 

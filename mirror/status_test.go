@@ -409,7 +409,7 @@ func TestStatusPageGolden(t *testing.T) {
 		Time: at, Group: "www.example.org", Member: "fra1", Host: "fra1.mirrors.example.org",
 		Started: at.Add(-90 * time.Minute), UptimeSeconds: 5400,
 		Load: LoadStatus{R: 12.5, M: 0.5, Conns: 3, BytesPerSecond: 3 << 20, RedirectsPerSecond: 1.25,
-			Load: 130, Capacity: 200, Utilization: 0.65, ServingUtilization: 0.6},
+			Load: 130, Capacity: 200, Bandwidth: 12.5e6, Utilization: 0.65, ServingUtilization: 0.6},
 		Redirect: RedirectStatus{Enabled: true, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 0.5, PerSecond: 1.25,
 			Redirected: map[string]uint64{ReasonOverload: 42}, Skipped: map[string]uint64{ReasonNoSibling: 1, ReasonNoView: 0, ReasonStaleView: 2}},
 		View: &ViewStatus{State: ViewFresh, Fetched: at.Add(-1500 * time.Millisecond), AgeSeconds: 1.5,

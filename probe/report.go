@@ -19,8 +19,8 @@ const MaxReportSize = 16 << 10
 const maxNameLen = 253
 
 // Report is one member's load report, the same JSON object for pull
-// (GET /v1/load on the mirror) and push (POST to dnsd). Every field is
-// required when decoding; the JSON names are:
+// (GET /v1/load on the mirror) and push (POST to dnsd). Every field but
+// bandwidth is required when decoding; the JSON names are:
 //
 //	group                 group name
 //	member                member name, unique in the group
@@ -33,6 +33,8 @@ const maxNameLen = 253
 //	redirects_per_second  302 responses per second
 //	load                  10·(r + m), the server-group load figure
 //	capacity              the member's configured capacity, in load units
+//	bandwidth             the member's configured bandwidth, in bytes per second;
+//	                      optional, absent (older mirrors) or 0: no limit
 type Report struct {
 	// Group is the group the member belongs to.
 	Group string `json:"group"`
@@ -57,13 +59,22 @@ type Report struct {
 	Load float64 `json:"load"`
 	// Capacity is the member's configured capacity, in load units.
 	Capacity float64 `json:"capacity"`
+	// Bandwidth is the member's configured bandwidth (its uplink), in
+	// bytes per second; 0 is no limit. It is left out of the JSON when 0,
+	// so that a mirror without one sends what dnsd always took.
+	Bandwidth float64 `json:"bandwidth,omitempty"`
 }
 
-// reportFields are the JSON names of Report's fields; DecodeReport requires
-// each exactly once.
-var reportFields = [...]string{
-	"group", "member", "seq", "time", "r", "m", "conns",
-	"bytes_per_second", "redirects_per_second", "load", "capacity",
+// reportFields are the JSON names of Report's fields; DecodeReport takes
+// each at most once and requires each one that is not optional.
+var reportFields = [...]struct {
+	name     string
+	optional bool // absent in the reports of older mirrors
+}{
+	{"group", false}, {"member", false}, {"seq", false}, {"time", false},
+	{"r", false}, {"m", false}, {"conns", false},
+	{"bytes_per_second", false}, {"redirects_per_second", false},
+	{"load", false}, {"capacity", false}, {"bandwidth", true},
 }
 
 // LoadOf returns the server-group load figure 10·(r + m).
@@ -97,6 +108,7 @@ func (r Report) Validate() error {
 	}{
 		{"r", r.R}, {"m", r.M}, {"bytes_per_second", r.BytesPerSecond},
 		{"redirects_per_second", r.RedirectsPerSecond}, {"load", r.Load}, {"capacity", r.Capacity},
+		{"bandwidth", r.Bandwidth},
 	}
 	finite := true
 	for _, n := range nums {
@@ -136,9 +148,9 @@ func checkName(s string) error {
 
 // DecodeReport reads one report from rd, at most limit bytes
 // (MaxReportSize when limit <= 0), and validates it. It is strict: the body must be exactly
-// one JSON object holding every field of Report exactly once, under its
-// exact name, with a scalar non-null value, followed by nothing but white
-// space.
+// one JSON object holding every field of Report exactly once (bandwidth at
+// most once: a report without it has no bandwidth limit), under its exact
+// name, with a scalar non-null value, followed by nothing but white space.
 func DecodeReport(rd io.Reader, limit int64) (Report, error) {
 	if limit <= 0 {
 		limit = MaxReportSize
@@ -167,7 +179,8 @@ func DecodeReport(rd io.Reader, limit int64) (Report, error) {
 
 // checkReportShape walks the tokens of b: one object, every key one of
 // reportFields spelled exactly (encoding/json would match any case), each
-// once, with a scalar non-null value, and nothing after the object.
+// once (the optional ones at most once), with a scalar non-null value, and
+// nothing after the object.
 func checkReportShape(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -208,8 +221,8 @@ func checkReportShape(b []byte) error {
 		return err
 	}
 	for i, ok := range seen {
-		if !ok {
-			return fmt.Errorf("missing field %q", reportFields[i])
+		if f := reportFields[i]; !ok && !f.optional {
+			return fmt.Errorf("missing field %q", f.name)
 		}
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -220,7 +233,7 @@ func checkReportShape(b []byte) error {
 
 func fieldIndex(key string) int {
 	for i, f := range reportFields {
-		if f == key {
+		if f.name == key {
 			return i
 		}
 	}

@@ -37,6 +37,46 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecodeReportBandwidth checks the optional bandwidth field: a report
+// of an older mirror, without it, decodes with no bandwidth limit; one
+// with it keeps it; and a report without a bandwidth encodes without the
+// field, as older mirrors sent it, so that an older dnsd takes it.
+func TestDecodeReportBandwidth(t *testing.T) {
+	withBandwidth := strings.Replace(goodJSON, `"capacity":5000`, `"capacity":5000,"bandwidth":125000000`, 1)
+	tests := []struct {
+		name string
+		in   string
+		want float64
+	}{
+		{"older mirror, no bandwidth field", goodJSON, 0},
+		{"bandwidth", withBandwidth, 125e6},
+		{"bandwidth 0", strings.Replace(goodJSON, `"capacity":5000`, `"capacity":5000,"bandwidth":0`, 1), 0},
+		{"bandwidth first", strings.Replace(goodJSON, `{"group"`, `{"bandwidth":1e6,"group"`, 1), 1e6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := DecodeReport(strings.NewReader(tt.in), 0)
+			if err != nil {
+				t.Fatalf("DecodeReport: %v", err)
+			}
+			want := goodReport()
+			want.Bandwidth = tt.want
+			if r != want {
+				t.Errorf("got %+v, want %+v", r, want)
+			}
+		})
+	}
+	b, err := json.Marshal(goodReport())
+	if err != nil || string(b) != goodJSON {
+		t.Errorf("a report without a bandwidth encodes as %s, %v; want the older JSON %s", b, err, goodJSON)
+	}
+	r := goodReport()
+	r.Bandwidth = 125e6
+	if b, err := json.Marshal(r); err != nil || string(b) != withBandwidth {
+		t.Errorf("a report with a bandwidth encodes as %s, %v; want %s", b, err, withBandwidth)
+	}
+}
+
 func TestDecodeReportErrors(t *testing.T) {
 	replace := func(old, new string) string { return strings.Replace(goodJSON, old, new, 1) }
 	tests := []struct {
@@ -67,6 +107,11 @@ func TestDecodeReportErrors(t *testing.T) {
 		{"load inconsistent", replace(`"load":1017.5`, `"load":1000`), 0, ErrInvalidReport, "not 10·(r + m)"},
 		{"zero time", replace(`2025-03-01T12:00:00.123456789Z`, `0001-01-01T00:00:00Z`), 0, ErrInvalidReport, "time: missing"},
 		{"huge number", replace(`"capacity":5000`, `"capacity":1e999`), 0, ErrReportSyntax, "capacity"},
+		{"duplicate bandwidth", replace(`"capacity":5000`, `"capacity":5000,"bandwidth":1,"bandwidth":2`), 0, ErrReportSyntax, `duplicate field "bandwidth"`},
+		{"null bandwidth", replace(`"capacity":5000`, `"capacity":5000,"bandwidth":null`), 0, ErrReportSyntax, `"bandwidth": null`},
+		{"bandwidth as a string", replace(`"capacity":5000`, `"capacity":5000,"bandwidth":"1Gbit/s"`), 0, ErrReportSyntax, "string"},
+		{"case folded bandwidth", replace(`"capacity":5000`, `"capacity":5000,"Bandwidth":1`), 0, ErrReportSyntax, `unknown field "Bandwidth"`},
+		{"negative bandwidth", replace(`"capacity":5000`, `"capacity":5000,"bandwidth":-1`), 0, ErrInvalidReport, "bandwidth: -1 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +142,10 @@ func TestReportValidate(t *testing.T) {
 		{"inf m", func(r *Report) { r.M = math.Inf(1) }, "m: not finite"},
 		{"negative conns", func(r *Report) { r.Conns = -1 }, "conns: -1 is negative"},
 		{"negative capacity", func(r *Report) { r.Capacity = -1 }, "capacity"},
+		{"bandwidth", func(r *Report) { r.Bandwidth = 125e6 }, ""},
+		{"negative bandwidth", func(r *Report) { r.Bandwidth = -1 }, "bandwidth: -1 is negative"},
+		{"nan bandwidth", func(r *Report) { r.Bandwidth = math.NaN() }, "bandwidth: not finite"},
+		{"infinite bandwidth", func(r *Report) { r.Bandwidth = math.Inf(1) }, "bandwidth: not finite"},
 		{"empty member", func(r *Report) { r.Member = "" }, "member: empty"},
 		{"long group", func(r *Report) { r.Group = strings.Repeat("g", 254) }, "longer than"},
 		{"big load relative", func(r *Report) { r.R, r.M, r.Load = 1e9, 0, 1e10+100 }, ""},

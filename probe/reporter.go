@@ -24,6 +24,9 @@ type ReporterConfig struct {
 	Group, Member string
 	// Capacity is the member's configured capacity, in load units (>= 0).
 	Capacity float64
+	// Bandwidth is the member's configured bandwidth, in bytes per second
+	// (>= 0; 0 is no limit).
+	Bandwidth float64
 	// Window is the sliding window that rates are taken over (default
 	// DefaultReportWindow, at least 10 ms).
 	Window time.Duration
@@ -51,9 +54,10 @@ type Reporter struct {
 	width int64 // bucket width, ns
 	start time.Time
 
-	inFlight atomic.Int64
-	seq      atomic.Uint64
-	capacity atomic.Uint64 // math.Float64bits of the capacity; see SetCapacity
+	inFlight  atomic.Int64
+	seq       atomic.Uint64
+	capacity  atomic.Uint64 // math.Float64bits of the capacity; see SetCapacity
+	bandwidth atomic.Uint64 // math.Float64bits of the bandwidth; see SetBandwidth
 
 	mu      sync.Mutex
 	buckets [reporterBuckets]bucket
@@ -80,6 +84,9 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if err := CheckCapacity(cfg.Capacity); err != nil {
 		return nil, err
 	}
+	if err := CheckBandwidth(cfg.Bandwidth); err != nil {
+		return nil, err
+	}
 	if cfg.Window == 0 {
 		cfg.Window = DefaultReportWindow
 	}
@@ -100,6 +107,7 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 		r.buckets[i].epoch = -1 << 62
 	}
 	r.capacity.Store(math.Float64bits(cfg.Capacity))
+	r.bandwidth.Store(math.Float64bits(cfg.Bandwidth))
 	return r, nil
 }
 
@@ -118,6 +126,23 @@ func CheckCapacity(c float64) error {
 func (r *Reporter) SetCapacity(c float64) {
 	if CheckCapacity(c) == nil {
 		r.capacity.Store(math.Float64bits(c))
+	}
+}
+
+// CheckBandwidth returns an error unless b is a bandwidth that a Reporter
+// takes: a finite number of bytes per second >= 0.
+func CheckBandwidth(b float64) error {
+	if !(b >= 0) || b > 1e300 {
+		return fmt.Errorf("%w: bandwidth %g: want a finite number of bytes per second >= 0", ErrInvalidSpec, b)
+	}
+	return nil
+}
+
+// SetBandwidth makes b the bandwidth of the reports from now on (a
+// reload). b must pass CheckBandwidth; any other value is ignored.
+func (r *Reporter) SetBandwidth(b float64) {
+	if CheckBandwidth(b) == nil {
+		r.bandwidth.Store(math.Float64bits(b))
 	}
 }
 
@@ -197,6 +222,7 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 		BytesPerSecond:     rate(byt),
 		RedirectsPerSecond: rate(red),
 		Capacity:           math.Float64frombits(r.capacity.Load()),
+		Bandwidth:          math.Float64frombits(r.bandwidth.Load()),
 	}
 	rep.Load = LoadOf(rep.R, rep.M)
 	return rep

@@ -219,6 +219,8 @@ func TestNewReporterErrors(t *testing.T) {
 		{"no member", ReporterConfig{Group: "a"}, "member: empty"},
 		{"negative capacity", ReporterConfig{Group: "a", Member: "b", Capacity: -1}, "capacity"},
 		{"nan capacity", ReporterConfig{Group: "a", Member: "b", Capacity: math.NaN()}, "capacity"},
+		{"negative bandwidth", ReporterConfig{Group: "a", Member: "b", Bandwidth: -1}, "bandwidth"},
+		{"infinite bandwidth", ReporterConfig{Group: "a", Member: "b", Bandwidth: math.Inf(1)}, "bandwidth"},
 		{"tiny window", ReporterConfig{Group: "a", Member: "b", Window: time.Millisecond}, "window"},
 	}
 	for _, tt := range tests {
@@ -250,6 +252,42 @@ func TestReporterSetCapacity(t *testing.T) {
 			r.SetCapacity(tt.set)
 			if got := r.Snapshot(clk.Now()).Capacity; got != tt.want {
 				t.Errorf("capacity %g after SetCapacity(%g), want %g", got, tt.set, tt.want)
+			}
+		})
+	}
+}
+
+func TestReporterBandwidth(t *testing.T) {
+	clk := newFakeClock(time.Unix(1000, 0))
+	r, err := NewReporter(ReporterConfig{Group: "www", Member: "fra1", Capacity: 2000, Bandwidth: 125e6,
+		Window: time.Second, RunQueue: fixedRunQueue(0), Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Snapshot(clk.Now()).Bandwidth; got != 125e6 {
+		t.Fatalf("bandwidth %g, want the configured 125e6", got)
+	}
+	tests := []struct {
+		name string
+		set  float64
+		want float64
+	}{
+		{"raised", 250e6, 250e6},
+		{"no limit", 0, 0},
+		{"negative ignored", -1, 0},
+		{"NaN ignored", math.NaN(), 0},
+		{"back", 125e6, 125e6},
+		{"infinite ignored", math.Inf(1), 125e6},
+	}
+	for _, tt := range tests { // in order: each starts where the last ended
+		t.Run(tt.name, func(t *testing.T) {
+			r.SetBandwidth(tt.set)
+			rep := r.Snapshot(clk.Now())
+			if rep.Bandwidth != tt.want {
+				t.Errorf("bandwidth %g after SetBandwidth(%g), want %g", rep.Bandwidth, tt.set, tt.want)
+			}
+			if err := rep.Validate(); err != nil {
+				t.Errorf("report: %v", err)
 			}
 		})
 	}

@@ -29,7 +29,7 @@ func benchGroup(n int, now time.Time) (*Group, *Estimator) {
 	est := NewEstimator(time.Minute)
 	rng := newRand(10)
 	for i := range ms {
-		est.Report(i, rng.Float64()*0.8*ms[i].Capacity, now)
+		est.Report(i, Usage{Load: rng.Float64() * 0.8 * ms[i].Capacity}, now)
 	}
 	return NewGroup(ms), est
 }
@@ -85,7 +85,7 @@ func BenchmarkQuery(b *testing.B) {
 		now := t0.Add(time.Duration(i) * 300 * time.Second / 4096)
 		if i%16 == 0 {
 			m := i / 16 % g.Len()
-			est.Report(m, 0.5*g.Member(m).Capacity, now)
+			est.Report(m, Usage{Load: 0.5 * g.Member(m).Capacity}, now)
 		}
 		sc := scope(i & 4095)
 		share := rates.Share(sc, now)

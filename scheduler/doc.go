@@ -24,16 +24,22 @@
 //
 // # Utilization
 //
-// The utilization of member i is
+// The utilization of member i is the larger of its two fractions, of its
+// capacity and of its uplink:
 //
-//	uᵢ = (Lᵢ + Pᵢ(now)) / Cᵢ
+//	uᵢ = max((Lᵢ + Pᵢ(now)) / Cᵢ,  Bᵢ / BWᵢ)
 //
 // with Lᵢ the last reported load (the Estimator's latest report, else
 // Member.Load), Cᵢ the capacity in the same units (load = 10·(r + m)), and
 // Pᵢ the pending load: the sum of the hidden loads of the answers naming i
 // since its last report, each decayed as 2^(−age/horizon). A report sets
-// Pᵢ to 0, since it now shows those clients. A member with no capacity has
-// uᵢ = +Inf.
+// Pᵢ to 0, since it now shows those clients. Bᵢ is the last reported rate
+// of response bytes and BWᵢ the member's bandwidth, both in bytes per
+// second; without a bandwidth (BWᵢ = 0) the second fraction is 0, so a
+// member that serves large files from a full uplink is full however few
+// requests it serves. A member with no capacity has uᵢ = +Inf.
+// Figures.Utilization is this definition, the one that dnsd's views and
+// the mirrors' 302 correction use too.
 //
 // The watermarks low < high (defaults 0.7 and 0.9) define the taper
 //

@@ -32,10 +32,18 @@ type Estimator struct {
 
 // estimate is one member's entry.
 type estimate struct {
-	load     float64   // last reported load
-	reported bool      // load is set
-	pending  float64   // pending load as of at
-	at       time.Time // when pending was last updated
+	load           float64   // last reported load
+	bytesPerSecond float64   // last reported rate of response bytes
+	reported       bool      // load and bytesPerSecond are set
+	pending        float64   // pending load as of at
+	at             time.Time // when pending was last updated
+}
+
+// Usage is what a load report says a member uses: its load, in load units
+// (10·(r + m)), and the response bytes it sends per second.
+type Usage struct {
+	Load           float64
+	BytesPerSecond float64
 }
 
 // NewEstimator returns an empty Estimator whose pending load halves every
@@ -56,17 +64,17 @@ func (e *Estimator) entry(i int) *estimate {
 	return &e.m[i]
 }
 
-// Report records a new load report of member at now: its load replaces the
-// previous one and its pending load is reset to 0, since the report now
-// includes the clients the earlier answers sent. Negative or non-finite
-// loads count as 0; a negative member is ignored.
-func (e *Estimator) Report(member int, load float64, now time.Time) {
+// Report records a new load report of member at now: its usage replaces
+// the previous one and its pending load is reset to 0, since the report
+// now includes the clients the earlier answers sent. Negative or
+// non-finite figures count as 0; a negative member is ignored.
+func (e *Estimator) Report(member int, u Usage, now time.Time) {
 	if member < 0 {
 		return
 	}
 	e.mu.Lock()
 	en := e.entry(member)
-	en.load, en.reported = sane(load), true
+	en.load, en.bytesPerSecond, en.reported = sane(u.Load), sane(u.BytesPerSecond), true
 	en.pending, en.at = 0, now
 	e.mu.Unlock()
 }

@@ -24,7 +24,7 @@ func Example() {
 		panic(err)
 	}
 	est := scheduler.NewEstimator(time.Minute)
-	est.Report(0, 300, now) // fra: 30% utilized
+	est.Report(0, scheduler.Usage{Load: 300}, now) // fra: 30% utilized
 	rates := scheduler.NewScopeRates(scheduler.ScopeRatesConfig{})
 	rng := rand.New(rand.NewPCG(1, 2))
 

@@ -23,6 +23,12 @@ type Member struct {
 	// Capacity is the member's capacity in the same units as Load. A member
 	// with no positive capacity counts as always full.
 	Capacity float64
+	// BytesPerSecond is the last reported rate of response bytes; an
+	// Estimator that has a newer report for the member overrides it.
+	BytesPerSecond float64
+	// Bandwidth is what the member's uplink carries, in bytes per second;
+	// 0 is no limit. See Figures.Utilization.
+	Bandwidth float64
 	// Weight is the static weight (weighted, hash, geo-load). Negative or
 	// non-finite weights count as 0.
 	Weight float64
@@ -67,6 +73,8 @@ func NewGroup(members []Member) *Group {
 	for i, m := range members {
 		m.Load = sane(m.Load)
 		m.Capacity = sane(m.Capacity)
+		m.BytesPerSecond = sane(m.BytesPerSecond)
+		m.Bandwidth = sane(m.Bandwidth)
 		m.Weight = sane(m.Weight)
 		m.Loc.Country = strings.ToUpper(m.Loc.Country)
 		m.Loc.Continent = strings.ToUpper(m.Loc.Continent)

@@ -28,7 +28,7 @@ func TestLeastLoadBurst(t *testing.T) {
 			var total float64
 			for i, c := range tc.capacities {
 				ms[i] = Member{Name: string(rune('a' + i)), Up: true, Capacity: c, Weight: 1}
-				est.Report(i, tc.loads[i]*c, t0)
+				est.Report(i, Usage{Load: tc.loads[i] * c}, t0)
 				total += c
 			}
 			g := NewGroup(ms)
@@ -51,7 +51,7 @@ func TestLeastLoadBurst(t *testing.T) {
 				}
 			}
 			// The next report resets the pending load.
-			est.Report(0, 0, t0.Add(2*time.Second))
+			est.Report(0, Usage{}, t0.Add(2*time.Second))
 			if p := est.Pending(0, t0.Add(2*time.Second)); p != 0 {
 				t.Errorf("pending after report = %g, want 0", p)
 			}
@@ -81,11 +81,15 @@ func TestEstimator(t *testing.T) {
 		}, 15},
 		{"report-resets", func(e *Estimator) float64 {
 			e.Add([]int{0}, 10, t0)
-			e.Report(0, 50, t0.Add(time.Second))
+			e.Report(0, Usage{Load: 50}, t0.Add(time.Second))
 			return e.Pending(0, t0.Add(time.Second))
 		}, 0},
 		{"clock-backwards", func(e *Estimator) float64 { e.Add([]int{0}, 10, t0); return e.Pending(0, t0.Add(-time.Hour)) }, 10},
-		{"negative-ignored", func(e *Estimator) float64 { e.Add([]int{-1}, 10, t0); e.Report(-1, 1, t0); return e.Pending(-1, t0) }, 0},
+		{"negative-ignored", func(e *Estimator) float64 {
+			e.Add([]int{-1}, 10, t0)
+			e.Report(-1, Usage{Load: 1}, t0)
+			return e.Pending(-1, t0)
+		}, 0},
 		{"nan-ignored", func(e *Estimator) float64 { e.Add([]int{0}, math.NaN(), t0); return e.Pending(0, t0) }, 0},
 	}
 	for _, tc := range cases {
@@ -112,7 +116,7 @@ func TestEstimatorOverridesSnapshot(t *testing.T) {
 		want  string
 	}{
 		{"snapshot", func(*Estimator) {}, "b"},
-		{"reported", func(e *Estimator) { e.Report(0, 0, t0) }, "a"},
+		{"reported", func(e *Estimator) { e.Report(0, Usage{}, t0) }, "a"},
 		{"pending", func(e *Estimator) { e.Add([]int{1}, 85, t0) }, "a"},
 	}
 	pol := mustPolicy(t, "least-load", Params{})
@@ -123,6 +127,43 @@ func TestEstimatorOverridesSnapshot(t *testing.T) {
 			got, _ := pol.Pick(g, Query{N: 1, Rand: newRand(6), Now: t0, Load: e}, nil)
 			if n := g.Member(got[0]).Name; n != tc.want {
 				t.Errorf("Pick = %s, want %s", n, tc.want)
+			}
+		})
+	}
+}
+
+// TestLeastLoadBandwidth checks that a member whose uplink is full ranks
+// by its bandwidth utilization, however few requests it serves.
+func TestLeastLoadBandwidth(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const bandwidth = 12.5e6 // 100Mbit/s
+	cases := []struct {
+		name string
+		a, b Usage // reported by members a and b, both of capacity 100
+		want string
+	}{
+		{"by load", Usage{Load: 20}, Usage{Load: 30}, "a"},
+		{"a's uplink full, few requests", Usage{Load: 5, BytesPerSecond: bandwidth}, Usage{Load: 30}, "b"},
+		{"a's uplink half full", Usage{Load: 5, BytesPerSecond: bandwidth / 2}, Usage{Load: 30}, "b"},
+		{"a's uplink a tenth full", Usage{Load: 5, BytesPerSecond: bandwidth / 10}, Usage{Load: 30}, "a"},
+		{"both uplinks, b's fuller", Usage{Load: 5, BytesPerSecond: bandwidth / 2}, Usage{Load: 5, BytesPerSecond: bandwidth}, "a"},
+	}
+	pol := mustPolicy(t, "least-load", Params{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGroup([]Member{
+				{Name: "a", Up: true, Capacity: 100, Bandwidth: bandwidth, Weight: 1},
+				{Name: "b", Up: true, Capacity: 100, Bandwidth: bandwidth, Weight: 1},
+			})
+			e := NewEstimator(0)
+			e.Report(0, tc.a, t0)
+			e.Report(1, tc.b, t0)
+			rng := newRand(7)
+			for range 20 {
+				got, _ := pol.Pick(g, Query{N: 2, Rand: rng, Now: t0, Load: e}, nil)
+				if n := g.Member(got[0]).Name; n != tc.want {
+					t.Fatalf("Pick = %v, want %s first", names(g, got), tc.want)
+				}
 			}
 		})
 	}

@@ -34,7 +34,8 @@ const (
 
 // Params tunes the load-aware policies. The zero value means the defaults.
 type Params struct {
-	// LowWatermark and HighWatermark are utilizations (load/capacity);
+	// LowWatermark and HighWatermark are utilizations (see
+	// Figures.Utilization);
 	// when both are 0 they default to DefaultLowWatermark and
 	// DefaultHighWatermark, otherwise 0 ≤ LowWatermark < HighWatermark.
 	LowWatermark, HighWatermark float64
@@ -189,26 +190,26 @@ func (v *view) eligible() []int {
 
 func (v *view) up(i int) bool { return v.open || v.g.members[i].Up }
 
-// util returns member i's utilization: (reported load + pending load) /
-// capacity; +Inf for a member without capacity. Failing open, reported
-// loads are ignored (the members are down, their reports stale).
-func (v *view) util(i int) float64 {
+// util returns member i's utilization (Figures.Utilization).
+func (v *view) util(i int) float64 { return v.figures(i).Utilization() }
+
+// figures returns member i's figures: the estimator's latest report, else
+// the snapshot's, with the pending load. Failing open, reported figures
+// are ignored (the members are down, their reports stale).
+func (v *view) figures(i int) Figures {
 	m := &v.g.members[i]
-	load := m.Load
+	f := Figures{Load: m.Load, Capacity: m.Capacity, BytesPerSecond: m.BytesPerSecond, Bandwidth: m.Bandwidth}
 	if v.open {
-		load = 0
+		f.Load, f.BytesPerSecond = 0, 0
 	}
 	if v.e != nil && i < len(v.e.m) {
 		en := &v.e.m[i]
 		if en.reported && !v.open {
-			load = en.load
+			f.Load, f.BytesPerSecond = en.load, en.bytesPerSecond
 		}
-		load += en.decayed(v.now, v.e.halfLife)
+		f.Pending = en.decayed(v.now, v.e.halfLife)
 	}
-	if m.Capacity == 0 {
-		return math.Inf(1)
-	}
-	return load / m.Capacity
+	return f
 }
 
 // has reports whether i is in picked.

@@ -19,13 +19,19 @@ func TestRegions(t *testing.T) {
 		// viaEstimator sets it through Estimator reports instead of
 		// Member.Load.
 		viaEstimator bool
-		spill        bool // want the spill region rather than home
+		// byBandwidth gives it as bytes per second over the members'
+		// bandwidth, with a load of a tenth of their capacity.
+		byBandwidth bool
+		spill       bool // want the spill region rather than home
 	}{
 		{name: "idle", homeUtil: 0},
 		{name: "below-low", homeUtil: 0.5},
 		{name: "home-full", homeUtil: 1.0, spill: true},
 		{name: "home-full-reported", homeUtil: 1.0, viaEstimator: true, spill: true},
 		{name: "home-over-high", homeUtil: 0.95, spill: true},
+		{name: "bandwidth-below-low", homeUtil: 0.5, byBandwidth: true},
+		{name: "bandwidth-full", homeUtil: 1.0, byBandwidth: true, spill: true},
+		{name: "bandwidth-full-reported", homeUtil: 1.0, byBandwidth: true, viaEstimator: true, spill: true},
 	}
 	for _, polName := range []string{"nearest", "geo-load"} {
 		pol := mustPolicy(t, polName, Params{})
@@ -34,14 +40,20 @@ func TestRegions(t *testing.T) {
 				t.Run(polName+"/"+tc.name+"/"+cl.name, func(t *testing.T) {
 					ms := regionMembers()
 					est := NewEstimator(time.Minute)
+					const bandwidth = 125e6 // 1Gbit/s
 					for i := range ms {
+						ms[i].Bandwidth = bandwidth
 						if regionOf(ms[i].Name) != cl.home {
 							continue
 						}
+						u := Usage{Load: tc.homeUtil * ms[i].Capacity}
+						if tc.byBandwidth {
+							u = Usage{Load: 0.1 * ms[i].Capacity, BytesPerSecond: tc.homeUtil * bandwidth}
+						}
 						if tc.viaEstimator {
-							est.Report(i, tc.homeUtil*ms[i].Capacity, now)
+							est.Report(i, u, now)
 						} else {
-							ms[i].Load = tc.homeUtil * ms[i].Capacity
+							ms[i].Load, ms[i].BytesPerSecond = u.Load, u.BytesPerSecond
 						}
 					}
 					g := NewGroup(ms)

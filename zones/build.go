@@ -563,6 +563,9 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 	if !(m.Capacity > 0) || math.IsInf(m.Capacity, 1) {
 		b.errorf(path+".capacity", "%s: capacity must be > 0", obj)
 	}
+	if err := m.Bandwidth.Check(); err != nil {
+		b.errorf(path+".bandwidth", "%s: bandwidth %v", obj, err)
+	}
 	if m.Weight == 0 {
 		m.Weight = DefaultWeight
 	}

@@ -56,7 +56,7 @@ func TestLoadGood(t *testing.T) {
 		t.Fatalf("members = %+v", g.Members)
 	}
 	fra := g.Members[0]
-	if fra.Weight != 1 || fra.Capacity != 1000 || fra.Location.Country != "DE" || *fra.Location.Lat != 50.1 ||
+	if fra.Weight != 1 || fra.Capacity != 1000 || fra.Bandwidth != 125e6 || g.Members[1].Bandwidth != 0 || fra.Location.Country != "DE" || *fra.Location.Lat != 50.1 ||
 		len(fra.Addresses) != 2 || fra.Addresses[1] != netip.MustParseAddr("2001:db8::10") {
 		t.Errorf("fra1 = %+v", fra)
 	}
@@ -123,6 +123,8 @@ func TestLoadBad(t *testing.T) {
 		{"wrong type", "wrong_type.yaml", []string{"wrong_type.yaml:2:17: server.max_udp_size: wrong type: want integer, got string"}},
 		{"bad IP address", "bad_ip.yaml", []string{`bad_ip.yaml:9:33: groups[0].members[0].addresses[1]: invalid IP address "192.0.2.300"`}},
 		{"syntax error", "syntax.yaml", []string{"syntax.yaml:2:1: "}},
+		{"bandwidth without a unit we know", "bandwidth_unit.yaml", []string{`bandwidth_unit.yaml:11:20: groups[0].members[0].bandwidth: invalid bandwidth "1 Gigabit": want e.g. 1Gbit/s, 100Mbit/s or 12.5MB/s`}},
+		{"negative bandwidth", "bandwidth_negative.yaml", []string{`bandwidth_negative.yaml:11:20: groups[0].members[0].bandwidth: invalid bandwidth "-100Mbit/s"`}},
 		{"capacity 0", "capacity_zero.yaml", []string{`capacity_zero.yaml:10:9: group "www.example.org.": member "fra1": capacity must be > 0`}},
 		{"duplicate member", "dup_member.yaml", []string{`dup_member.yaml:11:9: group "www.example.org.": member "fra1": defined twice`}},
 		{"group outside every zone", "group_outside.yaml", []string{`group_outside.yaml:5:5: group "www.example.com.": not inside any served zone`}},
@@ -153,12 +155,13 @@ func TestLoadBad(t *testing.T) {
 			`many.yaml:9:9: group "www.example.org.": member "FRA_1": name must match [a-z0-9-]+`,
 			`many.yaml:10:9: group "www.example.org.": member "FRA_1": host "bad host" is not a domain name`,
 			`many.yaml:11:9: group "www.example.org.": member "FRA_1": at least one address is required`,
-			`many.yaml:14:20: group "www.example.org.": member "FRA_1": location: lat 91 must be in -90..90`,
-			`many.yaml:14:37: group "www.example.org.": member "FRA_1": location: country "Deutschland"`,
-			`many.yaml:14:59: group "www.example.org.": member "FRA_1": location: continent "XX"`,
+			`many.yaml:15:20: group "www.example.org.": member "FRA_1": location: lat 91 must be in -90..90`,
+			`many.yaml:15:37: group "www.example.org.": member "FRA_1": location: country "Deutschland"`,
+			`many.yaml:15:59: group "www.example.org.": member "FRA_1": location: continent "XX"`,
 			`many.yaml:12:9: group "www.example.org.": member "FRA_1": capacity must be > 0`,
-			`many.yaml:13:9: group "www.example.org.": member "FRA_1": weight -2 must be >= 0`,
-			`many.yaml:15:9: group "www.example.org.": member "FRA_1": probe "ftp://example.org/"`,
+			`many.yaml:13:9: group "www.example.org.": member "FRA_1": bandwidth 100 B/s is below 1000 B/s (8kbit/s): write the unit, e.g. 100Mbit/s (0: no limit)`,
+			`many.yaml:14:9: group "www.example.org.": member "FRA_1": weight -2 must be >= 0`,
+			`many.yaml:16:9: group "www.example.org.": member "FRA_1": probe "ftp://example.org/"`,
 		}},
 	}
 	for _, tt := range tests {

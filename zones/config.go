@@ -184,6 +184,11 @@ type MemberConfig struct {
 	Location Location `yaml:"location"`
 	// Capacity is what the member can carry, in load units (> 0).
 	Capacity float64 `yaml:"capacity"`
+	// Bandwidth is what the member's uplink carries, in bytes per second,
+	// written with its unit (1Gbit/s, 100MB/s); 0 or absent is no limit.
+	// With a bandwidth the member's utilization is the larger of its load
+	// over Capacity and its reported bytes per second over Bandwidth.
+	Bandwidth Bandwidth `yaml:"bandwidth"`
 	// Weight is the member's static weight (default 1).
 	Weight float64 `yaml:"weight"`
 	// Probe is the URL of the member's load report (GET /v1/load).
@@ -226,3 +231,7 @@ type Location = yamlconf.Location
 
 // Duration is a time.Duration written as "10s", "1m30s" in YAML.
 type Duration = yamlconf.Duration
+
+// Bandwidth is a rate in bytes per second written as 1Gbit/s, 100Mbps or
+// 12.5MB/s in YAML (see yamlconf.Bandwidth).
+type Bandwidth = yamlconf.Bandwidth

@@ -31,6 +31,9 @@ func TestWithMembers(t *testing.T) {
 		{"duplicate of a static member", map[string][]MemberConfig{group: {{Name: set.Groups[group].Members[0].Name, Host: "x.example.org", Addresses: good.Addresses, Capacity: 1}}}, "already a member", ErrDuplicateMember},
 		{"twice in one call", map[string][]MemberConfig{group: {good, good}}, "already a member", ErrDuplicateMember},
 		{"invalid: no capacity, no address", map[string][]MemberConfig{group: {{Name: "bad", Host: "bad.example.org"}}}, "capacity must be > 0", nil},
+		{"bandwidth", map[string][]MemberConfig{group: {{Name: "bw1", Host: "bw1.example.org", Addresses: good.Addresses, Capacity: 1, Bandwidth: 125e6}}}, "", nil},
+		{"negative bandwidth", map[string][]MemberConfig{group: {{Name: "bw1", Host: "bw1.example.org", Addresses: good.Addresses, Capacity: 1, Bandwidth: -1}}}, `member "bw1": bandwidth -1 B/s: want 0 (no limit) or a positive rate`, nil},
+		{"bandwidth without its unit", map[string][]MemberConfig{group: {{Name: "bw1", Host: "bw1.example.org", Addresses: good.Addresses, Capacity: 1, Bandwidth: 100}}}, `member "bw1": bandwidth 100 B/s is below 1000 B/s`, nil},
 		{"invalid name", map[string][]MemberConfig{group: {{Name: "Bad Name", Host: "b.example.org", Addresses: good.Addresses, Capacity: 1}}}, "name must match", nil},
 	}
 	for _, tc := range cases {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -296,15 +297,19 @@ func (g *global) status(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(g.stdout)
 	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE")
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE")
 	for _, m := range v.Members {
 		age := "-"
 		if m.LastReport != nil {
 			age = fmt.Sprintf("%.1fs", m.ReportAge)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%.2f\t%.0f%%\t%.0f%%\t%s\n",
+		bw, bwUtil := "-", "-"
+		if m.Bandwidth > 0 {
+			bw, bwUtil = yamlconf.Bandwidth(m.Bandwidth).String(), fmt.Sprintf("%.2f", m.BandwidthUtilization)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\n",
 			m.Name, m.State, m.Source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
-			m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age)
+			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age)
 	}
 	return tw.Flush()
 }
@@ -315,10 +320,12 @@ func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error
 	var info api.MemberInfo
 	var addrs, country, continent string
 	var lat, lon float64
+	var bandwidth yamlconf.Bandwidth
 	fs.StringVar(&info.Name, "name", "", "member name ([a-z0-9-]+)")
 	fs.StringVar(&info.Host, "host", "", "the member's own host name")
 	fs.StringVar(&addrs, "addr", "", "IPv4/IPv6 addresses, comma separated")
 	fs.Float64Var(&info.Capacity, "capacity", 0, "capacity in load units (> 0)")
+	fs.TextVar(&bandwidth, "bandwidth", yamlconf.Bandwidth(0), "the member's uplink, e.g. 1Gbit/s, 100Mbit/s or 12.5MB/s (0: no limit)")
 	fs.Float64Var(&info.Weight, "weight", 0, "static weight (default 1)")
 	fs.StringVar(&info.Probe, "probe", "", "load report URL ("+string(api.LoadReport)+")")
 	fs.Float64Var(&lat, "lat", 0, "latitude")
@@ -346,6 +353,7 @@ func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error
 		}
 	})
 	info.Location.Country, info.Location.Continent = country, continent
+	info.Bandwidth = bandwidth.BytesPerSecond()
 	c, err := g.client(true)
 	if err != nil {
 		return err

@@ -36,9 +36,9 @@ func testView() api.GroupView {
 		Members: []api.MemberView{
 			{
 				MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.mirrors.example.org.", Addresses: []string{"192.0.2.10", "2001:db8::10"},
-					Location: api.LocationView{Lat: ptr(50.11), Lon: ptr(8.68), Country: "DE", Continent: "EU"}, Capacity: 1000},
+					Location: api.LocationView{Lat: ptr(50.11), Lon: ptr(8.68), Country: "DE", Continent: "EU"}, Capacity: 1000, Bandwidth: 1.25e6},
 				Source: "config", State: "up", Since: t.Add(-time.Hour),
-				Load: 305, Reported: rep.Time, Pending: 20, Utilization: api.Utilization(305, 20, 1000),
+				Load: 305, Reported: rep.Time, Pending: 20, Utilization: 0.8, LoadUtilization: 0.325, BandwidthUtilization: 0.8, BytesPerSecond: 1e6,
 				LastReport: &rep, ReportAge: 2, AnswerShare: 0.75, CapacityShare: 0.667,
 			},
 			{
@@ -157,7 +157,8 @@ func TestCommands(t *testing.T) {
 		{"add", testSecret, []string{"add", "www.example.org", "-name", "par1", "-host", "par1.mirrors.example.org.",
 			"-addr", "192.0.2.30, 2001:db8::30", "-capacity", "800", "-lat", "48.86", "-lon", "2.35", "-country", "FR", "-continent", "EU"}},
 		{"add-json", testSecret, []string{"-o", "json", "add", "www.example.org", "-name", "par1", "-host", "par1.mirrors.example.org.",
-			"-addr", "192.0.2.30", "-capacity", "800", "-probe", "http://192.0.2.30:9180/v1/load"}},
+			"-addr", "192.0.2.30", "-capacity", "800", "-bandwidth", "1Gbit/s", "-probe", "http://192.0.2.30:9180/v1/load"}},
+		{"add-bad-bandwidth", testSecret, []string{"add", "www.example.org", "-name", "par1", "-bandwidth", "1 Gigabit"}},
 		{"add-without-secret", "", []string{"add", "www.example.org", "-name", "par1"}},
 		{"remove", testSecret, []string{"remove", "www.example.org", "ams1"}},
 		{"remove-json", testSecret, []string{"-o", "json", "remove", "www.example.org", "ams1"}},

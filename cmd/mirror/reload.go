@@ -21,5 +21,5 @@ func (l configLoad) reload() ([]any, error) {
 		return nil, err
 	}
 	r.Commit()
-	return []any{"capacity", cfg.Capacity}, nil
+	return []any{"capacity", cfg.Capacity, "bandwidth", cfg.Bandwidth.String()}, nil
 }

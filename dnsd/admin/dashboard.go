@@ -102,9 +102,11 @@ type Dashboard struct {
 }
 
 // NewDashboard returns a Dashboard and registers its metrics: the stream
-// gauge and the per-member gauges transmirror_dnsd_member_up and
-// transmirror_dnsd_member_utilization_ratio (read from Source at each
-// scrape, so a removed member's series goes with it).
+// gauge and the per-member gauges transmirror_dnsd_member_up,
+// transmirror_dnsd_member_utilization_ratio and its two parts,
+// transmirror_dnsd_member_load_utilization_ratio and (for members with a
+// bandwidth) transmirror_dnsd_member_bandwidth_utilization_ratio, read
+// from Source at each scrape, so a removed member's series goes with it.
 func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	if o.Source == nil {
 		return nil, errors.New("admin: dashboard needs a source")
@@ -388,27 +390,35 @@ func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 // time from the source, so that removed members disappear with their
 // series.
 type memberCollector struct {
-	src      DashboardSource
-	up, util *prometheus.Desc
+	src                        DashboardSource
+	up, util, loadUtil, bwUtil *prometheus.Desc
 }
 
 func newMemberCollector(src DashboardSource) *memberCollector {
+	labels := []string{"group", "member"}
 	return &memberCollector{
 		src: src,
 		up: prometheus.NewDesc("transmirror_dnsd_member_up",
-			"Whether the member is up (1) or unknown, down or draining (0).", []string{"group", "member"}, nil),
+			"Whether the member is up (1) or unknown, down or draining (0).", labels, nil),
 		util: prometheus.NewDesc("transmirror_dnsd_member_utilization_ratio",
-			"The member's last reported load plus the hidden load of recent answers, over its capacity.", []string{"group", "member"}, nil),
+			"The member's utilization as the policy sees it: the larger of its load and its bandwidth utilization.", labels, nil),
+		loadUtil: prometheus.NewDesc("transmirror_dnsd_member_load_utilization_ratio",
+			"The member's last reported load plus the hidden load of recent answers, over its capacity.", labels, nil),
+		bwUtil: prometheus.NewDesc("transmirror_dnsd_member_bandwidth_utilization_ratio",
+			"The member's last reported bytes per second over its bandwidth (members with a bandwidth only).", labels, nil),
 	}
 }
 
-// Describe sends the two descriptors.
+// Describe sends the descriptors.
 func (c *memberCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.util
+	ch <- c.loadUtil
+	ch <- c.bwUtil
 }
 
-// Collect sends one gauge of each kind per member.
+// Collect sends one gauge of each kind per member; the bandwidth
+// utilization only for a member that has a bandwidth.
 func (c *memberCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, gs := range c.src.List().Groups {
 		v, err := c.src.View(gs.Name)
@@ -422,6 +432,10 @@ func (c *memberCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, v.Name, m.Name)
 			ch <- prometheus.MustNewConstMetric(c.util, prometheus.GaugeValue, m.Utilization, v.Name, m.Name)
+			ch <- prometheus.MustNewConstMetric(c.loadUtil, prometheus.GaugeValue, m.LoadUtilization, v.Name, m.Name)
+			if m.Bandwidth > 0 {
+				ch <- prometheus.MustNewConstMetric(c.bwUtil, prometheus.GaugeValue, m.BandwidthUtilization, v.Name, m.Name)
+			}
 		}
 	}
 }

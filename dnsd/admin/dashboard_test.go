@@ -51,11 +51,12 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	dir := t.TempDir()
 	e := &dashEnv{reg: prometheus.NewRegistry(), events: NewEventLog(8, nil)}
 	e.mirror = testenv.NewFakeMirror(t, "www.example.org.", "fra1")
+	e.mirror.BytesPerSecond.Store(10e6) // 80% of fra1's 100Mbit/s
 	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := strings.Replace(testenv.Config(e.mirror.Srv.URL), "addresses: [10.0.1.1], capacity: 1000,",
-		"addresses: [10.0.1.1], capacity: 1000, location: {lat: 50.1, lon: 8.7, country: DE, continent: EU},", 1) +
+		"addresses: [10.0.1.1], capacity: 1000, bandwidth: 100Mbit/s, location: {lat: 50.1, lon: 8.7, country: DE, continent: EU},", 1) +
 		"      - {name: nyc1, host: nyc1.example.org., addresses: [10.0.2.1], capacity: 1000}\n"
 	if err := os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -208,17 +209,35 @@ func TestDashboardData(t *testing.T) {
 			t.Errorf("events: %+v", s.Events)
 		}
 	})
+	t.Run("both utilizations", func(t *testing.T) {
+		fra := s.Groups[0].Members[0]
+		if fra.Name != "fra1" || fra.Bandwidth != 12.5e6 || fra.BytesPerSecond != 10e6 || fra.BandwidthUtilization != 0.8 ||
+			fra.LoadUtilization >= 0.8 || fra.Utilization != 0.8 {
+			t.Errorf("fra1 %+v: want bytes/s 10e6 of 12.5e6, utilization 0.8 by bandwidth", fra)
+		}
+	})
 	t.Run("member gauges and lint", func(t *testing.T) {
 		mfs := testenv.Gather(t, e.reg)
-		want := map[string]bool{"transmirror_dnsd_member_up": false, "transmirror_dnsd_member_utilization_ratio": false}
+		want := map[string]int{ // series
+			"transmirror_dnsd_member_up": 2, "transmirror_dnsd_member_utilization_ratio": 2,
+			"transmirror_dnsd_member_load_utilization_ratio": 2, "transmirror_dnsd_member_bandwidth_utilization_ratio": 1,
+		}
+		got := map[string]int{}
 		for _, mf := range mfs {
 			if _, ok := want[mf.GetName()]; ok {
-				want[mf.GetName()] = len(mf.GetMetric()) == 2
+				got[mf.GetName()] = len(mf.GetMetric())
+			}
+			if mf.GetName() == "transmirror_dnsd_member_bandwidth_utilization_ratio" {
+				for _, m := range mf.GetMetric() {
+					if v := m.GetGauge().GetValue(); v != 0.8 {
+						t.Errorf("%s = %v, want fra1's 0.8", mf.GetName(), v)
+					}
+				}
 			}
 		}
-		for name, ok := range want {
-			if !ok {
-				t.Errorf("%s: want one series per member", name)
+		for name, n := range want {
+			if got[name] != n {
+				t.Errorf("%s: %d series, want %d (one per member; bandwidth: those with one)", name, got[name], n)
 			}
 		}
 		if problems, err := promlint.NewWithMetricFamilies(mfs).Lint(); err != nil || len(problems) > 0 {

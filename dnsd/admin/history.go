@@ -20,7 +20,8 @@ type HistoryPoint struct {
 	// Answers is DNS answers per second that named the member since the
 	// previous sample.
 	Answers float64 `json:"a"`
-	// Utilization is (load + hidden load) / capacity at the sample.
+	// Utilization is the member's utilization at the sample: the larger
+	// of (load + hidden load) / capacity and bytes per second / bandwidth.
 	Utilization float64 `json:"u"`
 }
 

@@ -31,10 +31,17 @@ type Health struct {
 	// State is the member's health; a new member is probe.StateUnknown,
 	// which is answered.
 	State probe.State
-	// Load is the last reported load in load units; Reported is when that
+	// Load is the last reported load in load units and BytesPerSecond
+	// the response bytes per second of that report; Reported is when that
 	// report was made (zero: no report yet).
-	Load     float64
-	Reported time.Time
+	Load           float64
+	BytesPerSecond float64
+	Reported       time.Time
+}
+
+// usage is what the estimator takes of a report.
+func (h Health) usage() scheduler.Usage {
+	return scheduler.Usage{Load: h.Load, BytesPerSecond: h.BytesPerSecond}
 }
 
 // MemberState is the live state of one member: the prober's verdict and
@@ -368,8 +375,9 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 			f.idx = append(f.idx, i)
 			f.addrs = append(f.addrs, addrs)
 			members = append(members, scheduler.Member{
-				Name: m.Name, Up: st.Answered(), Load: st.Load,
-				Capacity: m.Capacity, Weight: m.Weight, Loc: location(m.Location),
+				Name: m.Name, Up: st.Answered(), Load: st.Load, BytesPerSecond: st.BytesPerSecond,
+				Capacity: m.Capacity, Bandwidth: m.Bandwidth.BytesPerSecond(),
+				Weight: m.Weight, Loc: location(m.Location),
 			})
 		}
 		f.group = scheduler.NewGroup(members)
@@ -379,7 +387,7 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 			f.est = scheduler.NewEstimator(scheduler.DefaultHorizon)
 			for k, i := range f.idx {
 				if st := g.states[i]; !st.Reported.IsZero() {
-					f.est.Report(k, st.Load, now)
+					f.est.Report(k, st.usage(), now)
 				}
 			}
 		}
@@ -405,7 +413,7 @@ func sameMembers(a *family, acfg *zones.GroupConfig, b *family, bcfg *zones.Grou
 func (d *Dispatcher) Observe(u probe.Update) {
 	h := Health{State: u.State}
 	if u.HasReport {
-		h.Load, h.Reported = u.Report.Load, u.Report.Time
+		h.Load, h.BytesPerSecond, h.Reported = u.Report.Load, u.Report.BytesPerSecond, u.Report.Time
 	}
 	_ = d.SetHealth(u.Group, u.Member, h)
 }
@@ -443,7 +451,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 		for _, f := range ng.fam {
 			for k, j := range f.idx {
 				if j == i {
-					f.est.Report(k, h.Load, now)
+					f.est.Report(k, h.usage(), now)
 				}
 			}
 		}

@@ -46,18 +46,25 @@ groups:
     answers: 1
     policy: {name: POLICY}
     members:
-      - {name: fra1, host: fra1.example.org., addresses: [10.0.1.1, "fd00:1::1"], capacity: CAP, location: {lat: 50.11, lon: 8.68, country: DE, continent: EU}}
-      - {name: ams1, host: ams1.example.org., addresses: [10.0.1.2], capacity: CAP, location: {lat: 52.37, lon: 4.90, country: NL, continent: EU}}
-      - {name: nyc1, host: nyc1.example.org., addresses: [10.0.2.1, "fd00:2::1"], capacity: CAP, location: {lat: 40.71, lon: -74.01, country: US, continent: NA}}
-      - {name: sfo1, host: sfo1.example.org., addresses: [10.0.2.2], capacity: CAP, location: {lat: 37.77, lon: -122.42, country: US, continent: NA}}
-      - {name: sin1, host: sin1.example.org., addresses: [10.0.3.1], capacity: CAP, location: {lat: 1.35, lon: 103.82, country: SG, continent: AS}}
-      - {name: tyo1, host: tyo1.example.org., addresses: [10.0.3.2], capacity: CAP, location: {lat: 35.68, lon: 139.69, country: JP, continent: AS}}
+      - {name: fra1, host: fra1.example.org., addresses: [10.0.1.1, "fd00:1::1"], capacity: CAP, bandwidth: BW, location: {lat: 50.11, lon: 8.68, country: DE, continent: EU}}
+      - {name: ams1, host: ams1.example.org., addresses: [10.0.1.2], capacity: CAP, bandwidth: BW, location: {lat: 52.37, lon: 4.90, country: NL, continent: EU}}
+      - {name: nyc1, host: nyc1.example.org., addresses: [10.0.2.1, "fd00:2::1"], capacity: CAP, bandwidth: BW, location: {lat: 40.71, lon: -74.01, country: US, continent: NA}}
+      - {name: sfo1, host: sfo1.example.org., addresses: [10.0.2.2], capacity: CAP, bandwidth: BW, location: {lat: 37.77, lon: -122.42, country: US, continent: NA}}
+      - {name: sin1, host: sin1.example.org., addresses: [10.0.3.1], capacity: CAP, bandwidth: BW, location: {lat: 1.35, lon: 103.82, country: SG, continent: AS}}
+      - {name: tyo1, host: tyo1.example.org., addresses: [10.0.3.2], capacity: CAP, bandwidth: BW, location: {lat: 35.68, lon: 139.69, country: JP, continent: AS}}
 `
 
 // dispatchSet builds the test config with every member's capacity = capacity.
 func dispatchSet(t testing.TB, policy string) *zones.Set { return dispatchSetCap(t, policy, "100000") }
 
 func dispatchSetCap(t testing.TB, policy, capacity string) *zones.Set {
+	t.Helper()
+	return dispatchSetBandwidth(t, policy, capacity, "0")
+}
+
+// dispatchSetBandwidth builds the test config with every member's
+// capacity and bandwidth as given.
+func dispatchSetBandwidth(t testing.TB, policy, capacity, bandwidth string) *zones.Set {
 	t.Helper()
 	dir := t.TempDir()
 	mmdb, err := filepath.Abs(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.mmdb"))
@@ -67,7 +74,7 @@ func dispatchSetCap(t testing.TB, policy, capacity string) *zones.Set {
 	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.NewReplacer("MMDB", mmdb, "POLICY", policy, "CAP", capacity).Replace(dispatchConfig)
+	text := strings.NewReplacer("MMDB", mmdb, "POLICY", policy, "CAP", capacity, "BW", bandwidth).Replace(dispatchConfig)
 	cfgPath := filepath.Join(dir, "dnsd.yaml")
 	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -398,3 +405,89 @@ func (w *lastWriter) Close() error                { return nil }
 func (w *lastWriter) TsigStatus() error           { return nil }
 func (w *lastWriter) TsigTimersOnly(bool)         {}
 func (w *lastWriter) Hijack()                     {}
+
+// TestDispatcherBandwidth: a member whose uplink is full (bytes per second
+// at its bandwidth, few requests per second, so a load of 1% of its
+// capacity) is full: the load-aware policies answer with others, and take
+// it back once a report shows its uplink with room again.
+func TestDispatcherBandwidth(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const bandwidth = 125e6 // 1Gbit/s
+	report := func(member string, bytesPerSecond float64, at time.Time) probe.Update {
+		return probe.Update{Group: "www.example.org.", Member: member, State: probe.StateUp, HasReport: true, Report: probe.Report{
+			Group: "www.example.org.", Member: member, Seq: 1, Time: at, R: 1, Load: probe.LoadOf(1, 0),
+			BytesPerSecond: bytesPerSecond, Capacity: 1000, Bandwidth: bandwidth,
+		}}
+	}
+	eu := netip.MustParsePrefix("198.51.100.0/24")
+	cases := []struct {
+		name      string
+		policy    string
+		bandwidth string  // every member's, in dnsd.yaml
+		bytes     float64 // what fra1 and ams1 report, per second
+		wantEU    bool    // EU clients still get EU members
+	}{
+		{"geo-load: uplinks full, EU spills", "geo-load", "1Gbit/s", bandwidth, false},
+		{"geo-load: uplinks over the high watermark", "geo-load", "1Gbit/s", 0.95 * bandwidth, false},
+		{"geo-load: uplinks with room", "geo-load", "1Gbit/s", 0.3 * bandwidth, true},
+		{"geo-load: no bandwidth configured, bytes do not count", "geo-load", "0", bandwidth, true},
+		{"nearest: uplinks full, EU spills", "nearest", "1Gbit/s", bandwidth, false},
+		{"least-load: uplinks full, answered last", "least-load", "1Gbit/s", bandwidth, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(Options{Now: func() time.Time { return now }, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Load(dispatchSetBandwidth(t, tc.policy, "1000", tc.bandwidth)); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []string{"fra1", "ams1", "nyc1", "sfo1", "sin1", "tyo1"} {
+				bytes := 0.0
+				if m == "fra1" || m == "ams1" { // the EU members
+					bytes = tc.bytes
+				}
+				d.Observe(report(m, bytes, now))
+			}
+			for i := range 50 {
+				ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: eu})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := regionOf[ans.Addrs[0].String()] == "EU"; got != tc.wantEU {
+					t.Fatalf("answer %d: %v (EU: %v), want EU: %v", i, ans.Addrs, got, tc.wantEU)
+				}
+			}
+			e, err := d.Explain("www.example.org", dns.TypeA, resolver, eu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range e.Members {
+				if m.Name != "fra1" {
+					continue
+				}
+				if m.BytesPerSecond != tc.bytes || m.Load != 10 {
+					t.Errorf("explained fra1 %+v: want the reported bytes per second and load", m)
+				}
+				if full := tc.bandwidth != "0" && tc.bytes >= 0.9*bandwidth; full != strings.Contains(m.Note, "by bandwidth") {
+					t.Errorf("explained fra1: note %q, utilization %v", m.Note, m.Utilization)
+				}
+			}
+			if tc.wantEU {
+				return
+			}
+			// A report with room on the uplink brings EU back at once.
+			later := now.Add(time.Second)
+			d.Observe(report("fra1", 0.1*bandwidth, later))
+			d.Observe(report("ams1", 0.1*bandwidth, later))
+			ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: eu})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.policy != "least-load" && regionOf[ans.Addrs[0].String()] != "EU" {
+				t.Errorf("after reports with room on the uplink EU clients got %v", ans.Addrs)
+			}
+		})
+	}
+}

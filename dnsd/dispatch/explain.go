@@ -69,22 +69,29 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		m := g.cfg.Members[i]
 		st := g.states[i]
 		pending := f.est.Pending(k, now)
-		util := math.Inf(1)
-		if m.Capacity > 0 {
-			util = (st.Load + pending) / m.Capacity
+		fig := scheduler.Figures{
+			Load: st.Load, Pending: pending, Capacity: m.Capacity,
+			BytesPerSecond: st.BytesPerSecond, Bandwidth: m.Bandwidth.BytesPerSecond(),
 		}
+		util := fig.Utilization()
 		em := api.ExplainedMember{
 			Name: m.Name, State: st.Name(), Load: st.Load, Pending: api.Round2(pending),
-			Capacity: m.Capacity, Weight: m.Weight, Utilization: api.Round2(util), Picked: isPicked[k],
+			Capacity: m.Capacity, BytesPerSecond: st.BytesPerSecond, Bandwidth: fig.Bandwidth,
+			Weight: m.Weight, Utilization: api.Round2(util), Picked: isPicked[k],
 			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
+		}
+		// by says which capacity is the bound, when it is the uplink.
+		by := ""
+		if fig.BandwidthUtilization() > fig.LoadUtilization() {
+			by = " by bandwidth"
 		}
 		switch {
 		case !st.Answered():
 			em.Note = "left out: " + st.Name()
 		case util >= high:
-			em.Note = fmt.Sprintf("at or above the high watermark (%.2f): skipped while others have room", high)
+			em.Note = fmt.Sprintf("at or above the high watermark (%.2f)%s: skipped while others have room", high, by)
 		case util > low:
-			em.Note = fmt.Sprintf("between the watermarks: share reduced to %.0f%%", 100*(high-util)/(high-low))
+			em.Note = fmt.Sprintf("between the watermarks%s: share reduced to %.0f%%", by, 100*(high-util)/(high-low))
 		default:
 			em.Note = "has room"
 		}

@@ -55,11 +55,47 @@ func TestAdminAPIClient(t *testing.T) {
 		if m.Load != rep.Load {
 			t.Errorf("load %v, want %v as reported", m.Load, rep.Load)
 		}
-		if m.Pending <= 0 || m.Utilization != api.Utilization(m.Load, m.Pending, m.Capacity) {
+		if want := (m.Load + m.Pending) / m.Capacity; m.Pending <= 0 || m.Utilization != want || m.LoadUtilization != want || m.BandwidthUtilization != 0 {
 			t.Errorf("pending %v, utilization %v: not (load + pending) / capacity of %v, %v", m.Pending, m.Utilization, m.Load, m.Capacity)
 		}
 		if m.LastReport == nil || m.LastReport.Seq != 1 {
 			t.Errorf("last report %+v", m.LastReport)
+		}
+	})
+
+	t.Run("a member limited by its uplink is as utilized as its bandwidth says", func(t *testing.T) {
+		added, err := c.AddMember(ctx, group, api.MemberInfo{Name: "bw1", Host: "bw1.example.org.", Addresses: []string{"10.0.1.9"},
+			Capacity: 1000, Bandwidth: 125e6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = c.RemoveMember(ctx, group, "bw1") }()
+		if added.Bandwidth != 125e6 {
+			t.Errorf("GROUP-ADD answered bandwidth %v, want 125e6", added.Bandwidth)
+		}
+		at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+		rep := probe.Report{Group: group, Member: "bw1", Seq: 1, Time: at, R: 2, Load: probe.LoadOf(2, 0),
+			BytesPerSecond: 100e6, Capacity: 1000, Bandwidth: 125e6}
+		if err := c.PushLoad(ctx, rep); err != nil {
+			t.Fatal(err)
+		}
+		var m api.MemberView
+		testenv.WaitFor(t, 5*time.Second, "the report in the view", func() bool {
+			v, err := c.Group(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m = range v.Members {
+				if m.Name == "bw1" {
+					return m.Reported.Equal(at)
+				}
+			}
+			return false
+		})
+		if m.BytesPerSecond != 100e6 || m.Bandwidth != 125e6 || m.BandwidthUtilization != 0.8 ||
+			m.LoadUtilization >= 0.1 || m.Utilization != 0.8 {
+			t.Errorf("bw1: bytes/s %v of %v, utilization %v (load %v, bandwidth %v); want 0.8 by bandwidth",
+				m.BytesPerSecond, m.Bandwidth, m.Utilization, m.LoadUtilization, m.BandwidthUtilization)
 		}
 	})
 

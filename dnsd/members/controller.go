@@ -230,7 +230,8 @@ func (c *Controller) merge(base *zones.Set, st persisted) (*zones.Set, error) {
 // validates the rest.
 func memberConfig(info api.MemberInfo) (zones.MemberConfig, error) {
 	mc := zones.MemberConfig{
-		Name: info.Name, Host: info.Host, Capacity: info.Capacity, Weight: info.Weight, Probe: info.Probe,
+		Name: info.Name, Host: info.Host, Capacity: info.Capacity, Bandwidth: zones.Bandwidth(info.Bandwidth),
+		Weight: info.Weight, Probe: info.Probe,
 		Location: zones.Location{Lat: info.Location.Lat, Lon: info.Location.Lon,
 			Country: info.Location.Country, Continent: info.Location.Continent},
 	}
@@ -247,7 +248,8 @@ func memberConfig(info api.MemberInfo) (zones.MemberConfig, error) {
 // memberInfo is the inverse of memberConfig.
 func memberInfo(m zones.MemberConfig) api.MemberInfo {
 	info := api.MemberInfo{
-		Name: m.Name, Host: m.Host, Capacity: m.Capacity, Weight: m.Weight, Probe: m.Probe,
+		Name: m.Name, Host: m.Host, Capacity: m.Capacity, Bandwidth: m.Bandwidth.BytesPerSecond(),
+		Weight: m.Weight, Probe: m.Probe,
 		Location: api.LocationView{Lat: m.Location.Lat, Lon: m.Location.Lon,
 			Country: m.Location.Country, Continent: m.Location.Continent},
 	}

@@ -169,7 +169,7 @@ func TestControllerHealth(t *testing.T) {
 func TestControllerPersistence(t *testing.T) {
 	dir := t.TempDir()
 	e := startCtl(t, dir, testenv.Config(""))
-	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2","fd00::2"],"capacity":500,"location":{"lat":52.37,"lon":4.9,"country":"NL"}}`
+	add := `{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2","fd00::2"],"capacity":500,"bandwidth":125000000,"location":{"lat":52.37,"lon":4.9,"country":"NL"}}`
 	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
@@ -187,7 +187,7 @@ func TestControllerPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Members) != 2 || v.Members[1].Name != "ams1" || v.Members[1].Source != "runtime" || v.Members[1].Capacity != 500 {
+	if len(v.Members) != 2 || v.Members[1].Name != "ams1" || v.Members[1].Source != "runtime" || v.Members[1].Capacity != 500 || v.Members[1].Bandwidth != 125e6 {
 		t.Fatalf("after restart: %+v", v.Members)
 	}
 	testenv.WaitFor(t, 2*time.Second, "fra1 still drained after restart", func() bool {
@@ -260,6 +260,9 @@ func TestAdminAPIBadInput(t *testing.T) {
 		{"unknown field", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x","colour":"red"}`), secret, now, 400, "unknown field"},
 		{"address not an IP", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.300"],"capacity":1}`), secret, now, 400, "not an IP address"},
 		{"invalid member", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.3"],"capacity":0}`), secret, now, 400, "capacity must be > 0"},
+		{"negative bandwidth", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.3"],"capacity":1,"bandwidth":-1}`), secret, now, 400, `member \"x1\": bandwidth -1 B/s: want 0 (no limit) or a positive rate`},
+		{"bandwidth without its unit", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.3"],"capacity":1,"bandwidth":100}`), secret, now, 400, "bandwidth 100 B/s is below 1000 B/s"},
+		{"bandwidth as text", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["10.0.0.3"],"capacity":1,"bandwidth":"1Gbit/s"}`), secret, now, 400, "bandwidth"},
 		{"duplicate of a static member", "POST", "/v1/groups/www.example.org./members", []byte(`{"name":"fra1","host":"f.example.org.","addresses":["10.0.0.3"],"capacity":1}`), secret, now, 409, "already a member"},
 		{"oversized body", "POST", "/v1/groups/www.example.org./members", bytes.Repeat([]byte("x"), admin.MaxBody+1), secret, now, 413, "larger than"},
 		{"remove a static member", "DELETE", "/v1/groups/www.example.org./members/fra1", []byte{}, secret, now, 409, "config file"},

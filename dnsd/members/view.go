@@ -9,11 +9,13 @@ import (
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/scheduler"
 )
 
 // View is GROUP-QUERY: the group's settings and every member with its live
-// state, its figures as measured (reported load and time, pending load,
-// capacity), last report and share of the answers. It shows no secret.
+// state, its figures as measured (reported load, bytes per second and
+// time, pending load, capacity and bandwidth), utilization, last report
+// and share of the answers. It shows no secret.
 func (c *Controller) View(group string) (api.GroupView, error) {
 	set := c.current.Load()
 	if set == nil {
@@ -57,7 +59,14 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 			}
 		}
 		mv.Load, mv.Reported, mv.Pending = l.State.Load, l.State.Reported, l.Pending
-		mv.Utilization = api.Utilization(mv.Load, mv.Pending, m.Capacity)
+		mv.BytesPerSecond = l.State.BytesPerSecond
+		fig := scheduler.Figures{
+			Load: mv.Load, Pending: mv.Pending, Capacity: m.Capacity,
+			BytesPerSecond: mv.BytesPerSecond, Bandwidth: m.Bandwidth.BytesPerSecond(),
+		}
+		mv.Utilization = finiteOrZero(fig.Utilization())
+		mv.LoadUtilization = finiteOrZero(fig.LoadUtilization())
+		mv.BandwidthUtilization = finiteOrZero(fig.BandwidthUtilization())
 		if answers > 0 {
 			mv.AnswerShare = api.Round2(float64(l.Answers) / float64(answers))
 		}
@@ -67,6 +76,15 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 		v.Members = append(v.Members, mv)
 	}
 	return v, nil
+}
+
+// finiteOrZero is x, or 0 when JSON can not carry it (a member without
+// capacity, which Build does not let through).
+func finiteOrZero(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
 }
 
 // List is the GROUP-QUERY summary of every group.

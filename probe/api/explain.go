@@ -26,13 +26,20 @@ type Explanation struct {
 
 // ExplainedMember is one member as the policy saw it.
 type ExplainedMember struct {
-	Name        string  `json:"name"`
-	State       string  `json:"state"`
-	DistanceKm  float64 `json:"distance_km"`
-	Load        float64 `json:"load"`
-	Pending     float64 `json:"pending"`
-	Capacity    float64 `json:"capacity"`
-	Weight      float64 `json:"weight"`
+	Name       string  `json:"name"`
+	State      string  `json:"state"`
+	DistanceKm float64 `json:"distance_km"`
+	Load       float64 `json:"load"`
+	Pending    float64 `json:"pending"`
+	Capacity   float64 `json:"capacity"`
+	// BytesPerSecond is the last report's and Bandwidth the member's (0:
+	// no limit), in bytes per second.
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	Bandwidth      float64 `json:"bandwidth,omitempty"`
+	Weight         float64 `json:"weight"`
+	// Utilization is the larger of (Load + Pending) / Capacity and
+	// BytesPerSecond / Bandwidth, as the policy compares it with the
+	// watermarks.
 	Utilization float64 `json:"utilization"`
 	Picked      bool    `json:"picked"`
 	Note        string  `json:"note"`

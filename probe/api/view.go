@@ -8,8 +8,9 @@ import (
 
 // GroupView is GROUP-QUERY's answer, the JSON of dnsd's GetGroup: the
 // group's settings and every member with its live state and its figures
-// as measured (the last reported load, when it was reported, the hidden
-// load of recent answers, the capacity). It carries no secret. Mirrors
+// as measured (the last reported load and bytes per second, when they
+// were reported, the hidden load of recent answers, the capacity and the
+// bandwidth). It carries no secret. Mirrors
 // refresh it to choose redirect targets with the same figures dnsd's
 // policy uses; groupctl and the dashboard show it.
 type GroupView struct {
@@ -53,14 +54,16 @@ type LocationView struct {
 }
 
 // MemberInfo is a member as GROUP-ADD takes it (the body of AddMember)
-// and as a view shows it. Capacity, in load units, is the one dnsd's
-// policy divides by.
+// and as a view shows it. Capacity, in load units, and Bandwidth, in
+// bytes per second (0 or absent: no limit), are the ones dnsd's policy
+// divides by.
 type MemberInfo struct {
 	Name      string       `json:"name"`
 	Host      string       `json:"host"`
 	Addresses []string     `json:"addresses"`
 	Location  LocationView `json:"location"`
 	Capacity  float64      `json:"capacity"`
+	Bandwidth float64      `json:"bandwidth,omitempty"`
 	Weight    float64      `json:"weight,omitempty"`
 	Probe     string       `json:"probe,omitempty"`
 }
@@ -79,13 +82,21 @@ type MemberView struct {
 	// report's figures were taken (zero: no report yet).
 	Load     float64   `json:"load"`
 	Reported time.Time `json:"reported,omitzero"`
+	// BytesPerSecond is the response bytes per second of that report (0
+	// before the first), what the member's Bandwidth is compared with.
+	BytesPerSecond float64 `json:"bytes_per_second"`
 	// Pending is dnsd's estimate, in load units, of the load that its
 	// answers since that report will add and no report shows yet (the
 	// hidden load of the least-load policies).
 	Pending float64 `json:"pending"`
-	// Utilization is Utilization(Load, Pending, Capacity), for people to
-	// read; programs use the figures.
-	Utilization float64 `json:"utilization"`
+	// Utilization is the member's utilization as dnsd's policy sees it
+	// (scheduler.Figures.Utilization): the larger of LoadUtilization,
+	// (Load + Pending) / Capacity, and BandwidthUtilization,
+	// BytesPerSecond / Bandwidth (0 without a bandwidth). They are for
+	// people to read; programs use the figures.
+	Utilization          float64 `json:"utilization"`
+	LoadUtilization      float64 `json:"load_utilization"`
+	BandwidthUtilization float64 `json:"bandwidth_utilization"`
 	// LastReport is the last load report, pulled or pushed (nil if none);
 	// ReportAge is its age in seconds when the view was made.
 	LastReport *probe.Report `json:"last_report,omitempty"`
@@ -109,13 +120,4 @@ type GroupSummary struct {
 // GroupList is the JSON of ListGroups.
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
-}
-
-// Utilization is the utilization a policy sees: a member's reported load
-// plus its pending load, over its capacity; 0 without a positive capacity.
-func Utilization(load, pending, capacity float64) float64 {
-	if !(capacity > 0) {
-		return 0
-	}
-	return (load + pending) / capacity
 }

@@ -2,34 +2,10 @@ package api
 
 import (
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 	"time"
 )
-
-func TestUtilization(t *testing.T) {
-	tests := []struct {
-		name                    string
-		load, pending, capacity float64
-		want                    float64
-	}{
-		{"idle", 0, 0, 100, 0},
-		{"reported only", 50, 0, 100, 0.5},
-		{"pending counts", 50, 25, 100, 0.75},
-		{"over capacity", 150, 10, 100, 1.6},
-		{"no capacity", 50, 0, 0, 0},
-		{"negative capacity", 50, 0, -1, 0},
-		{"NaN capacity", 50, 0, math.NaN(), 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Utilization(tt.load, tt.pending, tt.capacity); got != tt.want {
-				t.Errorf("Utilization(%g, %g, %g) = %g, want %g", tt.load, tt.pending, tt.capacity, got, tt.want)
-			}
-		})
-	}
-}
 
 // TestMemberViewFigures checks the JSON of a member's figures: unrounded,
 // and the report time left out before the first report.
@@ -41,10 +17,13 @@ func TestMemberViewFigures(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"reported", MemberView{Load: 123.456789, Reported: at, Pending: 0.0123, Utilization: Utilization(123.456789, 0.0123, 1000)},
-			[]string{`"load":123.456789`, `"reported":"2025-03-01T11:59:58.123456789Z"`, `"pending":0.0123`, `"utilization":0.1234690`}, nil},
+		{"reported", MemberView{Load: 123.456789, Reported: at, Pending: 0.0123, Utilization: 0.123469, BytesPerSecond: 1.5e6},
+			[]string{`"load":123.456789`, `"reported":"2025-03-01T11:59:58.123456789Z"`, `"pending":0.0123`, `"utilization":0.123469`, `"bytes_per_second":1500000`}, nil},
+		{"bandwidth", MemberView{MemberInfo: MemberInfo{Capacity: 1000, Bandwidth: 125e6}, Load: 100, BytesPerSecond: 100e6,
+			Utilization: 0.8, LoadUtilization: 0.1, BandwidthUtilization: 0.8},
+			[]string{`"bandwidth":125000000`, `"bytes_per_second":100000000`, `"utilization":0.8`, `"load_utilization":0.1`, `"bandwidth_utilization":0.8`}, nil},
 		{"no report yet", MemberView{},
-			[]string{`"load":0`, `"pending":0`}, []string{`"reported"`}},
+			[]string{`"load":0`, `"pending":0`, `"bytes_per_second":0`}, []string{`"reported"`, `"bandwidth":`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +45,8 @@ func TestMemberViewFigures(t *testing.T) {
 			if err := json.Unmarshal(b, &back); err != nil {
 				t.Fatal(err)
 			}
-			if back.Load != tt.m.Load || !back.Reported.Equal(tt.m.Reported) || back.Pending != tt.m.Pending {
+			if back.Load != tt.m.Load || !back.Reported.Equal(tt.m.Reported) || back.Pending != tt.m.Pending ||
+				back.BytesPerSecond != tt.m.BytesPerSecond || back.Bandwidth != tt.m.Bandwidth {
 				t.Errorf("round trip: %+v, want %+v", back, tt.m)
 			}
 		})

@@ -17,9 +17,9 @@ import (
 // Decode decodes data, the YAML text of the config file named file, into
 // v (a pointer to a struct with yaml tags) and returns where each key and
 // value was written. Unknown keys, wrong types, scalars that their type
-// does not accept ([Duration], [ByteSize], netip.Addr, netip.Prefix),
-// syntax errors, more than one document and YAML tags are errors of one
-// line, "FILE:LINE:COL: KEY.PATH: what". A panic of the YAML decoder on
+// does not accept ([Duration], [ByteSize], [Bandwidth], netip.Addr,
+// netip.Prefix), syntax errors, more than one document and YAML tags are
+// errors of one line, "FILE:LINE:COL: KEY.PATH: what". A panic of the YAML decoder on
 // malformed input is an error too. An empty file decodes to nothing: v is
 // left as it is. Nothing is defaulted or validated here.
 func Decode(file string, data []byte, v any) (Positions, error) {
@@ -76,6 +76,9 @@ func decode(data []byte, v any) (err error) {
 		}),
 		yaml.CustomUnmarshaler(func(n *ByteSize, b []byte) error {
 			return parseText(b, "size", sizeHint, func(s string) error { return n.UnmarshalText([]byte(s)) })
+		}),
+		yaml.CustomUnmarshaler(func(bw *Bandwidth, b []byte) error {
+			return parseText(b, "bandwidth", bandwidthHint, func(s string) error { return bw.UnmarshalText([]byte(s)) })
 		}),
 	)
 }
@@ -258,6 +261,8 @@ func typeName(t reflect.Type) string {
 		return "duration"
 	case reflect.TypeFor[ByteSize]():
 		return "size"
+	case reflect.TypeFor[Bandwidth]():
+		return "bandwidth"
 	case reflect.TypeFor[netip.Addr]():
 		return "IP address"
 	case reflect.TypeFor[netip.Prefix]():

@@ -26,6 +26,7 @@ type testConfig struct {
 		Addresses []netip.Addr `yaml:"addresses"`
 		Memory    ByteSize     `yaml:"memory"`
 		Capacity  float64      `yaml:"capacity"`
+		Bandwidth Bandwidth    `yaml:"bandwidth"`
 		Location  Location     `yaml:"location"`
 	} `yaml:"members"`
 	Geo Geo `yaml:"geo"`
@@ -58,6 +59,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad prefix", "zones:\n  - origin: a.\n    allow_transfer: [10.0.0.0/33]\n", `c.yaml:3:22: zones[0].allow_transfer[0]: invalid prefix "10.0.0.0/33": want e.g. 192.0.2.0/24 or 2001:db8::/32`},
 		{"bad IP address", "members:\n  - addresses: [192.0.2.1, 192.0.2.300]\n", `c.yaml:2:28: members[0].addresses[1]: invalid IP address "192.0.2.300"`},
 		{"bad size", "members:\n  - memory: 8 gigs\n", `c.yaml:2:13: members[0].memory: invalid size "8 gigs": want e.g. 1048576, 512MiB or 8GiB`},
+		{"bad bandwidth", "members:\n  - bandwidth: 1 Gigabit\n", `c.yaml:2:16: members[0].bandwidth: invalid bandwidth "1 Gigabit": want e.g. 1Gbit/s, 100Mbit/s or 12.5MB/s`},
+		{"bandwidth as a sequence", "members:\n  - bandwidth: [1]\n", "wrong type: want string, got sequence"},
 		{"duration as a mapping", "server:\n  tcp_idle_timeout: {a: 1}\n", "wrong type: want string, got mapping"},
 		{"duplicate key", "admin: a\nadmin: b\n", `c.yaml:2:1: mapping key "admin" already defined`},
 		{"two documents", "admin: a\n---\nadmin: b\n", "c.yaml:2:1: more than one YAML document"},
@@ -103,7 +106,10 @@ members:
   - name: fra1
     addresses: [192.0.2.1, "2001:db8::1"]
     memory: 512MiB
+    bandwidth: 1Gbit/s
     location: {lat: 50.11, lon: 8.68, country: de}
+  - name: ams1
+    bandwidth: 125000000
 geo:
   networks:
     - {prefix: 198.51.100.0/24, location: {continent: EU}}
@@ -123,6 +129,8 @@ geo:
 		{"duration", c.Server.TCPIdleTimeout.D(), 90 * time.Second},
 		{"address", m.Addresses[1], netip.MustParseAddr("2001:db8::1")},
 		{"size", m.Memory, ByteSize(512 << 20)},
+		{"bandwidth", m.Bandwidth, Bandwidth(125e6)},
+		{"bandwidth as a number", c.Members[1].Bandwidth, Bandwidth(125e6)},
 		{"location", *m.Location.Lat, 50.11},
 		{"country as written", m.Location.Country, "de"},
 		{"prefix", c.Geo.Networks[0].Prefix, netip.MustParsePrefix("198.51.100.0/24")},
@@ -130,7 +138,7 @@ geo:
 		{"key", mustAt(t, pos, "server.tcp_idle_timeout"), Position{3, 3}},
 		{"sequence item", mustAt(t, pos, "listen[1]"), Position{1, 17}},
 		{"mapping item", mustAt(t, pos, "members[0]"), Position{6, 5}},
-		{"flow key", mustAt(t, pos, "members[0].location.country"), Position{9, 39}},
+		{"flow key", mustAt(t, pos, "members[0].location.country"), Position{10, 39}},
 		{"not written: nearest ancestor", mustAt(t, pos, "members[0].weight"), Position{6, 5}},
 		{"written false", pos.Has("server.enabled"), true},
 		{"not written", pos.Has("admin"), false},

@@ -17,8 +17,9 @@
 // `capacity: must be > 0, got 0`), and joins them with errors.Join.
 //
 // The shared value types are [Duration] ("10s"), [ByteSize] ("512MiB"),
-// [Location] and the geo block [Geo] with its [Network] rows; [Geo.Check]
-// and [Location.Check] validate and normalise them the same way in both
+// [Bandwidth] ("1Gbit/s", "100MB/s"), [Location] and the geo block [Geo]
+// with its [Network] rows; [Geo.Check], [Location.Check] and
+// [Bandwidth.Check] validate and normalise them the same way in both
 // daemons, with the same errors; [IsMemberName] is the syntax of a
 // member's name in both. scheduler/geo builds a locator from a checked
 // Geo.

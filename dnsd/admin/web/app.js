@@ -26,6 +26,23 @@
     return x.toFixed(digits == null ? 1 : digits);
   }
   function fmtPct(x) { return x == null || !isFinite(x) ? "–" : Math.round(x * 100) + "%"; }
+  // A rate given in bytes per second, in bytes (a measured flow) or in
+  // bits (an uplink, as operators write it).
+  function fmtRate(bytesPerSecond, bits) {
+    if (bytesPerSecond == null || !isFinite(bytesPerSecond)) return "–";
+    let x = bits ? bytesPerSecond * 8 : bytesPerSecond;
+    const unit = bits ? "bit/s" : "B/s";
+    for (const p of ["", "k", "M", "G", "T"]) {
+      if (Math.abs(x) < 1000 || p === "T") return (p === "" ? String(Math.round(x)) : x.toFixed(x < 10 ? 1 : 0)) + " " + p + unit;
+      x /= 1000;
+    }
+  }
+  // Which capacity a member's utilization comes from, for its title.
+  function utilParts(m) {
+    let s = "load " + fmtPct(m.load_utilization);
+    if (m.bandwidth) s += " · bandwidth " + fmtPct(m.bandwidth_utilization) + " of " + fmtRate(m.bandwidth, true);
+    return s;
+  }
   function fmtAge(sec) {
     if (sec == null || !isFinite(sec) || sec < 0) return "–";
     sec = Math.floor(sec);
@@ -116,6 +133,7 @@
     { key: "util", label: "Utilization", get: (m) => m.utilization },
     { key: "rps", label: "Req/s", num: true, get: (m) => (m.last_report ? m.last_report.r : -1) },
     { key: "redir", label: "Redir/s", num: true, get: (m) => (m.last_report ? m.last_report.redirects_per_second : -1) },
+    { key: "bytes", label: "Bytes/s", num: true, get: (m) => (m.last_report ? m.bytes_per_second || 0 : -1) },
     { key: "share", label: "DNS / cap. share", get: (m) => m.answer_share },
     { key: "loc", label: "Where", get: (m) => (m.location.continent || "") + (m.location.country || "") },
     { key: "age", label: "Report", num: true, get: (m) => (m.last_report ? m.report_age_seconds || 0 : 1e12) },
@@ -248,11 +266,15 @@
       return '<tr data-member="' + esc(m.name) + '" data-state="' + esc(m.state) + '">' +
         '<td class="member-name" title="' + esc(short(m.host) + " · " + (m.addresses || []).join(", ")) + '"><b>' + esc(m.name) + "</b>" + (m.source === "runtime" ? ' <span class="host">run-time</span>' : "") + "</td>" +
         '<td><span class="state ' + esc(m.state) + '" data-role="state">' + esc(m.state) + "</span>" + (since ? '<span class="since">' + since + "</span>" : "") + "</td>" +
-        '<td><span class="bar"><span class="fill' + hot + '" data-w="' + Math.min(100, util * 100).toFixed(1) + '"></span>' +
+        '<td data-role="util" title="' + esc(utilParts(m)) + '"><span class="util-line"><span class="bar"><span class="fill' + hot + '" data-w="' + Math.min(100, util * 100).toFixed(1) + '"></span>' +
         '<span class="mark" data-l="' + Math.min(100, g.watermarks.low * 100) + '"></span><span class="mark" data-l="' + Math.min(100, g.watermarks.high * 100) + '"></span></span>' +
-        '<span class="bar-label num">' + fmtPct(util) + "</span></td>" +
+        '<span class="bar-label num">' + fmtPct(util) + "</span></span>" +
+        (m.bandwidth ? '<span class="util-parts" data-role="util-parts">load ' + fmtPct(m.load_utilization) + " · bw " + fmtPct(m.bandwidth_utilization) + "</span>" : "") +
+        "</td>" +
         '<td class="num">' + (r ? fmtNum(r.r) : "–") + "</td>" +
         '<td class="num">' + (r ? fmtNum(r.redirects_per_second) : "–") + "</td>" +
+        '<td class="num" data-role="bytes">' + (r ? esc(fmtRate(m.bytes_per_second, false)) : "–") +
+        (m.bandwidth ? '<span class="util-parts"> of ' + esc(fmtRate(m.bandwidth, true)) + "</span>" : "") + "</td>" +
         '<td><span class="share" title="DNS answers last minute / capacity share"><span class="dns" data-w="' + Math.min(100, m.answer_share * 100) + '"></span><span class="cap" data-w="' + Math.min(100, m.capacity_share * 100) + '"></span></span>' +
         '<span class="share-text num">' + fmtPct(m.answer_share) + ' <span class="muted">/ ' + fmtPct(m.capacity_share) + "</span></span></td>" +
         '<td title="' + esc(coords) + '">' + esc([loc.country, loc.continent].filter(Boolean).join(" · ") || "–") + "</td>" +
@@ -313,7 +335,7 @@
       const r = 2 + 4 * Math.sqrt(Math.min(1.5, Math.max(0, mm.utilization)));
       const c = svg("circle", { class: "member-dot " + mm.state, cx: x.toFixed(1), cy: y.toFixed(1), r: r.toFixed(2), "data-member": mm.name, "data-state": mm.state }, dl);
       const t = svg("title", {}, c);
-      t.textContent = mm.name + " · " + mm.state + " · utilization " + fmtPct(mm.utilization);
+      t.textContent = mm.name + " · " + mm.state + " · utilization " + fmtPct(mm.utilization) + " (" + utilParts(mm) + ")";
     }
     // Labels after dots, nudged apart when members sit close together.
     const used = [];

@@ -61,6 +61,8 @@ type FakeMirror struct {
 	Failing atomic.Bool
 	// Hits counts the requests.
 	Hits atomic.Int64
+	// BytesPerSecond is the report's bytes per second (0 unless set).
+	BytesPerSecond atomic.Int64
 	// Srv is the server; its URL is the probe's base.
 	Srv *httptest.Server
 }
@@ -75,7 +77,8 @@ func NewFakeMirror(t testing.TB, group, member string) *FakeMirror {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
-		rep := probe.Report{Group: f.Group, Member: f.Member, Seq: uint64(f.Hits.Load()), Time: time.Now(), R: 1, Load: probe.LoadOf(1, 0), Capacity: 1000}
+		rep := probe.Report{Group: f.Group, Member: f.Member, Seq: uint64(f.Hits.Load()), Time: time.Now(), R: 1, Load: probe.LoadOf(1, 0),
+			BytesPerSecond: float64(f.BytesPerSecond.Load()), Capacity: 1000}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rep)
 	}))
