@@ -65,6 +65,11 @@ type Backend struct {
 	// HandoffSocket is its Unix socket for connection handoff (site.mode
 	// handoff), relative to the config file's directory.
 	HandoffSocket string `yaml:"handoff_socket"`
+	// Bandwidth is what its uplink carries (1Gbit/s, 100MB/s); 0 or absent
+	// for no limit. The policies then see a back end that sends at its
+	// bandwidth as loaded as one with t_high requests in flight per unit
+	// of weight.
+	Bandwidth yamlconf.Bandwidth `yaml:"bandwidth"`
 	// AdminURL is its admin server's base URL: the front end fetches the
 	// back end's report there (api.SiteReport) every health interval, for
 	// its cache's real size and, in redirect mode, its in-flight requests
@@ -297,6 +302,9 @@ func (v *checker) site() {
 			b.HandoffSocket = v.resolve(b.HandoffSocket)
 		case s.Mode == ModeHandoff:
 			v.errorf(path+".handoff_socket", "is required by site.mode handoff")
+		}
+		if err := b.Bandwidth.Check(); err != nil {
+			v.errorf(path+".bandwidth", "%v", err)
 		}
 		if b.AdminURL != "" {
 			if err := yamlconf.CheckURL(b.AdminURL); err != nil {

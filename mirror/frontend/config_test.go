@@ -52,6 +52,8 @@ func TestCheck(t *testing.T) {
 			"mirror.yaml:2:6: backends[0].admin_url: is required by policy lard in site.mode redirect"},
 		{"bad admin_url", "backends:\n  - {name: b1, url: 'http://10.0.0.1', admin_url: 'b1:8081'}\n", "backends[0].admin_url: "},
 		{"tb-ccrd learns memory from reports", "backends:\n  - {name: b1, url: 'http://10.0.0.1', admin_url: 'http://10.0.0.1:8081'}\nsite: {policy: {name: tb-ccrd}}\n", ""},
+		{"backend bandwidth", "backends:\n  - {name: b1, url: 'http://10.0.0.1', bandwidth: 1Gbit/s}\n", ""},
+		{"bad backend bandwidth", "backends:\n  - {name: b1, url: 'http://10.0.0.1', bandwidth: -1}\n", "backends[0].bandwidth"},
 		{"ward_balance", fe + "site: {policy: {name: ward, ward_balance: 1}}\n", "site.policy.ward_balance"},
 		{"forward_cost 0", fe + "site: {policy: {name: ward, forward_cost: 0}}\n", ""},
 		{"admission", fe + "site: {admission: {limit: -2}}\n", "site.admission.limit: must be -1 (none), 0 (LARD's) or > 0, got -2"},

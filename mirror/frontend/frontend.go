@@ -56,6 +56,7 @@ const (
 
 // handler is the site front end; see New.
 type handler struct {
+	tHigh     float64 // the load of a back end at its bandwidth, per weight
 	adm       *admission
 	mode      string
 	policy    site.Policy
@@ -97,6 +98,60 @@ type backend struct {
 
 	reportURL string // admin_url + api.SiteReport; "" without admin_url
 	rep       reported
+
+	bandwidth float64  // bytes per second, 0 for no limit
+	sent      byteRate // the bytes of its completed responses
+}
+
+// byteRateTau is the time constant of a back end's byte rate.
+const byteRateTau = 2 * time.Second
+
+// byteRate is an exponentially decaying rate of bytes: each completed
+// response's size, decaying with time constant byteRateTau.
+type byteRate struct {
+	mu sync.Mutex
+	v  float64 // bytes, decayed to at
+	at time.Time
+}
+
+func (r *byteRate) add(n int64, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.v = r.decayed(now) + float64(n)
+	if now.After(r.at) {
+		r.at = now
+	}
+}
+
+// perSecond returns the rate at now.
+func (r *byteRate) perSecond(now time.Time) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.decayed(now) / byteRateTau.Seconds()
+}
+
+func (r *byteRate) decayed(now time.Time) float64 {
+	if dt := now.Sub(r.at); dt > 0 && r.v > 0 {
+		return r.v * math.Exp(-float64(dt)/float64(byteRateTau))
+	}
+	return r.v
+}
+
+// bandwidthLoad is b's bandwidth fraction at now in the policies' load
+// units: t_high requests in flight per unit of weight at 100%; 0
+// without a bandwidth.
+func (h *handler) bandwidthLoad(b *backend, now time.Time) float64 {
+	if b.bandwidth <= 0 {
+		return 0
+	}
+	w := b.weight
+	if w <= 0 {
+		w = DefaultWeight
+	}
+	return b.sent.perSecond(now) / b.bandwidth * h.tHigh * w
 }
 
 // reported is what the front end knows from a back end's reports, and
@@ -221,7 +276,12 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("frontend: %w", err)
 	}
+	tHigh := sc.Policy.Params().THigh
+	if tHigh <= 0 {
+		tHigh = site.DefaultParams().THigh
+	}
 	h := &handler{
+		tHigh:     tHigh,
 		adm:       newAdmission(sc, backends),
 		mode:      sc.Mode,
 		policy:    pol,
@@ -319,13 +379,14 @@ func newBackend(bc Backend, hc HealthConfig, mode string) (*backend, error) {
 		return nil, fmt.Errorf("frontend: back end %q: bad url %q", bc.Name, bc.URL)
 	}
 	b := &backend{
-		name:     bc.Name,
-		url:      u,
-		socket:   bc.HandoffSocket,
-		checkURL: targetURL(u, &url.URL{Path: hc.Path}).String(),
-		weight:   bc.Weight,
-		memory:   int64(bc.Memory),
-		health:   backendHealth{rise: hc.Rise, fall: hc.Fall, passive: hc.PassiveErrors},
+		name:      bc.Name,
+		url:       u,
+		socket:    bc.HandoffSocket,
+		checkURL:  targetURL(u, &url.URL{Path: hc.Path}).String(),
+		weight:    bc.Weight,
+		memory:    int64(bc.Memory),
+		bandwidth: bc.Bandwidth.BytesPerSecond(),
+		health:    backendHealth{rise: hc.Rise, fall: hc.Fall, passive: hc.PassiveErrors},
 	}
 	if bc.PublicURL != "" {
 		if b.public, err = url.Parse(bc.PublicURL); err != nil {
@@ -390,6 +451,9 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 				bs[i].Active = int(math.Round(b.rep.load(now)))
 			}
 		}
+		if bw := h.bandwidthLoad(b, now); bw > float64(bs[i].Active) {
+			bs[i].Active = int(math.Ceil(bw))
+		}
 		anyUp = anyUp || up
 	}
 	if !anyUp {
@@ -431,7 +495,9 @@ func (h *handler) release(b *backend, req site.Request, size int64) {
 	b.active.Add(-1)
 	h.m.inFlight.WithLabelValues(b.name).Dec()
 	req.Size = size
-	h.policy.Done(req, b.name, h.now())
+	now := h.now()
+	b.sent.add(size, now)
+	h.policy.Done(req, b.name, now)
 }
 
 // targetURL is in (a request's path and query) on base: base's scheme and

@@ -224,6 +224,7 @@ func (h *handler) fetchReport(ctx context.Context, b *backend) error {
 	b.rep.mu.Unlock()
 	if h.mode == ModeRedirect {
 		for _, c := range rep.Completions {
+			b.sent.add(c.Size, now)
 			h.policy.Done(site.Request{Key: c.Key, Size: c.Size}, b.name, now)
 		}
 	}

@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/scheduler/site"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // reportServer serves a back end's report with in flight n and the
@@ -180,5 +182,61 @@ func TestProxyModeSeesLoadsAndSizes(t *testing.T) {
 	st := h.policy.(site.Stater).State()
 	if len(st.Caches) != 1 || st.Caches[0].Bytes != 3000 || st.Caches[0].Objects != 1 {
 		t.Errorf("model %+v, want the one 3000-byte object (the 404 is not cached)", st.Caches)
+	}
+}
+
+// TestBackendBandwidth: a back end that sends at its bandwidth, with
+// hardly a request in flight, counts as loaded (t_high per weight), so
+// LARD gives new targets to the other one; without a bandwidth it would
+// take its share.
+func TestBackendBandwidth(t *testing.T) {
+	be := webtest.Serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	hc := quietHealth
+	hc.Path = "/healthy"
+	frozen := time.Unix(1_800_000_000, 0)
+	for _, tt := range []struct {
+		name      string
+		bandwidth float64
+		sent      int64   // bytes b1 completed just now
+		load      float64 // b1's bandwidth load: t_high (65) at 100%
+		wantB1    bool    // b1 still gets new targets
+	}{
+		{"at its bandwidth", 10_000, 20_000, 65, false}, // 20 kB over the 2 s time constant: 10 kB/s
+		{"at half its bandwidth", 10_000, 10_000, 32.5, false},
+		{"no bandwidth", 0, 20_000, 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hh, closer, err := New(Config{Mode: ModeProxy, Policy: PolicyConfig{Name: "lard"}, Health: hc},
+				weighted(Backend{Name: "b1", URL: be, Bandwidth: yamlconf.Bandwidth(tt.bandwidth)}, Backend{Name: "b2", URL: be}),
+				Options{Rand: rand.New(rand.NewPCG(3, 4)), Now: func() time.Time { return frozen }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closer.Close() })
+			h := hh.(*handler)
+			b1 := h.backends[0]
+			b1.active.Add(1)
+			h.release(b1, site.Request{Key: "/big"}, tt.sent)
+			if got := h.bandwidthLoad(b1, frozen); got != tt.load {
+				t.Errorf("bandwidth load %v, want %v", got, tt.load)
+			}
+			toB1 := 0
+			for i := range 20 {
+				b, err := h.pick(site.Request{Key: fmt.Sprint("/new", i)}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == b1 {
+					toB1++
+				}
+				h.release(b, site.Request{}, 0)
+			}
+			if got := toB1 > 0; got != tt.wantB1 {
+				t.Errorf("b1 got %d of 20 new targets; want some: %v", toB1, tt.wantB1)
+			}
+			if st := h.Status().Backends[0]; st.Bandwidth != tt.bandwidth || st.BytesPerSecond != float64(tt.sent)/2 {
+				t.Errorf("status: %v B/s of %v, want %v of %v", st.BytesPerSecond, st.Bandwidth, float64(tt.sent)/2, tt.bandwidth)
+			}
+		})
 	}
 }

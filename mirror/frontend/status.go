@@ -69,6 +69,11 @@ type BackendStatus struct {
 	// handoffs and health checks (since the start).
 	Picks  uint64 `json:"picks"`
 	Errors uint64 `json:"errors"`
+	// BytesPerSecond is the rate of its completed responses' bytes (2 s
+	// time constant); Bandwidth its configured bandwidth in bytes per
+	// second (0: no limit).
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	Bandwidth      float64 `json:"bandwidth"`
 	// Report is what its last report said (backends[].admin_url); nil
 	// without admin_url or before the first.
 	Report *ReportStatus `json:"report,omitempty"`
@@ -122,6 +127,7 @@ func (h *handler) Status() Status {
 			Name: b.name, URL: redactURL(b.url), Health: state.String(), LastError: lastErr,
 			Weight: b.weight, MemoryBytes: b.memory, InFlight: max(b.active.Load(), 0),
 			Picks: uint64(picks[b.name]), Errors: uint64(errs[b.name]),
+			BytesPerSecond: b.sent.perSecond(h.now()), Bandwidth: b.bandwidth,
 		}
 		if b.public != nil {
 			bs.PublicURL = redactURL(b.public)
