@@ -72,10 +72,12 @@ fuzz:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
-## bench-site: the site policies compared on one front end and four back-end
-## mirror processes on loopback (about 2-3 minutes).
+## bench-site: the seven site policies compared on one front end and four
+## back-end mirror processes on loopback, in proxy mode (concurrency 32), then
+## handoff mode (concurrency 256, above LARD's admission limit S = 219), each
+## the median and range of 3 runs (about 15 minutes on two cores).
 bench-site:
-	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=20m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
+	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=60m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
 
 ## bench-dns: dnsd against gdnsd (installed with apt-get when missing) with
 ## dnsperf on loopback, the servers on one core and dnsperf on the other:

@@ -10,19 +10,35 @@
 // tree for all four) and a memory cache of a quarter of the working set
 // (site.cache.memory), with site.cache.miss_delay_per_mib standing in for
 // the disk that the test machine's page cache hides. The front end is a
-// mirror with the four back ends and the policy under test in proxy
-// mode. Each policy gets fresh processes (cold caches), the same warm-up
-// and the same measured requests from one generated trace, at a fixed
-// concurrency; the table reports requests per second over the measured
-// part and the hit ratio (cache hits / file responses over all back
-// ends in that part), and the benchmark fails when a locality-aware
-// policy (lard, ward, tb-ccrd, chbl) does not at least halve wrr's miss
-// ratio.
+// mirror with the four back ends (their admin_url too, so that it reads
+// their real caches) and the policy under test, in each site mode of
+// -mode: proxy, then handoff (each back end takes handed-off connections
+// on a Unix socket). Each run of a policy gets fresh processes (cold
+// caches), the same warm-up and the same measured requests from one
+// generated trace, at the mode's concurrency: 32 in proxy mode, as
+// before, and 256 in handoff mode, above LARD's admission limit S = 219
+// for four back ends, so that the front end's queue has work. In handoff
+// mode the clients send one request per connection, since after a
+// handoff the connection is the back end's and the policy would pick
+// only its first request (-handoff-keepalive to reuse them). All seven
+// policies in both modes, three runs each, take about 15 minutes on two
+// cores; -policies and -handoff-policies choose fewer.
+//
+// Each mode's table reports, per policy, the median of -runs runs (3)
+// and their range of requests per second over the measured part and of
+// the hit ratio (cache hits / file responses over all back ends in that
+// part), the median imbalance, the failed requests, and, read from the
+// front end's /metrics around the measured part, the requests that
+// queued for admission, those refused, their mean wait and LARD's
+// reassignments. The benchmark fails when, in a mode, a locality-aware
+// policy (lard, ward, tb-ccrd, chbl) does not at least halve wrr's
+// median miss ratio with its own median.
 //
 // -bin=cmd (the default) builds cmd/mirror and runs it; -bin=self runs
 // this test binary as the mirror instead (a minimal mirror from the same
 // package pieces: FileServer with Cache, or frontend.New), for when
-// cmd/mirror is not there or does not wire the cache.
+// cmd/mirror is not there or does not wire the cache; it has no /v1/site
+// for the front end to read.
 package benchsite
 
 import (
@@ -68,13 +84,20 @@ var (
 	flagMinSize     = flag.Int("min-size", 256, "smallest file, bytes (sizes are log-uniform)")
 	flagMaxSize     = flag.Int("max-size", 16384, "largest file, bytes")
 	flagAlpha       = flag.Float64("alpha", 0.8, "Zipf exponent of file popularity")
-	flagWarmup      = flag.Int("warmup", 60000, "requests per policy before measuring")
-	flagRequests    = flag.Int("requests", 40000, "measured requests per policy")
-	flagConcurrency = flag.Int("concurrency", 32, "requests in flight")
+	flagWarmup      = flag.Int("warmup", 60000, "requests per run before measuring")
+	flagRequests    = flag.Int("requests", 40000, "measured requests per run")
+	flagMode        = flag.String("mode", "proxy,handoff", "site modes compared, in order: proxy, handoff")
+	flagRuns        = flag.Int("runs", 3, "runs per mode and policy, each with fresh processes; the table shows their median and spread")
+	flagConcurrency = flag.Int("concurrency", 0, "requests in flight; 0: 32 in proxy mode, 256 in handoff mode (above LARD's admission limit S = 219)")
+	flagKeepAlive   = flag.Bool("handoff-keepalive", false, "in handoff mode, clients reuse connections (the policy then decides once per connection)")
 	flagMissDelay   = flag.Duration("miss-delay", 500*time.Millisecond, "back ends' site.cache.miss_delay_per_mib")
-	flagPolicies    = flag.String("policies", "wrr,least-conn,lard,lard-r,ward,tb-ccrd,chbl", "policies compared, in order")
+	flagPolicies    = flag.String("policies", allPolicies, "policies compared in proxy mode, in order")
+	flagHandoffPols = flag.String("handoff-policies", allPolicies, "policies compared in handoff mode, in order")
 	flagSeed        = flag.Uint64("seed", 42, "seed of the files and the trace")
 )
+
+// allPolicies is the default of -policies and -handoff-policies.
+const allPolicies = "wrr,least-conn,lard,lard-r,ward,tb-ccrd,chbl"
 
 // backends is the number of back-end processes.
 const backends = 4
@@ -89,38 +112,126 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// result is one policy's row of the table.
+// mode is one way of running the comparison: the front end's site.mode
+// and how the clients use it.
+type mode struct {
+	name        string // site.mode
+	concurrency int    // requests in flight
+	keepAlive   bool   // clients reuse their connections
+	policies    []string
+	// why gives the reason for a default concurrency beyond where it
+	// stands against the admission limit; "" for none.
+	why string
+}
+
+// modes returns the modes of -mode with their concurrency and policies.
+func modes() ([]mode, error) {
+	var out []mode
+	for _, name := range strings.Split(*flagMode, ",") {
+		m := mode{name: name, concurrency: *flagConcurrency, keepAlive: true}
+		switch name {
+		case "proxy":
+			m.policies = strings.Split(*flagPolicies, ",")
+			if m.concurrency == 0 {
+				m.concurrency, m.why = 32, "as in earlier runs, so that they compare"
+			}
+		case "handoff":
+			m.policies = strings.Split(*flagHandoffPols, ",")
+			m.keepAlive = *flagKeepAlive
+			if m.concurrency == 0 {
+				m.concurrency = 256
+			}
+		default:
+			return nil, fmt.Errorf("-mode %q: want proxy or handoff", name)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// result is one run of one policy.
 type result struct {
 	policy    string
 	rps       float64
 	hit       float64 // cache hits / file responses, all back ends
 	imbalance float64 // most requests on one back end / mean
 	errors    int64
+	front     queueFigures // the front end's queue over the measured part
+}
+
+// queueFigures is what the front end's /metrics say of its admission limit
+// and of LARD's reassignments.
+type queueFigures struct {
+	limit    float64 // site_admission_limit; 0: none
+	queued   float64 // requests that waited for a slot
+	waited   float64 // seconds they waited, in all
+	rejected float64 // requests refused (any reason)
+	// reassignments counts the policy's reassignments; hasReassign says
+	// whether the policy exports any.
+	reassignments float64
+	hasReassign   bool
+}
+
+// sub returns the counters of a over those of before (the limit is a's).
+func (a queueFigures) sub(before queueFigures) queueFigures {
+	a.queued -= before.queued
+	a.waited -= before.waited
+	a.rejected -= before.rejected
+	a.reassignments -= before.reassignments
+	return a
 }
 
 func BenchmarkSite(b *testing.B) {
 	if !*flagSite {
 		b.Skip("the site comparison runs with -site (make bench-site)")
 	}
+	ms, err := modes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if *flagRuns < 1 {
+		b.Fatalf("-runs %d: want at least 1", *flagRuns)
+	}
 	bin := mirrorBinary(b)
 	dir := b.TempDir()
+	socks := socketDir(b)
 	w := newWorkload(b, filepath.Join(dir, "root"))
 	// Printed, not logged: a parent benchmark's log only shows on failure.
-	fmt.Printf("%d files, working set %.1f MiB, %d back ends × %.1f MiB cache, miss delay %v/MiB, Zipf α=%.2f, %d+%d requests per policy, concurrency %d, mirror %s",
+	fmt.Printf("%d files, working set %.1f MiB, %d back ends × %.1f MiB cache, miss delay %v/MiB, Zipf α=%.2f, %d+%d requests per run, %d runs per mode and policy (fresh processes each), mirror %s\n",
 		len(w.paths), float64(w.bytes)/(1<<20), backends, float64(w.bytes/backends)/(1<<20), *flagMissDelay,
-		*flagAlpha, *flagWarmup, *flagRequests, *flagConcurrency, *flagBin)
-	fmt.Println()
-	var rows []result
-	for _, pol := range strings.Split(*flagPolicies, ",") {
-		b.Run(pol, func(b *testing.B) {
-			r := runPolicy(b, bin, dir, w, pol)
-			b.ReportMetric(r.rps, "req/s")
-			b.ReportMetric(100*r.hit, "hit%")
-			rows = append(rows, r)
+		*flagAlpha, *flagWarmup, *flagRequests, *flagRuns, *flagBin)
+	begin := time.Now()
+	var tables []string
+	for _, m := range ms {
+		var rows []summary
+		b.Run(m.name, func(b *testing.B) {
+			for _, pol := range m.policies {
+				var runs []result
+				b.Run(pol, func(b *testing.B) {
+					for i := range *flagRuns {
+						b.Run(strconv.Itoa(i+1), func(b *testing.B) {
+							r := runPolicy(b, bin, dir, socks, w, m, pol, i+1)
+							b.ReportMetric(r.rps, "req/s")
+							b.ReportMetric(100*r.hit, "hit%")
+							runs = append(runs, r)
+						})
+					}
+				})
+				if len(runs) > 0 {
+					rows = append(rows, summarize(pol, runs))
+				}
+			}
+			checkLocality(b, m.name, rows)
 		})
+		tables = append(tables, modeLine(m, *flagRuns, rows)+"\n"+table(rows))
 	}
-	fmt.Printf("\n%s\n", table(rows))
-	var wrr *result
+	fmt.Printf("\n%s\n%s", strings.Join(tables, "\n"), fmt.Sprintf("all runs took %v\n", time.Since(begin).Round(time.Second)))
+}
+
+// checkLocality fails b when a locality-aware policy's median hit ratio
+// does not at least halve wrr's median miss ratio.
+func checkLocality(b *testing.B, mode string, rows []summary) {
+	var wrr *summary
 	for i := range rows {
 		if rows[i].policy == "wrr" {
 			wrr = &rows[i]
@@ -132,21 +243,156 @@ func BenchmarkSite(b *testing.B) {
 	for _, r := range rows {
 		switch r.policy {
 		case "lard", "ward", "tb-ccrd", "chbl":
-			if 1-r.hit > (1-wrr.hit)/2 {
-				b.Errorf("%s: hit ratio %.1f%% against wrr's %.1f%%: want at most half of wrr's misses", r.policy, 100*r.hit, 100*wrr.hit)
+			if 1-r.hit.med > (1-wrr.hit.med)/2 {
+				b.Errorf("%s mode, %s: median hit ratio %.1f%% against wrr's %.1f%%: want at most half of wrr's misses", mode, r.policy, 100*r.hit.med, 100*wrr.hit.med)
 			}
 		}
 	}
 }
 
-// table formats the rows side by side.
-func table(rows []result) string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "%-12s %10s %8s %10s %7s\n", "policy", "req/s", "hit", "imbalance", "errors")
+// spread is the median and the range of a figure over the runs.
+type spread struct{ med, lo, hi float64 }
+
+// spreadOf returns the median, minimum and maximum of xs (the mean of
+// the middle two for an even count); zero for none.
+func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return spread{med: med, lo: s[0], hi: s[n-1]}
+}
+
+// median is spreadOf's median alone.
+func median(xs []float64) float64 { return spreadOf(xs).med }
+
+// summary is one policy's row of a mode's table: the medians of its runs
+// and, for req/s and the hit ratio, their spread.
+type summary struct {
+	policy    string
+	runs      int
+	rps, hit  spread
+	imbalance float64 // median
+	errors    int64   // over all runs
+	// The front end's admission, medians over the runs; limited is false
+	// when the front end had no admission limit.
+	limited                    bool
+	limit                      float64
+	queued, rejected, meanWait float64 // meanWait in seconds
+	hasReassign                bool
+	reassignments              float64
+}
+
+// summarize reduces the runs of policy to its row.
+func summarize(policy string, runs []result) summary {
+	s := summary{policy: policy, runs: len(runs)}
+	var rps, hit, imb, queued, rejected, wait, reass []float64
+	for _, r := range runs {
+		rps = append(rps, r.rps)
+		hit = append(hit, r.hit)
+		imb = append(imb, r.imbalance)
+		s.errors += r.errors
+		f := r.front
+		if f.limit > 0 {
+			s.limited = true
+			s.limit = max(s.limit, f.limit)
+		}
+		queued = append(queued, f.queued)
+		rejected = append(rejected, f.rejected)
+		mean := 0.0
+		if f.queued > 0 {
+			mean = f.waited / f.queued
+		}
+		wait = append(wait, mean)
+		if f.hasReassign {
+			s.hasReassign = true
+			reass = append(reass, f.reassignments)
+		}
+	}
+	s.rps, s.hit = spreadOf(rps), spreadOf(hit)
+	s.imbalance = median(imb)
+	s.queued, s.rejected, s.meanWait = median(queued), median(rejected), median(wait)
+	s.reassignments = median(reass)
+	return s
+}
+
+// modeLine is the line above a mode's table: how it was run and why at
+// that concurrency.
+func modeLine(m mode, runs int, rows []summary) string {
+	limit := 0.0
 	for _, r := range rows {
-		fmt.Fprintf(&s, "%-12s %10.0f %7.1f%% %10.2f %7d\n", r.policy, r.rps, 100*r.hit, r.imbalance, r.errors)
+		limit = max(limit, r.limit)
+	}
+	var why string
+	switch {
+	case limit == 0:
+		why = "no admission limit in these policies"
+	case float64(m.concurrency) > limit:
+		why = fmt.Sprintf("above LARD's admission limit S = %.0f: the front end queues the rest", limit)
+	default:
+		why = fmt.Sprintf("within LARD's admission limit S = %.0f: nothing queues", limit)
+	}
+	if m.why != "" {
+		why = m.why + "; " + why
+	}
+	conns := "clients reuse connections"
+	switch {
+	case !m.keepAlive:
+		conns = "one request per client connection (the policy picks every request)"
+	case m.name == "handoff":
+		conns = "clients reuse connections (the policy picks once per connection)"
+	}
+	return fmt.Sprintf("%s mode, concurrency %d (%s); %s; median of %d runs (min–max), queue figures over the measured part",
+		m.name, m.concurrency, why, conns, runs)
+}
+
+// table formats the rows of one mode side by side: req/s and hit ratio
+// as the median and the range of the runs, the rest as medians; "-"
+// where the front end has no admission limit or the policy no
+// reassignments.
+func table(rows []summary) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%-10s  %-20s  %-22s  %9s  %6s  %7s  %8s  %9s  %10s\n",
+		"policy", "req/s (min–max)", "hit (min–max)", "imbalance", "errors", "queued", "rejected", "mean wait", "reassigned")
+	for _, r := range rows {
+		rps := fmt.Sprintf("%.0f (%.0f–%.0f)", r.rps.med, r.rps.lo, r.rps.hi)
+		hit := fmt.Sprintf("%.1f%% (%.1f–%.1f%%)", 100*r.hit.med, 100*r.hit.lo, 100*r.hit.hi)
+		queued, rejected, wait, reass := "-", "-", "-", "-"
+		if r.limited {
+			queued = fmt.Sprintf("%.0f", r.queued)
+			rejected = fmt.Sprintf("%.0f", r.rejected)
+			wait = fmt.Sprintf("%.1fms", 1000*r.meanWait)
+		}
+		if r.hasReassign {
+			reass = fmt.Sprintf("%.0f", r.reassignments)
+		}
+		fmt.Fprintf(&s, "%-10s  %-20s  %-22s  %9.2f  %6d  %7s  %8s  %9s  %10s\n",
+			r.policy, rps, hit, r.imbalance, r.errors, queued, rejected, wait, reass)
 	}
 	return s.String()
+}
+
+// socketDir returns a short directory for the back ends' handoff
+// sockets (a Unix socket path has room for about 100 bytes, more than
+// a test's temporary directory may leave), removed at the end.
+func socketDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "tmb")
+	if err == nil && len(dir) > 60 {
+		os.Remove(dir)
+		dir, err = os.MkdirTemp("/tmp", "tmb")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // mirrorBinary returns the mirror to run: cmd/mirror built into a
@@ -237,16 +483,22 @@ func newWorkload(b *testing.B, root string) *workload {
 	return w
 }
 
-// runPolicy starts fresh back ends and a front end with policy, plays
-// the warm-up and then the measured part of the trace, and reads the
-// back ends' cache counters around the measured part.
-func runPolicy(b *testing.B, bin, dir string, w *workload, policy string) result {
+// runPolicy starts fresh back ends and a front end with policy in mode
+// m (run numbers the processes' files), plays the warm-up and then the
+// measured part of the trace, and reads the back ends' cache counters
+// and the front end's admission figures around the measured part.
+func runPolicy(b *testing.B, bin, dir, socks string, w *workload, m mode, policy string, run int) result {
 	b.Helper()
 	cache := w.bytes / backends
+	prefix := fmt.Sprintf("%s-%s-%d-", m.name, policy, run)
 	var bes []*mirrorProc
 	var list strings.Builder
 	for i := range backends {
 		name := fmt.Sprintf("be%d", i+1)
+		var sock string
+		if m.name == "handoff" {
+			sock = filepath.Join(socks, prefix+name)
+		}
 		cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
 group: www.example.org
 member: %s
@@ -257,11 +509,22 @@ redirect: {enabled: false}
 site:
   cache: {memory: %d, max_object: 1MiB, miss_delay_per_mib: %s}
 `, name, name, strconv.Quote(w.root), cache, *flagMissDelay)
-		be := startMirror(b, bin, filepath.Join(dir, policy+"-"+name+".yaml"), cfg)
+		if sock != "" {
+			cfg += fmt.Sprintf("  handoff_socket: %s\n", strconv.Quote(sock))
+		}
+		be := startMirror(b, bin, filepath.Join(dir, prefix+name+".yaml"), cfg)
 		bes = append(bes, be)
-		fmt.Fprintf(&list, "  - {name: %s, url: 'http://%s', memory: %d}\n", name, be.http, cache)
+		fmt.Fprintf(&list, "  - {name: %s, url: 'http://%s', memory: %d", name, be.http, cache)
+		if sock != "" {
+			fmt.Fprintf(&list, ", handoff_socket: %s", strconv.Quote(sock))
+		}
+		if *flagBin == "cmd" {
+			// The back end's own report (GET /v1/site): its real cache.
+			fmt.Fprintf(&list, ", admin_url: 'http://%s'", be.admin)
+		}
+		list.WriteString("}\n")
 	}
-	fe := startMirror(b, bin, filepath.Join(dir, policy+"-fe.yaml"), fmt.Sprintf(`listen: ["127.0.0.1:0"]
+	fe := startMirror(b, bin, filepath.Join(dir, prefix+"fe.yaml"), fmt.Sprintf(`listen: ["127.0.0.1:0"]
 group: www.example.org
 member: fe
 host: fe.site.example.org
@@ -269,26 +532,28 @@ capacity: 1000
 redirect: {enabled: false}
 backends:
 %ssite:
+  mode: %s
   policy: {name: %s, ward_interval: 5s, replica_hold: 5s}
   health: {interval: 1s}
-`, list.String(), policy))
+`, list.String(), m.name, policy))
 
 	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: *flagConcurrency,
-		MaxConnsPerHost:     *flagConcurrency,
+		MaxIdleConnsPerHost: m.concurrency,
+		MaxConnsPerHost:     m.concurrency,
 		DisableCompression:  true,
+		DisableKeepAlives:   !m.keepAlive,
 	}, Timeout: time.Minute}
 	defer client.CloseIdleConnections()
 	base := "http://" + fe.http
 	var errs atomic.Int64
-	play(client, base, w, w.trace[:*flagWarmup], &errs)
-	before := scrape(b, bes)
+	play(client, base, w, w.trace[:*flagWarmup], m.concurrency, &errs)
+	before, frontBefore := scrape(b, bes), scrapeFront(b, fe, policy)
 	start := time.Now()
-	play(client, base, w, w.trace[*flagWarmup:], &errs)
+	play(client, base, w, w.trace[*flagWarmup:], m.concurrency, &errs)
 	elapsed := time.Since(start)
-	after := scrape(b, bes)
+	after, frontAfter := scrape(b, bes), scrapeFront(b, fe, policy)
 
-	r := result{policy: policy, rps: float64(*flagRequests) / elapsed.Seconds(), errors: errs.Load()}
+	r := result{policy: policy, rps: float64(*flagRequests) / elapsed.Seconds(), errors: errs.Load(), front: frontAfter.sub(frontBefore)}
 	var hits, total, most float64
 	for i := range bes {
 		h := after[i].hits - before[i].hits
@@ -302,16 +567,16 @@ backends:
 		r.imbalance = most * backends / total
 	}
 	if r.errors > 0 {
-		b.Errorf("%s: %d requests failed", policy, r.errors)
+		b.Errorf("%s mode, %s, run %d: %d requests failed", m.name, policy, run, r.errors)
 	}
 	return r
 }
 
-// play sends the requests of trace with -concurrency workers.
-func play(c *http.Client, base string, w *workload, trace []int32, errs *atomic.Int64) {
+// play sends the requests of trace with concurrency workers.
+func play(c *http.Client, base string, w *workload, trace []int32, concurrency int, errs *atomic.Int64) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range *flagConcurrency {
+	for range concurrency {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
@@ -342,34 +607,89 @@ func scrape(b *testing.B, bes []*mirrorProc) []counters {
 	b.Helper()
 	out := make([]counters, len(bes))
 	for i, be := range bes {
-		resp, err := http.Get("http://" + be.admin + "/metrics")
-		if err != nil {
-			b.Fatal(err)
-		}
-		text, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
+		text := metricsText(b, be)
 		var ok bool
-		if out[i].hits, ok = metric(string(text), "transmirror_mirror_cache_hits_total"); !ok {
+		if out[i].hits, ok = metric(text, "transmirror_mirror_cache_hits_total"); !ok {
 			b.Fatalf("back end %s has no transmirror_mirror_cache_hits_total: its mirror does not wire site.cache into its FileServer (-bin=self does)", be.http)
 		}
-		out[i].misses, _ = metric(string(text), "transmirror_mirror_cache_misses_total")
+		out[i].misses, _ = metric(text, "transmirror_mirror_cache_misses_total")
 	}
 	return out
 }
 
-// metric returns the value of the unlabelled sample name in a Prometheus
-// text exposition.
-func metric(text, name string) (float64, bool) {
+// scrapeFront reads the front end's admission figures and policy's
+// reassignments from its /metrics.
+func scrapeFront(b *testing.B, fe *mirrorProc, policy string) queueFigures {
+	b.Helper()
+	return frontFigures(metricsText(b, fe), policy)
+}
+
+// frontFigures picks the admission figures and policy's reassignments
+// out of a front end's /metrics text.
+func frontFigures(text, policy string) queueFigures {
+	var a queueFigures
+	a.limit, _ = metric(text, "transmirror_mirror_site_admission_limit")
+	a.queued, _ = metric(text, "transmirror_mirror_site_queue_wait_seconds_count")
+	a.waited, _ = metric(text, "transmirror_mirror_site_queue_wait_seconds_sum")
+	a.rejected, _ = metricSum(text, "transmirror_mirror_site_queue_rejected_total")
+	a.reassignments, a.hasReassign = metric(text, `transmirror_mirror_site_reassignments_total{policy="`+policy+`"}`)
+	return a
+}
+
+// metricsText returns p's /metrics.
+func metricsText(b *testing.B, p *mirrorProc) string {
+	b.Helper()
+	resp, err := http.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(text)
+}
+
+// metric returns the value of the sample series in a Prometheus text
+// exposition: a name alone, or a name with its labels as the exposition
+// writes them (name{policy="lard"}).
+func metric(text, series string) (float64, bool) {
 	for line := range strings.SplitSeq(text, "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			return v, err == nil
 		}
 	}
 	return 0, false
+}
+
+// metricSum returns the sum of the samples of name over all its label
+// values, and whether there was any.
+func metricSum(text, name string) (float64, bool) {
+	sum, found := 0.0, false
+	for line := range strings.SplitSeq(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(rest, " "):
+		case strings.HasPrefix(rest, "{"):
+			end := strings.LastIndex(rest, "} ")
+			if end < 0 {
+				continue
+			}
+			rest = rest[end+1:]
+		default:
+			continue // another name with name as its prefix
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
 }
 
 // mirrorProc is a running mirror and the addresses it logged.
@@ -530,8 +850,21 @@ func serveSelf(path, adminAddr string, log *slog.Logger) error {
 		return err
 	}
 	log.Info("admin listening", "addr", aln.Addr().String())
+	var hln net.Listener
+	if cfg.Site.HandoffSocket != "" {
+		// The back end of a front end in handoff mode.
+		if hln, err = frontend.ListenHandoff(cfg.Site.HandoffSocket); err != nil {
+			ln.Close()
+			aln.Close()
+			return err
+		}
+		log.Info("handoff listening", "socket", cfg.Site.HandoffSocket)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return pub.Serve(gctx, ln) })
+	if hln != nil {
+		g.Go(func() error { return pub.Serve(gctx, hln) })
+	}
 	g.Go(func() error { return adm.Serve(gctx, aln) })
 	log.Info("mirror started", "member", cfg.Member)
 	return g.Wait()
