@@ -417,7 +417,7 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 		}
 		over := map[string]bool{}
 		for i, host := range s.hosts {
-			over[host] = s.util[i] >= s.high
+			over[host] = s.figs[i].Utilization() >= s.high
 		}
 		return over["b.mirrors.test"] && !over["c.mirrors.test"]
 	})

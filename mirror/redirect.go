@@ -164,6 +164,9 @@ type Decision struct {
 	Action Action
 	// Target is the sibling's host name, for Redirect.
 	Target string
+	// Member is the sibling's member name, for Redirect: the redirect is
+	// booked on it (GroupSnapshot.Book).
+	Member string
 	// Status is the status code, for Refuse.
 	Status int
 	// Reason is why, one of the Reason constants.
@@ -172,8 +175,10 @@ type Decision struct {
 
 // Decide decides what to do with one request, purely from its inputs:
 // the rules, the request, this mirror's utilization u (see
-// LoadMeter.Utilization), the group snapshot (nil: none yet), the time
-// and the randomness.
+// LoadMeter.Utilization), the group snapshot (nil: none yet) with the
+// redirects booked on it so far, the time and the randomness. It books
+// nothing itself: the caller books the redirect it carries out
+// (Redirector.ServeHTTP does, on the same snapshot).
 //
 // A mirror serves every request that did not come in on the group name,
 // every method but GET and HEAD, the never paths and files smaller than
@@ -204,11 +209,11 @@ func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnap
 		case snap == nil:
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
 		}
-		host, ok := snap.Pick(clientOf(req), rnd, now, true)
+		host, member, ok := snap.Pick(clientOf(req), rnd, now, true)
 		if !ok {
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
 		}
-		return Decision{Action: Redirect, Target: host, Reason: ReasonDispatch}
+		return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonDispatch}
 	}
 	switch {
 	case !onGroup:
@@ -238,11 +243,11 @@ func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnap
 	case snap.Stale(now):
 		return Decision{Action: Serve, Reason: ReasonStaleView}
 	}
-	host, ok := snap.Pick(clientOf(req), rnd, now, false)
+	host, member, ok := snap.Pick(clientOf(req), rnd, now, false)
 	if !ok {
 		return Decision{Action: Serve, Reason: ReasonNoSibling}
 	}
-	return Decision{Action: Redirect, Target: host, Reason: ReasonOverload}
+	return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonOverload}
 }
 
 func clientOf(req RedirectRequest) scheduler.Client {
@@ -335,8 +340,10 @@ type RedirectorOptions struct {
 
 // Redirector is the http.Handler of 302 correction: it runs Decide for
 // every request and redirects, refuses or hands it to the next handler.
-// Its rules and locator can be swapped while it serves (SetRules). It is
-// safe for concurrent use.
+// Every redirect is booked on the snapshot it was decided on
+// (GroupSnapshot.Book), so that the next decisions see the sibling's
+// load grow. Its rules and locator can be swapped while it serves
+// (SetRules). It is safe for concurrent use.
 type Redirector struct {
 	o   RedirectorOptions
 	cur atomic.Pointer[redirectConfig]
@@ -440,6 +447,9 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Size:   rd.sizeFunc(r),
 		Client: func() scheduler.Client { return locateClient(r, cur.loc) },
 	}, u, snap, now, rnd)
+	if d.Action == Redirect {
+		snap.Book(d.Member, now)
+	}
 	rd.act(w, r, d)
 }
 
