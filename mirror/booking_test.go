@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
@@ -304,7 +307,9 @@ func (v *staticView) Snapshot() *GroupSnapshot { return v.s }
 // TestRedirectorBooks drives the Redirector's ServeHTTP, a dispatcher and
 // an overloaded member, on a fixed clock: every redirect is booked on the
 // snapshot it was decided on, so 100 requests spread over the siblings
-// by their spare capacity.
+// by their spare capacity, and each is counted by its target member in
+// transmirror_mirror_sibling_redirects_total, whose series come with the
+// view (at 0, before any redirect) and go when a member leaves it.
 func TestRedirectorBooks(t *testing.T) {
 	sibs := []sib{{"fra1", 400, 100, 50.11, 8.68}, {"ams1", 200, 50, 52.37, 4.90}, {"bru1", 100, 25, 50.85, 4.35}}
 	due := map[string]int{"fra1": 57, "ams1": 29, "bru1": 14} // least-load: capacity − load, equal utilization
@@ -326,6 +331,7 @@ func TestRedirectorBooks(t *testing.T) {
 				t.Fatal(err)
 			}
 			view := &staticView{s}
+			reg := prometheus.NewRegistry()
 			var next http.Handler
 			var load UtilizationSource
 			if !tt.rules.Dispatcher {
@@ -333,11 +339,15 @@ func TestRedirectorBooks(t *testing.T) {
 				load = fixedUtilization(2)
 			}
 			rd, err := NewRedirector(RedirectorOptions{
-				Rules: tt.rules, Next: next, Load: load, View: view,
+				Rules: tt.rules, Next: next, Load: load, View: view, Registerer: reg,
 				Clock: func() time.Time { return t0 }, Rand: rand.New(rand.NewPCG(5, 5)),
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			const metric = "transmirror_mirror_sibling_redirects_total"
+			if m := gatherLabels(t, reg, metric, "member"); len(m) != s.Candidates() {
+				t.Errorf("series by member %v before any redirect, want one per candidate (%d)", m, s.Candidates())
 			}
 			got := make(map[string]int)
 			for range 100 {
@@ -354,9 +364,13 @@ func TestRedirectorBooks(t *testing.T) {
 			}
 			for _, sb := range sibs {
 				n := got[sb.name]
-				t.Logf("%s: %d redirects (due %d), booked %.1f", sb.name, n, due[sb.name], s.Booked(sb.name, t0))
+				c := testutil.ToFloat64(rd.targets.vec.WithLabelValues(sb.name))
+				t.Logf("%s: %d redirects (due %d), counted %g, booked %.1f", sb.name, n, due[sb.name], c, s.Booked(sb.name, t0))
 				if n < due[sb.name]-2 || n > due[sb.name]+2 {
 					t.Errorf("%s got %d of 100, want %d ± 2", sb.name, n, due[sb.name])
+				}
+				if c != float64(n) {
+					t.Errorf("%s: %s{member=%q} = %g, want %d", sb.name, metric, sb.name, c, n)
 				}
 				if b := s.Booked(sb.name, t0); math.Abs(b-float64(n)*tenSeconds.Load) > 1e-9 {
 					t.Errorf("%s: booked %g, want %d × %g", sb.name, b, n, tenSeconds.Load)
@@ -365,7 +379,22 @@ func TestRedirectorBooks(t *testing.T) {
 			if got["self"] != 0 {
 				t.Errorf("%d redirects to the mirror itself", got["self"])
 			}
+			if n := testutil.ToFloat64(rd.redirects.WithLabelValues(tt.reason)); n != 100 {
+				t.Errorf("transmirror_mirror_redirects_total{reason=%q} = %g, want 100", tt.reason, n)
+			}
 
+			// bru1 leaves the group: its series goes with the next view.
+			v2 := bookingView("least-load", sibs[:2]...)
+			if view.s, err = NewGroupSnapshot(v2, tt.self, t0, time.Minute, tenSeconds); err != nil {
+				t.Fatal(err)
+			}
+			members := map[string]bool{}
+			for _, m := range gatherLabels(t, reg, metric, "member") {
+				members[m] = true
+			}
+			if members["bru1"] || !members["fra1"] || !members["ams1"] {
+				t.Errorf("series by member %v after bru1 left, want fra1 and ams1", members)
+			}
 		})
 	}
 }
@@ -374,3 +403,27 @@ func TestRedirectorBooks(t *testing.T) {
 type fixedUtilization float64
 
 func (u fixedUtilization) Utilization(time.Time) float64 { return float64(u) }
+
+// gatherLabels returns the values of label over the series of the metric
+// name in reg.
+func gatherLabels(t *testing.T, reg *prometheus.Registry, name, label string) []string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					out = append(out, l.GetValue())
+				}
+			}
+		}
+	}
+	return out
+}
