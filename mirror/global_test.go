@@ -417,7 +417,7 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 		}
 		over := map[string]bool{}
 		for i, host := range s.hosts {
-			over[host] = s.util[i] >= s.high
+			over[host] = s.figs[i].Utilization() >= s.high
 		}
 		return over["b.mirrors.test"] && !over["c.mirrors.test"]
 	})
@@ -712,6 +712,12 @@ func TestDispatcher(t *testing.T) {
 	}
 	if n := len(d.pushes("d")); n != 0 {
 		t.Errorf("a dispatcher pushed %d load reports", n)
+	}
+	// What it sent where is in its metrics: 20 GET and 20 HEAD redirected.
+	a := counterValue(t, m.reg, "transmirror_mirror_sibling_redirects_total", "member", "a")
+	b := counterValue(t, m.reg, "transmirror_mirror_sibling_redirects_total", "member", "b")
+	if a+b != 40 || a == 0 || b == 0 {
+		t.Errorf("transmirror_mirror_sibling_redirects_total: a %g, b %g; want 40 in all, to both", a, b)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 )
@@ -37,11 +38,71 @@ const (
 	viewNetwork   = "network"
 )
 
-// GroupSnapshot is an immutable picture of the group for the redirect
-// decision, built once per refreshed view (never per request): the view
-// with the time it was fetched, and the candidate siblings as a scheduler
-// group under the group's own policy. Candidates are the members that are
-// up or unknown, have a valid host name and are not this mirror.
+// RedirectBooking is what one redirect books on the sibling it sends the
+// client to, until the next group view shows that sibling's load with the
+// request in it.
+type RedirectBooking struct {
+	// Load is the load one redirect adds to the sibling, in load units
+	// (10·r). A sibling's r is its request count over its report window
+	// W divided by W, so one more request raises r by 1/W for W seconds
+	// and its load by 10/W.
+	Load float64
+	// HalfLife is how fast a booking decays, so that a view that does not
+	// come (dnsd unreachable, a dispatcher redirecting on a stale view)
+	// can not keep a sibling out forever.
+	HalfLife time.Duration
+}
+
+// BookingFor returns the booking of a redirect to siblings whose load
+// reports take their rates over window (probe.DefaultReportWindow when
+// window ≤ 0): a load of LoadPerRequestRate / W, decaying with a half-life
+// of W·ln 2. That is a mean life of W, the time the request stays in the
+// sibling's sliding window: the decayed booking and the request's share of
+// the sibling's reported load have the same integral, and under a steady
+// stream of R redirects per second with no new view the bookings converge
+// to 10·R, what the sibling's report will show. The window is this mirror's
+// own load_window: the siblings' is not in the view, and a group's mirrors
+// normally share one.
+func BookingFor(window time.Duration) RedirectBooking {
+	if window <= 0 {
+		window = probe.DefaultReportWindow
+	}
+	return RedirectBooking{
+		Load:     scheduler.LoadPerRequestRate / window.Seconds(),
+		HalfLife: time.Duration(float64(window) * math.Ln2),
+	}
+}
+
+// withDefaults fills a zero Load or HalfLife from BookingFor's defaults.
+func (b RedirectBooking) withDefaults() RedirectBooking {
+	d := BookingFor(0)
+	if !(b.Load > 0) || math.IsInf(b.Load, 0) {
+		b.Load = d.Load
+	}
+	if b.HalfLife <= 0 {
+		b.HalfLife = d.HalfLife
+	}
+	return b
+}
+
+// GroupSnapshot is a picture of the group for the redirect decision, built
+// once per refreshed view (never per request): the view with the time it
+// was fetched, the candidate siblings as a scheduler group under the
+// group's own policy, and the redirects booked on them since. Candidates
+// are the members that are up or unknown, have a valid host name and are
+// not this mirror.
+//
+// The view is immutable; the bookings are its one mutable part, a
+// scheduler.Estimator that the policy reads as pending load (Query.Load),
+// the way dnsd's answers book their hidden load. Without them every
+// redirect between two views would see the same loads and least-load
+// would send them all to one sibling. A new view starts with no bookings:
+// its loads include the redirects booked on the old one (with the lag of
+// the siblings' next reports, as in dnsd when a report resets the pending
+// load). The bookings count the redirects that arrive at a sibling, not
+// the earlier ones that leave its report window meanwhile, so under a
+// steady stream of redirects they overstate its load by up to the view
+// interval's share of the window: an error toward spreading.
 type GroupSnapshot struct {
 	// View is the group view as dnsd sent it.
 	View api.GroupView
@@ -50,17 +111,22 @@ type GroupSnapshot struct {
 	// StaleAfter is how long after Fetched the view is stale.
 	StaleAfter time.Duration
 
-	policy scheduler.Policy
-	group  *scheduler.Group
-	hosts  []string  // host name of each candidate, by group index
-	util   []float64 // utilization of each candidate, from its figures
-	high   float64   // the policy's high watermark
+	policy  scheduler.Policy
+	group   *scheduler.Group
+	hosts   []string            // host name of each candidate, by group index
+	names   []string            // member name of each candidate, by group index
+	index   map[string]int      // group index of each candidate, by member name
+	figs    []scheduler.Figures // each candidate's figures from the view
+	high    float64             // the policy's high watermark
+	booking RedirectBooking
+	booked  *scheduler.Estimator // the redirects booked on the candidates
 }
 
 // NewGroupSnapshot builds the snapshot of view for the member self
 // (excluded from the candidates; "" for a dispatcher, which is no member),
-// fetched at fetched and stale after staleAfter. It fails for a policy or
-// watermarks that the scheduler refuses.
+// fetched at fetched and stale after staleAfter, booking each redirect as
+// booking says (its zero fields: BookingFor's defaults). It fails for a
+// policy or watermarks that the scheduler refuses.
 //
 // A candidate's load is its reported load plus the pending load of dnsd's
 // recent answers, its bytes per second the reported ones, and its
@@ -73,7 +139,7 @@ type GroupSnapshot struct {
 // weight is the view's weight, or 1 when the view shows none (weight is
 // omitted from the JSON when zero, so a zero can not be told from an
 // absent one).
-func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration) (*GroupSnapshot, error) {
+func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration, booking RedirectBooking) (*GroupSnapshot, error) {
 	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
 	policy, err := scheduler.New(view.Policy, p)
 	if err != nil {
@@ -83,7 +149,11 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 	if view.Watermarks.Low == 0 && high == 0 {
 		high = scheduler.DefaultHighWatermark
 	}
-	s := &GroupSnapshot{View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high}
+	booking = booking.withDefaults()
+	s := &GroupSnapshot{
+		View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high,
+		index: make(map[string]int), booking: booking, booked: scheduler.NewEstimator(booking.HalfLife),
+	}
 	var members []scheduler.Member
 	for _, m := range view.Members {
 		if m.Name == self || (m.State != "up" && m.State != "unknown") {
@@ -109,8 +179,10 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 			BytesPerSecond: fig.BytesPerSecond, Bandwidth: fig.Bandwidth,
 			Weight: w, Loc: locationOf(m.Location),
 		})
+		s.index[m.Name] = len(s.hosts)
 		s.hosts = append(s.hosts, host)
-		s.util = append(s.util, fig.Utilization())
+		s.names = append(s.names, m.Name)
+		s.figs = append(s.figs, fig)
 	}
 	s.group = scheduler.NewGroup(members)
 	return s, nil
@@ -158,28 +230,64 @@ func (s *GroupSnapshot) Stale(now time.Time) bool { return now.Sub(s.Fetched) > 
 // Candidates returns the number of siblings a redirect may go to.
 func (s *GroupSnapshot) Candidates() int { return s.group.Len() }
 
-// Pick returns the host name of the best candidate for client, chosen by
-// the group's policy with rnd, that is below the policy's high watermark.
-// When none is and anyRoom is false it returns ok false; with anyRoom
-// (a dispatcher, which has nothing else to offer) it returns the policy's
+// Pick returns the host and member name of the best candidate for
+// client, chosen by the group's policy with rnd, that is below the
+// policy's high watermark, both counting the redirects booked until now.
+// When none is and anyRoom is false it returns ok false; with anyRoom (a
+// dispatcher, which has nothing else to offer) it returns the policy's
 // first choice regardless. ok is false when there is no candidate at all.
-func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.Time, anyRoom bool) (host string, ok bool) {
+// Pick books nothing: the caller books the redirect it makes (Book).
+func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.Time, anyRoom bool) (host, member string, ok bool) {
 	n := s.group.Len()
 	if n == 0 {
-		return "", false
+		return "", "", false
 	}
 	var buf [16]int
-	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now}, buf[:0])
+	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
 	for _, i := range picked {
-		if s.util[i] < s.high {
-			return s.hosts[i], true
+		if s.utilization(i, now) < s.high {
+			return s.hosts[i], s.names[i], true
 		}
 	}
 	if anyRoom && len(picked) > 0 {
-		return s.hosts[picked[0]], true
+		return s.hosts[picked[0]], s.names[picked[0]], true
 	}
-	return "", false
+	return "", "", false
 }
+
+// utilization is candidate i's utilization at now: its figures from the
+// view with the booked load added to the pending load.
+func (s *GroupSnapshot) utilization(i int, now time.Time) float64 {
+	f := s.figs[i]
+	f.Pending += s.booked.Pending(i, now)
+	return f.Utilization()
+}
+
+// Book records one redirect to the candidate member at now: its booked
+// load grows by the booking's Load (decaying from now on), so the picks
+// that follow see it until the next view. A member that is not a
+// candidate is ignored. Book is safe for concurrent use.
+func (s *GroupSnapshot) Book(member string, now time.Time) {
+	i, ok := s.index[member]
+	if !ok {
+		return
+	}
+	idx := [1]int{i}
+	s.booked.Add(idx[:], s.booking.Load, now)
+}
+
+// Booked returns the load booked on the candidate member at now, in load
+// units, decayed; 0 for a member that is not a candidate.
+func (s *GroupSnapshot) Booked(member string, now time.Time) float64 {
+	i, ok := s.index[member]
+	if !ok {
+		return 0
+	}
+	return s.booked.Pending(i, now)
+}
+
+// Booking returns how the snapshot books a redirect.
+func (s *GroupSnapshot) Booking() RedirectBooking { return s.booking }
 
 // ViewWatcherOptions configure a ViewWatcher.
 type ViewWatcherOptions struct {
@@ -202,6 +310,9 @@ type ViewWatcherOptions struct {
 	Client *http.Client
 	// Clock gives the time a view is fetched (default time.Now).
 	Clock func() time.Time
+	// Booking is how each snapshot books the redirects made on it (zero
+	// fields: BookingFor's defaults); see NewGroupSnapshot.
+	Booking RedirectBooking
 	// Logger gets failures, once per failing spell (default: discard).
 	Logger *slog.Logger
 	// Registerer, when set, gets transmirror_mirror_view_refreshes_total
@@ -314,7 +425,7 @@ func (w *ViewWatcher) refresh(ctx context.Context) (string, error) {
 		return viewInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
 	}
 	now := w.o.Clock()
-	s, err := NewGroupSnapshot(v, w.o.Self, now, StaleViews*w.o.Interval)
+	s, err := NewGroupSnapshot(v, w.o.Self, now, StaleViews*w.o.Interval, w.o.Booking)
 	if err != nil {
 		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}

@@ -168,8 +168,10 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		if cfg.Dispatcher {
 			self = "" // not a member: every member is a candidate
 		}
+		// Redirects are booked on the siblings as their load reports,
+		// taken over the same window as this mirror's, will show them.
 		m.view, err = NewViewWatcher(ViewWatcherOptions{
-			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(),
+			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: BookingFor(window),
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		})
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
 )
@@ -164,6 +165,9 @@ type Decision struct {
 	Action Action
 	// Target is the sibling's host name, for Redirect.
 	Target string
+	// Member is the sibling's member name, for Redirect: the redirect is
+	// booked on it (GroupSnapshot.Book) and counted by it.
+	Member string
 	// Status is the status code, for Refuse.
 	Status int
 	// Reason is why, one of the Reason constants.
@@ -172,8 +176,10 @@ type Decision struct {
 
 // Decide decides what to do with one request, purely from its inputs:
 // the rules, the request, this mirror's utilization u (see
-// LoadMeter.Utilization), the group snapshot (nil: none yet), the time
-// and the randomness.
+// LoadMeter.Utilization), the group snapshot (nil: none yet) with the
+// redirects booked on it so far, the time and the randomness. It books
+// nothing itself: the caller books the redirect it carries out
+// (Redirector.ServeHTTP does, on the same snapshot).
 //
 // A mirror serves every request that did not come in on the group name,
 // every method but GET and HEAD, the never paths and files smaller than
@@ -204,11 +210,11 @@ func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnap
 		case snap == nil:
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
 		}
-		host, ok := snap.Pick(clientOf(req), rnd, now, true)
+		host, member, ok := snap.Pick(clientOf(req), rnd, now, true)
 		if !ok {
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
 		}
-		return Decision{Action: Redirect, Target: host, Reason: ReasonDispatch}
+		return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonDispatch}
 	}
 	switch {
 	case !onGroup:
@@ -238,11 +244,11 @@ func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnap
 	case snap.Stale(now):
 		return Decision{Action: Serve, Reason: ReasonStaleView}
 	}
-	host, ok := snap.Pick(clientOf(req), rnd, now, false)
+	host, member, ok := snap.Pick(clientOf(req), rnd, now, false)
 	if !ok {
 		return Decision{Action: Serve, Reason: ReasonNoSibling}
 	}
-	return Decision{Action: Redirect, Target: host, Reason: ReasonOverload}
+	return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonOverload}
 }
 
 func clientOf(req RedirectRequest) scheduler.Client {
@@ -328,15 +334,19 @@ type RedirectorOptions struct {
 	// Logger gets nothing per request; it is kept for the future
 	// (default: discard).
 	Logger *slog.Logger
-	// Registerer, when set, gets transmirror_mirror_redirects_total{reason}
-	// and transmirror_mirror_redirects_skipped_total{reason}.
+	// Registerer, when set, gets transmirror_mirror_redirects_total{reason},
+	// transmirror_mirror_sibling_redirects_total{member} and
+	// transmirror_mirror_redirects_skipped_total{reason}.
 	Registerer prometheus.Registerer
 }
 
 // Redirector is the http.Handler of 302 correction: it runs Decide for
 // every request and redirects, refuses or hands it to the next handler.
-// Its rules and locator can be swapped while it serves (SetRules). It is
-// safe for concurrent use.
+// Every redirect is booked on the snapshot it was decided on
+// (GroupSnapshot.Book), so that the next decisions see the sibling's
+// load grow, and counted by reason and by target member. Its rules and
+// locator can be swapped while it serves (SetRules). It is safe for
+// concurrent use.
 type Redirector struct {
 	o   RedirectorOptions
 	cur atomic.Pointer[redirectConfig]
@@ -345,6 +355,7 @@ type Redirector struct {
 	rnd *rand.Rand
 
 	redirects *prometheus.CounterVec
+	targets   *viewCounter // by target member
 	skipped   *prometheus.CounterVec
 }
 
@@ -372,6 +383,10 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 			Namespace: "transmirror", Subsystem: "mirror", Name: "redirects_total",
 			Help: "Requests answered with 302 to a sibling, by reason (overload: this mirror over its watermark; dispatch: a dispatcher).",
 		}, []string{"reason"}),
+		targets: &viewCounter{view: o.View, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "sibling_redirects_total",
+			Help: "Requests answered with 302, by the member they were sent to (a dispatcher's: every member; a mirror's: its siblings); a member's series comes with the group view that lists it and goes with the first that does not.",
+		}, []string{"member"})},
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "redirects_skipped_total",
 			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, no_sibling).",
@@ -385,7 +400,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 		rd.skipped.WithLabelValues(r)
 	}
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{rd.redirects, rd.skipped} {
+		for _, c := range []prometheus.Collector{rd.redirects, rd.targets, rd.skipped} {
 			if err := o.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("mirror: redirector: register metrics: %w", err)
 			}
@@ -440,7 +455,57 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Size:   rd.sizeFunc(r),
 		Client: func() scheduler.Client { return locateClient(r, cur.loc) },
 	}, u, snap, now, rnd)
+	if d.Action == Redirect {
+		snap.Book(d.Member, now)
+	}
 	rd.act(w, r, d)
+}
+
+// viewCounter is a counter by member whose series follow the group view:
+// at each collection, when the view is a new one, its candidates get
+// their series (at 0) and the members it no longer lists lose theirs, so
+// the label values are bounded by the group's membership.
+type viewCounter struct {
+	vec  *prometheus.CounterVec // one label, member
+	view ViewSource             // nil: no view, so no series
+	seen atomic.Pointer[GroupSnapshot]
+}
+
+var _ prometheus.Collector = (*viewCounter)(nil)
+
+// Describe implements prometheus.Collector.
+func (c *viewCounter) Describe(ch chan<- *prometheus.Desc) { c.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (c *viewCounter) Collect(ch chan<- prometheus.Metric) {
+	if c.view != nil {
+		c.sync(c.view.Snapshot())
+	}
+	c.vec.Collect(ch)
+}
+
+// sync brings the series in step with snap, once per snapshot.
+func (c *viewCounter) sync(snap *GroupSnapshot) {
+	prev := c.seen.Load()
+	if snap == nil || snap == prev || !c.seen.CompareAndSwap(prev, snap) {
+		return
+	}
+	for _, name := range snap.names {
+		c.vec.WithLabelValues(name)
+	}
+	listed := make(map[string]bool, len(snap.View.Members))
+	for _, m := range snap.View.Members {
+		listed[m.Name] = true
+	}
+	var gone []string
+	probe.EachSample(c.vec, func(l map[string]string, _ float64) {
+		if m := l["member"]; !listed[m] {
+			gone = append(gone, m)
+		}
+	})
+	for _, m := range gone {
+		c.vec.DeleteLabelValues(m)
+	}
 }
 
 // act carries out d.
@@ -452,6 +517,7 @@ func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision) {
 	switch d.Action {
 	case Redirect:
 		rd.redirects.WithLabelValues(d.Reason).Inc()
+		rd.targets.vec.WithLabelValues(d.Member).Inc()
 		h := w.Header()
 		h.Set("Location", RedirectLocation(r, d.Target))
 		h.Set("Cache-Control", "no-store")

@@ -46,7 +46,7 @@ func testView(util map[string]float64) api.GroupView {
 
 func snapshot(t *testing.T, v api.GroupView, self string) *GroupSnapshot {
 	t.Helper()
-	s, err := NewGroupSnapshot(v, self, t0, 15*time.Second)
+	s, err := NewGroupSnapshot(v, self, t0, 15*time.Second, RedirectBooking{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestDecide(t *testing.T) {
 		want  Decision
 	}{
 		{"group host, overloaded: redirect to the nearest sibling with room", rules, get("www.example.org", "/f.iso"), 2, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"group host with port, case and trailing dot", rules, get("WWW.Example.ORG.:8080", "/f.iso"), 2, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"client in America goes to nyc1", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Client = america }), 2, fresh,
-			Decision{Action: Redirect, Target: "nyc1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "nyc1.mirrors.example.org", Member: "nyc1", Reason: ReasonOverload}},
 		{"own host name: always served", rules, get("fra1.mirrors.example.org", "/f.iso"), 5, fresh,
 			Decision{Action: Serve, Reason: ReasonOtherHost}},
 		{"own host name with port", rules, get("fra1.mirrors.example.org:8080", "/f.iso"), 5, fresh,
@@ -111,19 +111,19 @@ func TestDecide(t *testing.T) {
 		{"POST: served", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Method = http.MethodPost }), 5, fresh,
 			Decision{Action: Serve, Reason: ReasonMethod}},
 		{"HEAD: redirected", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Method = http.MethodHead }), 5, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"never path /", rules, get("www.example.org", "/"), 5, fresh,
 			Decision{Action: Serve, Reason: ReasonNever}},
 		{"never is an exact match", rules, get("www.example.org", "/index.html"), 5, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"smaller than min_size", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Size = size(1023) }), 5, fresh,
 			Decision{Action: Serve, Reason: ReasonSmall}},
 		{"exactly min_size", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Size = size(1024) }), 5, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"size unknown (back ends): rule skipped", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Size = unknownSize }), 5, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"no size function: rule skipped", rules, with(get("www.example.org", "/f.iso"), func(r *RedirectRequest) { r.Size = nil }), 5, fresh,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonOverload}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonOverload}},
 		{"at the low watermark: served", rules, get("www.example.org", "/f.iso"), 0.7, fresh,
 			Decision{Action: Serve, Reason: ReasonBelowWatermark}},
 		{"idle: served", rules, get("www.example.org", "/f.iso"), 0, fresh,
@@ -139,18 +139,18 @@ func TestDecide(t *testing.T) {
 		{"self excluded though it alone has room", rules, get("www.example.org", "/f.iso"), 5, onlySelf,
 			Decision{Action: Serve, Reason: ReasonNoSibling}},
 		{"dispatcher: redirects when idle", dispatcher, get("www.example.org", "/f.iso"), 0, all,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonDispatch}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonDispatch}},
 		{"dispatcher: may send to fra1, a member", dispatcher, get("www.example.org", "/f.iso"), 0,
 			snapshot(t, testView(map[string]float64{"fra1": 0.1, "ams1": 1.2, "nyc1": 1.5}), ""),
-			Decision{Action: Redirect, Target: "fra1.mirrors.example.org", Reason: ReasonDispatch}},
+			Decision{Action: Redirect, Target: "fra1.mirrors.example.org", Member: "fra1", Reason: ReasonDispatch}},
 		{"dispatcher: never paths do not apply", dispatcher, get("www.example.org", "/"), 0, all,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonDispatch}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonDispatch}},
 		{"dispatcher: small files too", dispatcher, with(get("www.example.org", "/f"), func(r *RedirectRequest) { r.Size = size(1) }), 0, all,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonDispatch}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonDispatch}},
 		{"dispatcher: everyone full, still the first choice", dispatcher, get("www.example.org", "/f.iso"), 0, allFull,
-			Decision{Action: Redirect, Target: "fra1.mirrors.example.org", Reason: ReasonDispatch}},
+			Decision{Action: Redirect, Target: "fra1.mirrors.example.org", Member: "fra1", Reason: ReasonDispatch}},
 		{"dispatcher: a stale view beats none", dispatcher, get("www.example.org", "/f.iso"), 0, stale,
-			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Reason: ReasonDispatch}},
+			Decision{Action: Redirect, Target: "ams1.mirrors.example.org", Member: "ams1", Reason: ReasonDispatch}},
 		{"dispatcher: no view", dispatcher, get("www.example.org", "/f.iso"), 0, nil,
 			Decision{Action: Refuse, Status: 503, Reason: ReasonNoView}},
 		{"dispatcher: no member", dispatcher, get("www.example.org", "/f.iso"), 0,
@@ -280,7 +280,7 @@ func TestGroupSnapshotCandidates(t *testing.T) {
 	t.Run("unknown policy", func(t *testing.T) {
 		v := testView(nil)
 		v.Policy = "best-effort"
-		if _, err := NewGroupSnapshot(v, "fra1", t0, time.Second); err == nil {
+		if _, err := NewGroupSnapshot(v, "fra1", t0, time.Second, RedirectBooking{}); err == nil {
 			t.Error("no error for an unknown policy")
 		}
 	})
@@ -323,7 +323,7 @@ func TestGroupSnapshotFigures(t *testing.T) {
 			if n := s.Candidates(); n != tt.candidates {
 				t.Errorf("%d candidates, want %d", n, tt.candidates)
 			}
-			host, ok := s.Pick(europe, rand.New(rand.NewPCG(1, 2)), t0, false)
+			host, _, ok := s.Pick(europe, rand.New(rand.NewPCG(1, 2)), t0, false)
 			if !ok || host != tt.want {
 				t.Errorf("Pick = %q, %v; want %q", host, ok, tt.want)
 			}

@@ -110,17 +110,17 @@ func (sim skewSim) run(t *testing.T) skewResult {
 			})
 		}
 		var err error
-		if dnsView, err = NewGroupSnapshot(v, "", now, 3*sim.period); err != nil {
+		if dnsView, err = NewGroupSnapshot(v, "", now, 3*sim.period, RedirectBooking{}); err != nil {
 			t.Fatal(err)
 		}
 		for i, m := range ms {
-			if m.view.s, err = NewGroupSnapshot(v, name(i), now, 3*sim.period); err != nil {
+			if m.view.s, err = NewGroupSnapshot(v, name(i), now, 3*sim.period, RedirectBooking{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	resolve := func() int {
-		h, ok := dnsView.Pick(clientOf(RedirectRequest{}), rnd, now, true)
+		h, _, ok := dnsView.Pick(clientOf(RedirectRequest{}), rnd, now, true)
 		if !ok {
 			t.Fatal("dnsd: no member")
 		}

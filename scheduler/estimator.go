@@ -15,6 +15,7 @@ const DefaultHorizon = 30 * time.Second
 // that report, which the report could not show yet. It is the mutable half of
 // the load picture (the Group snapshot is the immutable half); dnsd owns one
 // per group, feeds it reports and answers, and passes it to Pick in Query.Load.
+// A mirror owns one per group view, for the redirects it makes on that view.
 //
 // Members are the Group's indexes. The Estimator grows as needed; when the
 // member list changes (not just states), make a new Estimator: pending load
