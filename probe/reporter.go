@@ -265,27 +265,40 @@ func (r *Reporter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *Reporter) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.RequestStarted()
-		cw := &countingWriter{ResponseWriter: w}
+		cw := NewCountingWriter(w)
 		defer func() { r.RequestDone(cw.n, cw.status == http.StatusFound) }()
 		h.ServeHTTP(cw, req)
 	})
 }
 
-// countingWriter counts the bytes written through it and keeps the status.
-type countingWriter struct {
+// CountingWriter counts the response body bytes written through it and
+// keeps the status. It keeps the server's sendfile path (ReadFrom) and
+// reaches the wrapped writer for http.ResponseController (Unwrap).
+type CountingWriter struct {
 	http.ResponseWriter
 	status int
 	n      int64
 }
 
-func (c *countingWriter) WriteHeader(code int) {
+// NewCountingWriter returns a CountingWriter around w.
+func NewCountingWriter(w http.ResponseWriter) *CountingWriter {
+	return &CountingWriter{ResponseWriter: w}
+}
+
+// Status returns the response's status, 0 while nothing was written.
+func (c *CountingWriter) Status() int { return c.status }
+
+// Bytes returns the body bytes written so far.
+func (c *CountingWriter) Bytes() int64 { return c.n }
+
+func (c *CountingWriter) WriteHeader(code int) {
 	if c.status == 0 && code >= 200 {
 		c.status = code
 	}
 	c.ResponseWriter.WriteHeader(code)
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
+func (c *CountingWriter) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
@@ -295,7 +308,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // ReadFrom keeps the server's sendfile path when the wrapped writer has one.
-func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
+func (c *CountingWriter) ReadFrom(src io.Reader) (int64, error) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
@@ -311,7 +324,7 @@ func (c *countingWriter) ReadFrom(src io.Reader) (int64, error) {
 }
 
 // Flush flushes the wrapped writer if it can.
-func (c *countingWriter) Flush() {
+func (c *CountingWriter) Flush() {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
@@ -319,7 +332,7 @@ func (c *countingWriter) Flush() {
 }
 
 // Unwrap lets http.ResponseController reach the wrapped writer.
-func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+func (c *CountingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 type writerOnly struct{ io.Writer }
 

@@ -13,11 +13,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -82,8 +82,6 @@ const handoffAck = 'k'
 const (
 	reportBegin = 'b'
 	reportEnd   = 'e'
-	// maxReportKey bounds the request URI of a begin record.
-	maxReportKey = 16 << 10
 )
 
 // handoffable reports whether r can be handed off as it is.
@@ -609,68 +607,12 @@ func ReportHandoffs(next http.Handler) http.Handler {
 			return
 		}
 		rep.send(reportBegin, r.URL.RequestURI(), 0)
-		sw := &sizeWriter{ResponseWriter: w}
+		cw := probe.NewCountingWriter(w)
 		// Deferred: a handler that aborts (http.ErrAbortHandler) ends too.
-		defer func() { rep.send(reportEnd, "", sw.size()) }()
-		next.ServeHTTP(sw, r)
+		defer func() { rep.send(reportEnd, "", responseSize(cw)) }()
+		next.ServeHTTP(cw, r)
 	})
 }
-
-// sizeWriter records a response's status and body bytes, keeping
-// sendfile (ReadFrom) and http.ResponseController (Unwrap).
-type sizeWriter struct {
-	http.ResponseWriter
-	status int
-	n      int64
-}
-
-func (w *sizeWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *sizeWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.n += int64(n)
-	return n, err
-}
-
-func (w *sizeWriter) ReadFrom(r io.Reader) (int64, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		n, err := rf.ReadFrom(r)
-		w.n += n
-		return n, err
-	}
-	return io.Copy(writerOnly{w}, r)
-}
-
-func (w *sizeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// size is what Done is told: see doneSize.
-func (w *sizeWriter) size() int64 {
-	cl := int64(-1)
-	if v := w.Header().Get("Content-Length"); v != "" {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
-			cl = n
-		}
-	}
-	status := w.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	return doneSize(status, cl, w.n)
-}
-
-// writerOnly hides a writer's ReadFrom from io.Copy.
-type writerOnly struct{ io.Writer }
 
 // Read reads the prefix, then the connection.
 func (c *handoffConn) Read(p []byte) (int, error) {

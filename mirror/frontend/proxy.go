@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -65,12 +66,12 @@ func (h *handler) serveProxy(w http.ResponseWriter, r *http.Request, req site.Re
 		return
 	}
 	a := &attempt{req: req, in: r.URL, b: b, length: -1}
-	cw := &countingWriter{ResponseWriter: w}
+	cw := probe.NewCountingWriter(w)
 	// Deferred: ReverseProxy panics with http.ErrAbortHandler when the
 	// body fails halfway, and the in-flight count must still drop.
 	defer func() {
-		h.m.proxiedBytes.Add(float64(cw.n))
-		h.release(a.b, a.req, doneSize(a.status, a.length, cw.n))
+		h.m.proxiedBytes.Add(float64(cw.Bytes()))
+		h.release(a.b, a.req, doneSize(a.status, a.length, cw.Bytes()))
 	}()
 	h.proxy.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), attemptKey{}, a)))
 }
@@ -237,22 +238,6 @@ func (w *watchedBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-// countingWriter counts the response body bytes written through it. It
-// supports http.ResponseController (Flush, Hijack) through Unwrap.
-type countingWriter struct {
-	http.ResponseWriter
-	n int64
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.ResponseWriter.Write(b)
-	c.n += int64(n)
-	return n, err
-}
-
-// Unwrap returns the underlying writer, for http.ResponseController.
-func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // serveRedirect answers 302 to the picked back end's public URL.
 func (h *handler) serveRedirect(w http.ResponseWriter, r *http.Request, req site.Request) {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/transmirror/transmirror/probe"
 )
 
 // Back-end reports.
@@ -30,6 +32,10 @@ import (
 // maxCompletions bounds a back end's ring of completed requests and the
 // completions of one report.
 const maxCompletions = 4096
+
+// maxReportKey bounds the request URI of a completion, and of a handoff
+// report's begin record.
+const maxReportKey = 16 << 10
 
 // BackendReport is a back end's report to its site front end.
 type BackendReport struct {
@@ -72,9 +78,9 @@ func NewCompletions() *Completions { return &Completions{} }
 // Wrap records every request next answers.
 func (c *Completions) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &sizeWriter{ResponseWriter: w}
-		defer func() { c.add(Completion{Key: r.URL.RequestURI(), Size: sw.size()}) }()
-		next.ServeHTTP(sw, r)
+		cw := probe.NewCountingWriter(w)
+		defer func() { c.add(Completion{Key: r.URL.RequestURI(), Size: responseSize(cw)}) }()
+		next.ServeHTTP(cw, r)
 	})
 }
 
@@ -125,4 +131,20 @@ func ReportHandler(base func() BackendReport, completions *Completions) http.Han
 		w.Header().Set("Cache-Control", "no-store")
 		_ = json.NewEncoder(w).Encode(rep)
 	})
+}
+
+// responseSize is what Done is told of the response cw saw: see
+// doneSize (a handler that wrote nothing answered 200).
+func responseSize(cw *probe.CountingWriter) int64 {
+	cl := int64(-1)
+	if v := cw.Header().Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			cl = n
+		}
+	}
+	status := cw.Status()
+	if status == 0 {
+		status = http.StatusOK
+	}
+	return doneSize(status, cl, cw.Bytes())
 }
