@@ -40,7 +40,13 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 root: %s
 capacity: 1000
 %s`, name, name, dnsdAdmin, secret, root, extra)
-	path := writeFile(t, dir, name+".yaml", cfg)
+	return runMirror(t, writeFile(t, dir, name+".yaml", cfg), name)
+}
+
+// runMirror starts the real mirror on the config at path and waits until
+// it has reported its public and admin addresses.
+func runMirror(t testing.TB, path, name string) *mirrorProc {
+	t.Helper()
 	m := &mirrorProc{}
 	m.proc = start(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
 		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {

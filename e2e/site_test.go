@@ -57,7 +57,7 @@ timeouts: {shutdown: 2s}
 site:
   cache: {memory: 64KiB, max_object: 1MiB, miss_delay_per_mib: 20ms}
 %s`, name, name, root, extra)
-				be := startSiteMirror(t, writeFile(t, dir, name+".yaml", cfg), name)
+				be := runMirror(t, writeFile(t, dir, name+".yaml", cfg), name)
 				line := fmt.Sprintf("  - {name: %s, url: \"http://%s\", admin_url: \"http://%s\"", name, be.HTTP, be.Admin)
 				switch mode {
 				case "handoff":
@@ -67,7 +67,7 @@ site:
 				}
 				backends = append(backends, line+"}\n")
 			}
-			fe := startSiteMirror(t, writeFile(t, dir, "fe.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
+			fe := runMirror(t, writeFile(t, dir, "fe.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
 group: www.example.test
 member: fe
@@ -132,23 +132,4 @@ backends:
 			}
 		})
 	}
-}
-
-// startSiteMirror starts the real mirror on the config at path.
-func startSiteMirror(t *testing.T, path, name string) *mirrorProc {
-	t.Helper()
-	m := &mirrorProc{}
-	m.proc = start(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
-		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {
-			m.HTTP = mm[1]
-		}
-		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
-			m.Admin = mm[1]
-		}
-		return strings.Contains(line, `msg="mirror started"`)
-	})
-	if m.HTTP == "" || m.Admin == "" {
-		t.Fatalf("mirror %s did not report its addresses:\n%s", name, m.Logs())
-	}
-	return m
 }
