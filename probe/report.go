@@ -35,6 +35,17 @@ const maxNameLen = 253
 //	capacity              the member's configured capacity, in load units
 //	bandwidth             the member's configured bandwidth, in bytes per second;
 //	                      optional, absent (older mirrors) or 0: no limit
+//	group_requests_per_second
+//	                      requests per second that came in on the group name,
+//	                      what DNS answers sent (not redirects from siblings);
+//	                      optional, absent (older mirrors, a dispatcher) or 0
+//	window_seconds        the width of the window r and the other rates are
+//	                      taken over; optional, absent: the default 10 s
+//	serving_load          the load of what the member serves now (not what it
+//	                      redirects), 10·(s + m) with s an exponentially
+//	                      weighted rate of served requests (time constant about
+//	                      1 s): the fast figure of the 302 correction; optional,
+//	                      absent or 0: take load − 10·redirects_per_second
 type Report struct {
 	// Group is the group the member belongs to.
 	Group string `json:"group"`
@@ -63,6 +74,36 @@ type Report struct {
 	// bytes per second; 0 is no limit. It is left out of the JSON when 0,
 	// so that a mirror without one sends what dnsd always took.
 	Bandwidth float64 `json:"bandwidth,omitempty"`
+	// GroupRequestsPerSecond is the requests per second that came in on
+	// the group name (sent by DNS answers, not redirected by a sibling),
+	// over the window; 0 is left out (an older mirror, a dispatcher).
+	GroupRequestsPerSecond float64 `json:"group_requests_per_second,omitempty"`
+	// Window is the width of the window that the rates are taken over, in
+	// seconds; 0 is left out (an older mirror: DefaultReportWindow).
+	Window float64 `json:"window_seconds,omitempty"`
+	// ServingLoad is the load of what the member serves now, in load
+	// units: 10·(s + m), s an exponentially weighted rate of the requests
+	// it served rather than redirected (time constant about a second).
+	// 0 is left out: a reader then takes Load − 10·RedirectsPerSecond.
+	ServingLoad float64 `json:"serving_load,omitempty"`
+}
+
+// Served returns the load of what the member serves: ServingLoad when
+// the report has it, else Load − 10·RedirectsPerSecond (at least 0).
+func (r Report) Served() float64 {
+	if r.ServingLoad > 0 {
+		return r.ServingLoad
+	}
+	return max(r.Load-LoadOf(r.RedirectsPerSecond, 0), 0)
+}
+
+// WindowOrDefault returns the report's window, DefaultReportWindow when
+// it has none.
+func (r Report) WindowOrDefault() time.Duration {
+	if r.Window > 0 && r.Window < 1e6 {
+		return time.Duration(r.Window * float64(time.Second))
+	}
+	return DefaultReportWindow
 }
 
 // reportFields are the JSON names of Report's fields; DecodeReport takes
@@ -75,6 +116,7 @@ var reportFields = [...]struct {
 	{"r", false}, {"m", false}, {"conns", false},
 	{"bytes_per_second", false}, {"redirects_per_second", false},
 	{"load", false}, {"capacity", false}, {"bandwidth", true},
+	{"group_requests_per_second", true}, {"window_seconds", true}, {"serving_load", true},
 }
 
 // LoadOf returns the server-group load figure 10·(r + m).
@@ -108,7 +150,8 @@ func (r Report) Validate() error {
 	}{
 		{"r", r.R}, {"m", r.M}, {"bytes_per_second", r.BytesPerSecond},
 		{"redirects_per_second", r.RedirectsPerSecond}, {"load", r.Load}, {"capacity", r.Capacity},
-		{"bandwidth", r.Bandwidth},
+		{"bandwidth", r.Bandwidth}, {"group_requests_per_second", r.GroupRequestsPerSecond},
+		{"window_seconds", r.Window}, {"serving_load", r.ServingLoad},
 	}
 	finite := true
 	for _, n := range nums {
@@ -148,7 +191,7 @@ func checkName(s string) error {
 
 // DecodeReport reads one report from rd, at most limit bytes
 // (MaxReportSize when limit <= 0), and validates it. It is strict: the body must be exactly
-// one JSON object holding every field of Report exactly once (bandwidth at
+// one JSON object holding every field of Report exactly once (the optional ones at
 // most once: a report without it has no bandwidth limit), under its exact
 // name, with a scalar non-null value, followed by nothing but white space.
 func DecodeReport(rd io.Reader, limit int64) (Report, error) {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,10 @@ type ReporterConfig struct {
 	// run queue of the process's own, for a mirror whose host's load
 	// average is not its own (a host shared with other work).
 	RunQueueInFlight bool
+	// Serving, when set, gives the rate of the requests served (not
+	// redirected) at now, exponentially weighted over about a second: the
+	// report's serving_load is 10·(Serving + m). Nil leaves it out.
+	Serving func(now time.Time) float64
 	// Clock returns the time of a completed request and of a report served
 	// over HTTP (default time.Now).
 	Clock func() time.Time
@@ -66,8 +72,8 @@ type Reporter struct {
 }
 
 type bucket struct {
-	epoch                      int64
-	requests, bytes, redirects int64
+	epoch                             int64
+	requests, bytes, redirects, group int64
 }
 
 var _ http.Handler = (*Reporter)(nil)
@@ -152,6 +158,12 @@ func (r *Reporter) RequestStarted() { r.inFlight.Add(1) }
 // RequestDone ends a request counted by RequestStarted, which wrote bytes
 // response bytes and was a redirect (302) or not.
 func (r *Reporter) RequestDone(bytes int64, redirected bool) {
+	r.requestDone(bytes, redirected, false)
+}
+
+// requestDone is RequestDone for a request that came in on the group name
+// or not.
+func (r *Reporter) requestDone(bytes int64, redirected, onGroup bool) {
 	r.inFlight.Add(-1)
 	e := floorDiv(r.cfg.Clock().UnixNano(), r.width)
 	r.mu.Lock()
@@ -163,6 +175,9 @@ func (r *Reporter) RequestDone(bytes int64, redirected bool) {
 	b.bytes += bytes
 	if redirected {
 		b.redirects++
+	}
+	if onGroup {
+		b.group++
 	}
 	r.mu.Unlock()
 }
@@ -190,11 +205,11 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 		r.rqErr = true
 	}
 	m = r.lastM
-	var req, byt, red int64
+	var req, byt, red, grp int64
 	cur := floorDiv(now.UnixNano(), r.width)
 	for _, b := range r.buckets {
 		if b.epoch <= cur && b.epoch > cur-reporterBuckets {
-			req, byt, red = req+b.requests, byt+b.bytes, red+b.redirects
+			req, byt, red, grp = req+b.requests, byt+b.bytes, red+b.redirects, grp+b.group
 		}
 	}
 	r.mu.Unlock()
@@ -212,19 +227,26 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 		return float64(n) / span.Seconds()
 	}
 	rep := Report{
-		Group:              r.cfg.Group,
-		Member:             r.cfg.Member,
-		Seq:                r.seq.Add(1),
-		Time:               now,
-		R:                  rate(req),
-		M:                  m,
-		Conns:              max(r.inFlight.Load(), 0),
-		BytesPerSecond:     rate(byt),
-		RedirectsPerSecond: rate(red),
-		Capacity:           math.Float64frombits(r.capacity.Load()),
-		Bandwidth:          math.Float64frombits(r.bandwidth.Load()),
+		Group:                  r.cfg.Group,
+		Member:                 r.cfg.Member,
+		Seq:                    r.seq.Add(1),
+		Time:                   now,
+		R:                      rate(req),
+		M:                      m,
+		Conns:                  max(r.inFlight.Load(), 0),
+		BytesPerSecond:         rate(byt),
+		RedirectsPerSecond:     rate(red),
+		Capacity:               math.Float64frombits(r.capacity.Load()),
+		Bandwidth:              math.Float64frombits(r.bandwidth.Load()),
+		GroupRequestsPerSecond: rate(grp),
+		Window:                 r.cfg.Window.Seconds(),
 	}
 	rep.Load = LoadOf(rep.R, rep.M)
+	if r.cfg.Serving != nil {
+		if s := r.cfg.Serving(now); s >= 0 && s < 1e300 {
+			rep.ServingLoad = LoadOf(s, rep.M)
+		}
+	}
 	return rep
 }
 
@@ -261,12 +283,14 @@ func (r *Reporter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // Wrap returns h counting its requests: in flight while h runs, then done
-// with the bytes h wrote and whether it answered 302.
+// with the bytes h wrote, whether it answered 302 and whether it came in
+// on the group name (the Host header, port and trailing dot aside).
 func (r *Reporter) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.RequestStarted()
 		cw := NewCountingWriter(w)
-		defer func() { r.RequestDone(cw.n, cw.status == http.StatusFound) }()
+		onGroup := onHost(req.Host, r.cfg.Group)
+		defer func() { r.requestDone(cw.n, cw.status == http.StatusFound, onGroup) }()
 		h.ServeHTTP(cw, req)
 	})
 }
@@ -350,4 +374,14 @@ func mod(a, b int64) int64 {
 		m += b
 	}
 	return m
+}
+
+// onHost reports whether the Host header h names host: the port stripped,
+// case-insensitive, a trailing dot on either side tolerated.
+func onHost(h, host string) bool {
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
+	}
+	h, host = strings.TrimSuffix(h, "."), strings.TrimSuffix(host, ".")
+	return host != "" && strings.EqualFold(h, host)
 }

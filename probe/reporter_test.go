@@ -191,7 +191,7 @@ func TestReporterWrapAndServe(t *testing.T) {
 	want := Report{
 		Group: "www", Member: "fra1", Seq: 1, Time: t0.Add(500 * time.Millisecond),
 		R: 3 / 0.5, Conns: 1, BytesPerSecond: float64(1500+redirectBytes) / 0.5, RedirectsPerSecond: 1 / 0.5,
-		Load: 60, Capacity: 2000,
+		Load: 60, Capacity: 2000, Window: 1,
 	}
 	if got != want {
 		t.Errorf("report:\n got %+v\nwant %+v", got, want)
@@ -290,5 +290,47 @@ func TestReporterBandwidth(t *testing.T) {
 				t.Errorf("report: %v", err)
 			}
 		})
+	}
+}
+
+// TestReporterGroupAndServing: requests on the group name (any case, a
+// port, a trailing dot) are counted in group_requests_per_second, others
+// not; serving_load is 10·(Serving + m).
+func TestReporterGroupAndServing(t *testing.T) {
+	clk := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	r, err := NewReporter(ReporterConfig{
+		Group: "www.example.org", Member: "fra1", Capacity: 100, Window: time.Second,
+		RunQueue: func() (float64, error) { return 0.5, nil }, Clock: clk.Now,
+		Serving: func(time.Time) float64 { return 7 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	for _, host := range []string{"www.example.org", "WWW.example.org.:8080", "fra1.example.org", "127.0.0.1:80", "www.example.org.evil"} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = host
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	clk.Advance(500 * time.Millisecond)
+	got := r.Snapshot(clk.Now())
+	if want := 2 / 0.5; got.GroupRequestsPerSecond != want {
+		t.Errorf("group_requests_per_second %g, want %g", got.GroupRequestsPerSecond, want)
+	}
+	if want := LoadOf(7, 0.5); got.ServingLoad != want {
+		t.Errorf("serving_load %g, want %g", got.ServingLoad, want)
+	}
+	if got.Window != 1 {
+		t.Errorf("window_seconds %g, want 1", got.Window)
+	}
+	if err := got.Validate(); err != nil {
+		t.Error(err)
+	}
+	if s := got.Served(); s != got.ServingLoad {
+		t.Errorf("Served() = %g, want the serving load %g", s, got.ServingLoad)
+	}
+	got.ServingLoad = 0
+	if s, want := got.Served(), got.Load-10*got.RedirectsPerSecond; s != want {
+		t.Errorf("Served() without serving_load = %g, want load − 10·redirects = %g", s, want)
 	}
 }
