@@ -89,7 +89,7 @@ func TestBookingFor(t *testing.T) {
 	}
 	t.Run("zero fields take the defaults", func(t *testing.T) {
 		s := snapshot(t, testView(nil), "fra1")
-		if got := s.Booking(); got != BookingFor(0) {
+		if got := s.Booking(); got.Sent == nil || got.Load != BookingFor(0).Load || got.HalfLife != BookingFor(0).HalfLife || got.TimeConstant != DefaultTimeConstant {
 			t.Errorf("booking %+v, want %+v", got, BookingFor(0))
 		}
 	})
@@ -321,7 +321,7 @@ func TestRedirectorBooks(t *testing.T) {
 	}{
 		{"dispatcher", RedirectRules{Group: "www.example.org", Host: "d.example.org", Dispatcher: true}, "", ReasonDispatch},
 		{"overloaded member", RedirectRules{Group: "www.example.org", Host: "self.mirrors.example.org", Enabled: true,
-			LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 1}, "self", ReasonOverload},
+			Law: LawWatermark, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 1}, "self", ReasonOverload},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -333,7 +333,7 @@ func TestRedirectorBooks(t *testing.T) {
 			view := &staticView{s}
 			reg := prometheus.NewRegistry()
 			var next http.Handler
-			var load UtilizationSource
+			var load LoadSource
 			if !tt.rules.Dispatcher {
 				next = http.NotFoundHandler()
 				load = fixedUtilization(2)
@@ -399,10 +399,13 @@ func TestRedirectorBooks(t *testing.T) {
 	}
 }
 
-// fixedUtilization is a UtilizationSource at one utilization.
+// fixedUtilization is a LoadSource at one utilization, of a mirror of
+// capacity 100.
 type fixedUtilization float64
 
-func (u fixedUtilization) Utilization(time.Time) float64 { return float64(u) }
+func (u fixedUtilization) Read(time.Time) LoadReading {
+	return LoadReading{Utilization: float64(u), Capacity: 100}
+}
 
 // gatherLabels returns the values of label over the series of the metric
 // name in reg.

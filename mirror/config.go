@@ -152,11 +152,22 @@ type TimeoutsConfig struct {
 type RedirectConfig struct {
 	// Enabled turns redirects on (default true).
 	Enabled bool `yaml:"enabled"`
+	// Law is how the share to redirect is decided (default fair_share):
+	// fair_share redirects what comes in over the mirror's fair share of
+	// the group's load, but never below the low watermark (see
+	// FairShareRedirect); watermark ramps the share between the low and
+	// the high watermark of the mirror's own utilization (RedirectShare).
+	Law string `yaml:"law"`
+	// TimeConstant is the time constant of the request rates that the
+	// fair-share law reads (default 1s, 100ms..10s): shorter follows a
+	// resolver that moves sooner, with more noise (√(r/2τ) on a rate r).
+	TimeConstant Duration `yaml:"time_constant"`
 	// LowWatermark is the utilization (load/capacity) where redirecting
 	// starts (default 0.7).
 	LowWatermark float64 `yaml:"low_watermark"`
 	// HighWatermark is the utilization where redirecting reaches MaxShare
-	// (default 0.9); 0 < low_watermark <= high_watermark <= 1.5.
+	// under the watermark law, and above which a dispatcher prefers other
+	// members (default 0.9); 0 < low_watermark <= high_watermark <= 1.5.
 	HighWatermark float64 `yaml:"high_watermark"`
 	// MaxShare is the largest share of requests redirected (default 0.5, in (0, 1]).
 	MaxShare float64 `yaml:"max_share"`
@@ -463,6 +474,16 @@ func (v *validator) redirect() {
 		r.Enabled = true
 	} else if !r.Enabled && v.c.Dispatcher {
 		v.errorf("redirect.enabled", "a dispatcher only redirects: it can not be false")
+	}
+	if !v.written("redirect.law") {
+		r.Law = LawFairShare
+	} else if !slices.Contains(Laws, r.Law) {
+		v.errorf("redirect.law", "unknown law %q (want one of %s)", r.Law, strings.Join(Laws, ", "))
+	}
+	if !v.written("redirect.time_constant") {
+		r.TimeConstant = Duration(DefaultTimeConstant)
+	} else if d := r.TimeConstant.D(); d < 100*time.Millisecond || d > 10*time.Second {
+		v.errorf("redirect.time_constant", "%s: want 100ms..10s", d)
 	}
 	if !v.written("redirect.low_watermark") {
 		r.LowWatermark = DefaultLowWatermark

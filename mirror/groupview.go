@@ -51,6 +51,15 @@ type RedirectBooking struct {
 	// come (dnsd unreachable, a dispatcher redirecting on a stale view)
 	// can not keep a sibling out forever.
 	HalfLife time.Duration
+	// TimeConstant is the time constant of the siblings' serving_load
+	// (their FlowMeter's; this mirror's own redirect.time_constant, as the
+	// siblings' is not in the view), that of the Sent meter when the
+	// snapshot makes its own (default DefaultTimeConstant).
+	TimeConstant time.Duration
+	// Sent, shared by the snapshots of one mirror, measures the redirects
+	// sent to each sibling (see SentMeter); nil: each snapshot has its
+	// own, which then counts the redirects since the view only.
+	Sent *SentMeter
 }
 
 // BookingFor returns the booking of a redirect to siblings whose load
@@ -62,15 +71,27 @@ type RedirectBooking struct {
 // stream of R redirects per second with no new view the bookings converge
 // to 10·R, what the sibling's report will show. The window is this mirror's
 // own load_window: the siblings' is not in the view, and a group's mirrors
-// normally share one.
+// normally share one. The time constant of the siblings' serving load is
+// DefaultTimeConstant.
 func BookingFor(window time.Duration) RedirectBooking {
 	if window <= 0 {
 		window = probe.DefaultReportWindow
 	}
 	return RedirectBooking{
-		Load:     scheduler.LoadPerRequestRate / window.Seconds(),
-		HalfLife: time.Duration(float64(window) * math.Ln2),
+		Load:         scheduler.LoadPerRequestRate / window.Seconds(),
+		HalfLife:     time.Duration(float64(window) * math.Ln2),
+		TimeConstant: DefaultTimeConstant,
 	}
+}
+
+// bookingFor is BookingFor(window) with the time constant tau of the
+// siblings' serving load and a SentMeter of it, for the snapshots of one
+// mirror.
+func bookingFor(window, tau time.Duration) RedirectBooking {
+	b := BookingFor(window)
+	b.TimeConstant = tau
+	b.Sent = NewSentMeter(tau)
+	return b
 }
 
 // withDefaults fills a zero Load or HalfLife from BookingFor's defaults.
@@ -81,6 +102,9 @@ func (b RedirectBooking) withDefaults() RedirectBooking {
 	}
 	if b.HalfLife <= 0 {
 		b.HalfLife = d.HalfLife
+	}
+	if b.TimeConstant <= 0 {
+		b.TimeConstant = DefaultTimeConstant
 	}
 	return b
 }
@@ -117,7 +141,10 @@ type GroupSnapshot struct {
 	names   []string            // member name of each candidate, by group index
 	index   map[string]int      // group index of each candidate, by member name
 	figs    []scheduler.Figures // each candidate's figures from the view
+	serving []float64           // each candidate's serving load from the view
+	sentAt  []float64           // the rate of redirects sent to each candidate when the view came
 	high    float64             // the policy's high watermark
+	fair    float64             // the group's fair utilization u*; NaN: unknown
 	booking RedirectBooking
 	booked  *scheduler.Estimator // the redirects booked on the candidates
 }
@@ -150,9 +177,13 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		high = scheduler.DefaultHighWatermark
 	}
 	booking = booking.withDefaults()
+	if booking.Sent == nil {
+		booking.Sent = NewSentMeter(booking.TimeConstant)
+	}
 	s := &GroupSnapshot{
 		View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high,
 		index: make(map[string]int), booking: booking, booked: scheduler.NewEstimator(booking.HalfLife),
+		fair: fairUtilization(view.Members),
 	}
 	var members []scheduler.Member
 	for _, m := range view.Members {
@@ -183,10 +214,64 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		s.hosts = append(s.hosts, host)
 		s.names = append(s.names, m.Name)
 		s.figs = append(s.figs, fig)
+		s.serving = append(s.serving, servingLoad(m))
+		s.sentAt = append(s.sentAt, booking.Sent.Rate(m.Name, fetched))
 	}
 	s.group = scheduler.NewGroup(members)
+	booking.Sent.Retain(func(name string) bool { _, ok := s.index[name]; return ok })
 	return s, nil
 }
+
+// servedLoad is the load of what member m serves over its report window:
+// its reported load less 10 per redirect per second (a 302 costs next to
+// nothing; the request is served, and counted, where it lands).
+func servedLoad(m api.MemberView) float64 {
+	if m.LastReport == nil {
+		return m.Load
+	}
+	return max(m.Load-probe.LoadOf(m.LastReport.RedirectsPerSecond, 0), 0)
+}
+
+// servingLoad is the load member m serves now: the fast serving_load of
+// its last report, or its served load when the report has none.
+func servingLoad(m api.MemberView) float64 {
+	if r := m.LastReport; r != nil && r.ServingLoad > 0 && !math.IsInf(r.ServingLoad, 0) {
+		return r.ServingLoad
+	}
+	return servedLoad(m)
+}
+
+// fairUtilization is the group's fair utilization u*: the load that the
+// members that are up or unknown serve over the report window, over their
+// capacity, both summed (a member whose figures are not numbers counts in
+// neither). The sum does not depend on who serves whom: every request is
+// served once, where it lands, so it moves only with the group's offered
+// load, and the report window's slowness costs nothing. NaN without a
+// member with capacity.
+func fairUtilization(members []api.MemberView) float64 {
+	var load, capacity float64
+	for _, m := range members {
+		if m.State != "up" && m.State != "unknown" {
+			continue
+		}
+		l := servedLoad(m)
+		if !(l >= 0) || math.IsInf(l, 0) || !(m.Capacity > 0) || math.IsInf(m.Capacity, 0) {
+			continue
+		}
+		load += l
+		capacity += m.Capacity
+	}
+	if !(capacity > 0) {
+		return math.NaN()
+	}
+	return load / capacity
+}
+
+// FairUtilization returns the group's fair utilization u*, what every
+// member would be at if each served its capacity share of what the group
+// serves: Σ served load / Σ capacity over the members that are up or
+// unknown, this mirror included (NaN without one with capacity).
+func (s *GroupSnapshot) FairUtilization() float64 { return s.fair }
 
 // figures reports whether f holds numbers the scheduler can compare: the
 // load, pending load and bytes per second finite and non-negative, the
@@ -255,6 +340,46 @@ func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.T
 	return "", "", false
 }
 
+// PickBelow returns the host and member name of the best candidate for
+// client, in the order of the group's policy with rnd (counting the
+// redirects booked until now), whose serving utilization (Serving) is
+// below limit: under the fair-share law, SiblingLimit, so that a redirect
+// goes only where it does not take the receiver over its own fair share
+// or over what the redirecting mirror serves. ok is false when no
+// candidate is below the limit.
+func (s *GroupSnapshot) PickBelow(limit float64, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
+	n := s.group.Len()
+	if n == 0 {
+		return "", "", false
+	}
+	var buf [16]int
+	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
+	for _, i := range picked {
+		if s.Serving(i, now) < limit {
+			return s.hosts[i], s.names[i], true
+		}
+	}
+	return "", "", false
+}
+
+// Serving returns candidate i's serving utilization at now: its serving
+// load from the view, changed by as much as the rate of redirects this
+// mirror sends it changed since (10 load units per redirect per second,
+// see SentMeter), over its capacity, or its bandwidth utilization when
+// that is larger (+Inf without a capacity).
+func (s *GroupSnapshot) Serving(i int, now time.Time) float64 {
+	f := s.figs[i]
+	if !(f.Capacity > 0) {
+		return math.Inf(1)
+	}
+	delta := s.booking.Sent.Rate(s.names[i], now) - s.sentAt[i]
+	u := max(s.serving[i]+probe.LoadOf(delta, 0), 0) / f.Capacity
+	if f.Bandwidth > 0 {
+		u = max(u, f.BytesPerSecond/f.Bandwidth)
+	}
+	return u
+}
+
 // utilization is candidate i's utilization at now: its figures from the
 // view with the booked load added to the pending load.
 func (s *GroupSnapshot) utilization(i int, now time.Time) float64 {
@@ -274,6 +399,7 @@ func (s *GroupSnapshot) Book(member string, now time.Time) {
 	}
 	idx := [1]int{i}
 	s.booked.Add(idx[:], s.booking.Load, now)
+	s.booking.Sent.Note(member, now)
 }
 
 // Booked returns the load booked on the candidate member at now, in load

@@ -29,8 +29,21 @@ type LoadMeter struct {
 	mu        sync.Mutex
 	capacity  float64
 	bandwidth float64   // bytes per second, 0: no limit
-	at        time.Time // when u was taken; zero: never
-	u         float64
+	at        time.Time // when cur was taken; zero: never
+	cur       LoadReading
+}
+
+// LoadReading is what a LoadMeter reads at one moment.
+type LoadReading struct {
+	// Utilization is the serving utilization (see LoadMeter.Utilization).
+	Utilization float64
+	// RunQueue is the report's m.
+	RunQueue float64
+	// Capacity is the mirror's capacity, in load units.
+	Capacity float64
+	// Bandwidth is the bandwidth utilization: bytes per second over the
+	// bandwidth, 0 without one.
+	Bandwidth float64
 }
 
 // NewLoadMeter returns a LoadMeter over rep for a mirror of this capacity
@@ -60,19 +73,28 @@ func (m *LoadMeter) SetLimits(capacity, bandwidth float64) {
 // share it redirects could never settle at the point where what it serves
 // fits its capacity (their few bytes are in the bytes per second). The
 // load report pushed to dnsd still counts every request.
-func (m *LoadMeter) Utilization(now time.Time) float64 {
+func (m *LoadMeter) Utilization(now time.Time) float64 { return m.Read(now).Utilization }
+
+// Read returns the reading at now, cached for the refresh period.
+func (m *LoadMeter) Read(now time.Time) LoadReading {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.at.IsZero() && now.Sub(m.at) < m.refresh && !now.Before(m.at) {
-		return m.u
+		return m.cur
 	}
 	r := m.rep.Snapshot(now)
 	m.at = now
-	m.u = scheduler.Figures{
-		Load: probe.LoadOf(max(r.R-r.RedirectsPerSecond, 0), r.M), Capacity: m.capacity,
-		BytesPerSecond: r.BytesPerSecond, Bandwidth: m.bandwidth,
-	}.Utilization()
-	return m.u
+	m.cur = LoadReading{
+		Utilization: scheduler.Figures{
+			Load: probe.LoadOf(max(r.R-r.RedirectsPerSecond, 0), r.M), Capacity: m.capacity,
+			BytesPerSecond: r.BytesPerSecond, Bandwidth: m.bandwidth,
+		}.Utilization(),
+		RunQueue: r.M, Capacity: m.capacity,
+	}
+	if m.bandwidth > 0 {
+		m.cur.Bandwidth = r.BytesPerSecond / m.bandwidth
+	}
+	return m.cur
 }
 
 // ReportUtilization is the utilization of a load report as dnsd sees it

@@ -143,9 +143,10 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		m.site, _ = o.Content.(SiteStatusSource)
 	}
 
+	flows := NewFlowMeter(cfg.Redirect.TimeConstant.D())
 	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
-		Window: o.ReportWindow, RunQueue: o.RunQueue, Clock: o.Clock, Logger: o.Logger,
+		Window: o.ReportWindow, RunQueue: o.RunQueue, Serving: flows.Served, Clock: o.Clock, Logger: o.Logger,
 	}
 	cfg.RunQueue.apply(&rc)
 	m.reporter, err = probe.NewReporter(rc)
@@ -171,7 +172,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		// Redirects are booked on the siblings as their load reports,
 		// taken over the same window as this mirror's, will show them.
 		m.view, err = NewViewWatcher(ViewWatcherOptions{
-			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: BookingFor(window),
+			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: bookingFor(window, flows.TimeConstant()),
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		})
 		if err != nil {
@@ -194,7 +195,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
 	ro := RedirectorOptions{
-		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Locator: loc,
+		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Flows: flows, Locator: loc,
 		Files: m.files, Clock: o.Clock, Rand: o.Rand, Logger: o.Logger, Registerer: o.Registry,
 	}
 	if m.view != nil {

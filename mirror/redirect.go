@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -63,19 +64,24 @@ const (
 	ReasonNever = "never"
 	// ReasonSmall: the file is smaller than redirect.min_size.
 	ReasonSmall = "small"
-	// ReasonBelowWatermark: the utilization is at or below the low watermark.
+	// ReasonBelowWatermark: the utilization is at or below the low
+	// watermark (the watermark law).
 	ReasonBelowWatermark = "below_watermark"
+	// ReasonBelowTarget: what comes in is within the mirror's target (the
+	// fair-share law).
+	ReasonBelowTarget = "below_target"
 	// ReasonDraw: the random draw fell outside the redirected share.
 	ReasonDraw = "draw"
 	// ReasonNoView: no group view yet.
 	ReasonNoView = "no_view"
 	// ReasonStaleView: the group view is older than StaleViews intervals.
 	ReasonStaleView = "stale_view"
-	// ReasonNoSibling: no sibling below its high watermark (a dispatcher:
-	// no member at all).
+	// ReasonNoSibling: no sibling below its high watermark (the watermark
+	// law) or its target (the fair-share law); a dispatcher: no member at
+	// all.
 	ReasonNoSibling = "no_sibling"
-	// ReasonOverload: redirected because this mirror is over its low
-	// watermark and the draw said so.
+	// ReasonOverload: redirected because this mirror is over its target
+	// (or low watermark) and the draw said so.
 	ReasonOverload = "overload"
 	// ReasonDispatch: redirected by a dispatcher.
 	ReasonDispatch = "dispatch"
@@ -99,8 +105,12 @@ type RedirectRules struct {
 	Dispatcher bool
 	// Enabled turns redirects on (a dispatcher ignores it).
 	Enabled bool
-	// LowWatermark, HighWatermark and MaxShare shape the redirected share
-	// of the utilization; see RedirectShare.
+	// Law is how the redirected share is decided: LawFairShare (also for
+	// "") or LawWatermark.
+	Law string
+	// LowWatermark, HighWatermark and MaxShare shape the redirected share:
+	// see FairShareRedirect and Target for the fair-share law, where the
+	// high watermark is not used, and RedirectShare for the watermark law.
 	LowWatermark, HighWatermark, MaxShare float64
 	// MinSize is the smallest file redirected, when its size is known.
 	MinSize int64
@@ -112,7 +122,7 @@ type RedirectRules struct {
 func RedirectRulesFromConfig(cfg *Config) RedirectRules {
 	r := cfg.Redirect
 	return RedirectRules{
-		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled,
+		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
 		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
 		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never),
 	}
@@ -175,20 +185,26 @@ type Decision struct {
 }
 
 // Decide decides what to do with one request, purely from its inputs:
-// the rules, the request, this mirror's utilization u (see
-// LoadMeter.Utilization), the group snapshot (nil: none yet) with the
-// redirects booked on it so far, the time and the randomness. It books
-// nothing itself: the caller books the redirect it carries out
+// the rules, the request, the share of the redirectable requests to
+// redirect with the serving utilization a sibling must be below to be
+// sent one (asked only of a redirectable request: FairShareRedirect and
+// SiblingLimit, or RedirectShare, see Redirector), the group snapshot
+// (nil: none yet)
+// with the redirects booked on it so far, the time and the randomness.
+// It books nothing itself: the caller books the redirect it carries out
 // (Redirector.ServeHTTP does, on the same snapshot).
 //
 // A mirror serves every request that did not come in on the group name,
 // every method but GET and HEAD, the never paths and files smaller than
-// min_size. Of the rest it redirects RedirectShare(u): a draw from rnd in
-// [0, 1) below the share redirects. The sibling is chosen with the group's
-// own policy (the scheduler code that dnsd runs) for the client's
-// location, among the members that are up or unknown, not this mirror,
-// and below the policy's high watermark. With no view, a stale view or no
-// such sibling the request is served rather than sent into overload.
+// min_size. Of the rest, the redirectable requests, it redirects the
+// share: a draw from rnd in [0, 1) below the share redirects. The sibling
+// is chosen with the group's own policy (the scheduler code that dnsd
+// runs) for the client's location, among the members that are up or
+// unknown and not this mirror: under the fair-share law the first in the
+// policy's order that is below the limit (GroupSnapshot.PickBelow), under
+// the watermark law the first below the policy's high watermark.
+// With no view, a stale view or no such sibling the request is served
+// rather than sent into overload.
 //
 // A dispatcher redirects every GET and HEAD on the group name to the best
 // member for the client; when all are above the high watermark it still
@@ -196,7 +212,7 @@ type Decision struct {
 // rather than none. It refuses what it can not redirect: 503 without a
 // view or a member, 405 for other methods, 404 on its own host name and
 // 421 on any other.
-func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
+func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit float64), snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
 	onGroup := hostMatches(req.Host, rules.Group)
 	get := req.Method == http.MethodGet || req.Method == http.MethodHead
 	if rules.Dispatcher {
@@ -226,17 +242,19 @@ func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnap
 	case slices.Contains(rules.Never, req.Path):
 		return Decision{Action: Serve, Reason: ReasonNever}
 	}
-	share := RedirectShare(rules, u)
-	switch {
-	case share <= 0:
-		return Decision{Action: Serve, Reason: ReasonBelowWatermark}
-	case share < 1 && rnd.Float64() >= share:
-		return Decision{Action: Serve, Reason: ReasonDraw}
-	}
 	if rules.MinSize > 0 && req.Size != nil {
 		if n, ok := req.Size(); ok && n < rules.MinSize {
 			return Decision{Action: Serve, Reason: ReasonSmall}
 		}
+	}
+	p, limit := share()
+	switch {
+	case !(p > 0) && rules.Law == LawWatermark:
+		return Decision{Action: Serve, Reason: ReasonBelowWatermark}
+	case !(p > 0):
+		return Decision{Action: Serve, Reason: ReasonBelowTarget}
+	case p < 1 && rnd.Float64() >= p:
+		return Decision{Action: Serve, Reason: ReasonDraw}
 	}
 	switch {
 	case snap == nil:
@@ -244,7 +262,13 @@ func Decide(rules RedirectRules, req RedirectRequest, u float64, snap *GroupSnap
 	case snap.Stale(now):
 		return Decision{Action: Serve, Reason: ReasonStaleView}
 	}
-	host, member, ok := snap.Pick(clientOf(req), rnd, now, false)
+	var host, member string
+	var ok bool
+	if rules.Law == LawWatermark {
+		host, member, ok = snap.Pick(clientOf(req), rnd, now, false)
+	} else {
+		host, member, ok = snap.PickBelow(limit, clientOf(req), rnd, now)
+	}
 	if !ok {
 		return Decision{Action: Serve, Reason: ReasonNoSibling}
 	}
@@ -292,9 +316,9 @@ func RedirectLocation(r *http.Request, target string) string {
 	return loc
 }
 
-// UtilizationSource gives this mirror's utilization; *LoadMeter is one.
-type UtilizationSource interface {
-	Utilization(now time.Time) float64
+// LoadSource gives this mirror's load reading; *LoadMeter is one.
+type LoadSource interface {
+	Read(now time.Time) LoadReading
 }
 
 // ViewSource gives the current group snapshot (nil: none yet);
@@ -304,9 +328,9 @@ type ViewSource interface {
 }
 
 var (
-	_ UtilizationSource = (*LoadMeter)(nil)
-	_ ViewSource        = (*ViewWatcher)(nil)
-	_ http.Handler      = (*Redirector)(nil)
+	_ LoadSource   = (*LoadMeter)(nil)
+	_ ViewSource   = (*ViewWatcher)(nil)
+	_ http.Handler = (*Redirector)(nil)
 )
 
 // RedirectorOptions configure a Redirector.
@@ -315,8 +339,13 @@ type RedirectorOptions struct {
 	Rules RedirectRules
 	// Next serves what is not redirected; nil only for a dispatcher.
 	Next http.Handler
-	// Load is this mirror's utilization (required unless Rules.Dispatcher).
-	Load UtilizationSource
+	// Load is this mirror's load reading (required unless Rules.Dispatcher).
+	Load LoadSource
+	// Flows measures this mirror's request rates, the fair-share law's
+	// signal; the Redirector notes every request in it (default: a new
+	// FlowMeter with DefaultTimeConstant). The load report takes its
+	// serving figure from the same meter (probe.ReporterConfig.Serving).
+	Flows *FlowMeter
 	// View is the group view; nil means none, so nothing is redirected.
 	View ViewSource
 	// Locator tells where clients are; nil puts everyone at the unknown
@@ -376,6 +405,9 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	if o.Flows == nil {
+		o.Flows = NewFlowMeter(0)
+	}
 	rd := &Redirector{
 		o:   o,
 		rnd: o.Rand,
@@ -393,6 +425,21 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 		}, []string{"reason"}),
 	}
 	rd.cur.Store(&redirectConfig{rules: o.Rules, loc: o.Locator})
+	if o.Registerer != nil {
+		share := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "redirect_share_ratio",
+			Help: "The share of the redirectable requests that the 302 correction redirects now.",
+		}, func() float64 { return rd.Share(rd.o.Clock()) })
+		target := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "redirect_target_utilization_ratio",
+			Help: "The utilization the fair-share law steers to: the group's fair utilization, at least the low watermark.",
+		}, func() float64 { return rd.Target() })
+		for _, c := range []prometheus.Collector{share, target} {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("mirror: redirector: register metrics: %w", err)
+			}
+		}
+	}
 	for _, r := range []string{ReasonOverload, ReasonDispatch} {
 		rd.redirects.WithLabelValues(r)
 	}
@@ -433,17 +480,19 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cur := rd.cur.Load()
 	rules := &cur.rules
 	if !rules.Dispatcher && !hostMatches(r.Host, rules.Group) {
+		rd.o.Flows.Note(rd.o.Clock(), false, false)
 		rd.o.Next.ServeHTTP(w, r) // the common case, without a draw
 		return
 	}
 	now := rd.o.Clock()
-	var u float64
-	if !rules.Dispatcher {
-		u = rd.o.Load.Utilization(now)
-	}
 	var snap *GroupSnapshot
 	if rd.o.View != nil {
 		snap = rd.o.View.Snapshot()
+	}
+	redirectable := false
+	share := func() (float64, float64) {
+		redirectable = true
+		return rd.share(rules, snap, now)
 	}
 	rd.mu.Lock()
 	rnd := rand.New(rand.NewPCG(rd.rnd.Uint64(), rd.rnd.Uint64()))
@@ -454,12 +503,67 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Path:   r.URL.Path,
 		Size:   rd.sizeFunc(r),
 		Client: func() scheduler.Client { return locateClient(r, cur.loc) },
-	}, u, snap, now, rnd)
+	}, share, snap, now, rnd)
 	if d.Action == Redirect {
 		snap.Book(d.Member, now)
 	}
+	rd.o.Flows.Note(now, redirectable, d.Action != Serve)
 	rd.act(w, r, d)
 }
+
+// share is the share of the redirectable requests to redirect at now
+// under rules' law, with snap the group view (nil: none), and the
+// fair-share law's limit on the siblings (SiblingLimit).
+func (rd *Redirector) share(rules *RedirectRules, snap *GroupSnapshot, now time.Time) (p, limit float64) {
+	if rules.Dispatcher {
+		return 1, 0
+	}
+	rdg := rd.o.Load.Read(now)
+	if rules.Law == LawWatermark {
+		return RedirectShare(*rules, rdg.Utilization), 0
+	}
+	fair := math.NaN()
+	if snap != nil {
+		fair = snap.FairUtilization()
+	}
+	c := Correction{
+		Flows: rd.o.Flows.Flows(now), RunQueue: rdg.RunQueue, Capacity: rdg.Capacity,
+		Fair: fair, Bandwidth: rdg.Bandwidth,
+	}
+	return FairShareRedirect(*rules, c), SiblingLimit(*rules, c)
+}
+
+// Share returns the share of the redirectable requests that the
+// Redirector would redirect at now (0 with redirects off).
+func (rd *Redirector) Share(now time.Time) float64 {
+	rules := &rd.cur.Load().rules
+	if !rules.Dispatcher && !rules.Enabled {
+		return 0
+	}
+	var snap *GroupSnapshot
+	if rd.o.View != nil {
+		snap = rd.o.View.Snapshot()
+	}
+	p, _ := rd.share(rules, snap, now)
+	return p
+}
+
+// Target returns the utilization the fair-share law steers to now
+// (Target of the current view's fair utilization); under the watermark
+// law, the low watermark.
+func (rd *Redirector) Target() float64 {
+	rules := rd.cur.Load().rules
+	fair := math.NaN()
+	if rd.o.View != nil && rules.Law != LawWatermark {
+		if snap := rd.o.View.Snapshot(); snap != nil {
+			fair = snap.FairUtilization()
+		}
+	}
+	return Target(rules, fair)
+}
+
+// Flows returns the Redirector's flow meter.
+func (rd *Redirector) Flows() *FlowMeter { return rd.o.Flows }
 
 // viewCounter is a counter by member whose series follow the group view:
 // at each collection, when the view is a new one, its candidates get

@@ -64,7 +64,7 @@ func TestDecide(t *testing.T) {
 	unknownSize := func() (int64, bool) { return 0, false }
 
 	rules := RedirectRules{
-		Group: "www.example.org", Host: "fra1.mirrors.example.org", Enabled: true,
+		Group: "www.example.org", Host: "fra1.mirrors.example.org", Enabled: true, Law: LawWatermark,
 		LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 1, MinSize: 1024, Never: []string{"/"},
 	}
 	disabled := rules
@@ -165,7 +165,8 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Decide(tt.rules, tt.req, tt.u, tt.snap, t0, rand.New(rand.NewPCG(1, 2)))
+			share := func() (float64, float64) { return RedirectShare(tt.rules, tt.u), 0 }
+			got := Decide(tt.rules, tt.req, share, tt.snap, t0, rand.New(rand.NewPCG(1, 2)))
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
@@ -206,7 +207,7 @@ func TestRedirectShare(t *testing.T) {
 // TestDecideProgressiveShare draws many decisions with a seeded rand and
 // checks that the redirected fraction follows RedirectShare.
 func TestDecideProgressiveShare(t *testing.T) {
-	rules := RedirectRules{Group: "www.example.org", Enabled: true, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 0.5}
+	rules := RedirectRules{Group: "www.example.org", Enabled: true, Law: LawWatermark, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 0.5}
 	snap := snapshot(t, testView(map[string]float64{"ams1": 0.1, "nyc1": 0.1}), "fra1")
 	const n = 20000
 	for _, u := range []float64{0.6, 0.75, 0.8, 0.85, 0.9, 1.5} {
@@ -214,7 +215,8 @@ func TestDecideProgressiveShare(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(7, uint64(u*1000)))
 			redirected := 0
 			for range n {
-				d := Decide(rules, RedirectRequest{Method: "GET", Host: "www.example.org", Path: "/f"}, u, snap, t0, rnd)
+				share := func() (float64, float64) { return RedirectShare(rules, u), 0 }
+				d := Decide(rules, RedirectRequest{Method: "GET", Host: "www.example.org", Path: "/f"}, share, snap, t0, rnd)
 				if d.Action == Redirect {
 					redirected++
 				}

@@ -59,10 +59,13 @@ func (r *Reload) Commit() {
 
 // reloadable reports whether a running mirror takes a change of the key
 // at path (e.g. "redirect.max_share", "geo.networks[0].prefix") on a
-// reload: the capacity and the bandwidth, the redirect rules and the host
-// name in them, geo and location. Everything else is built once, at the start, so a
+// reload: the capacity and the bandwidth, the redirect rules (but
+// redirect.time_constant) and the host name in them, geo and location. Everything else is built once, at the start, so a
 // key added later needs a restart until it is made reloadable here.
 func reloadable(path string) bool {
+	if path == "redirect.time_constant" {
+		return false // the flow meter and the view's bookings are built with it
+	}
 	top, _, _ := strings.Cut(path, ".")
 	top, _, _ = strings.Cut(top, "[")
 	switch top {

@@ -94,9 +94,18 @@ type RedirectStatus struct {
 	LowWatermark  float64 `json:"low_watermark"`
 	HighWatermark float64 `json:"high_watermark"`
 	MaxShare      float64 `json:"max_share"`
-	// Share is the share of the redirectable requests redirected at the
-	// current serving utilization (RedirectShare); 0 when disabled.
+	// Law is redirect.law.
+	Law string `json:"law,omitempty"`
+	// Share is the share of the redirectable requests redirected now
+	// (FairShareRedirect or RedirectShare, by the law); 0 when disabled.
 	Share float64 `json:"share"`
+	// Target is the utilization the fair-share law steers to now: the
+	// group's fair utilization, at least the low watermark.
+	Target float64 `json:"target,omitempty"`
+	// Arrivals and Redirectable are the request rates the law reads
+	// (requests per second, over redirect.time_constant).
+	Arrivals     float64 `json:"arrivals_per_second"`
+	Redirectable float64 `json:"redirectable_per_second"`
 	// PerSecond is the rate of 302 answers over the report window.
 	PerSecond float64 `json:"per_second"`
 	// Redirected counts the redirects since the start, by reason
@@ -180,9 +189,16 @@ func (m *Mirror) Status(now time.Time) Status {
 		Redirected: countsByLabel(m.redirect.redirects, "reason"),
 		Skipped:    countsByLabel(m.redirect.skipped, "reason"),
 	}
-	if s.Redirect.Enabled {
-		s.Redirect.Share = RedirectShare(rules, s.Load.ServingUtilization)
+	s.Redirect.Law = rules.Law
+	if rules.Dispatcher {
+		s.Redirect.Law = ""
 	}
+	s.Redirect.Share = m.redirect.Share(now)
+	if rules.Law != LawWatermark && !rules.Dispatcher {
+		s.Redirect.Target = m.redirect.Target()
+	}
+	f := m.redirect.Flows().Flows(now)
+	s.Redirect.Arrivals, s.Redirect.Redirectable = f.Arrivals, f.Redirectable
 
 	if m.view != nil {
 		s.View = viewStatus(m.view.Snapshot(), now)
