@@ -430,3 +430,84 @@ func gatherLabels(t *testing.T, reg *prometheus.Registry, name, label string) []
 	}
 	return out
 }
+
+// TestFairShareRedirectsSpread: under the fair-share law, 100 redirects
+// between two views, 10 ms apart, spread over the siblings in proportion
+// to their spare capacity (least-load), as the bookings make each
+// redirect see the ones before; and a sibling is not sent more than its
+// room below the target: with the clock stopped (100 redirects at once,
+// a rate of 100/τ), each takes what fits under the target and the rest
+// is served.
+func TestFairShareRedirectsSpread(t *testing.T) {
+	sibs := []sib{{"fra1", 4000, 1000, 50.11, 8.68}, {"ams1", 2000, 500, 52.37, 4.90}, {"bru1", 1000, 250, 50.85, 4.35}}
+	due := map[string]int{"fra1": 57, "ams1": 29, "bru1": 14} // capacity − load: 3000, 1500, 750
+	rules := RedirectRules{Group: "www.example.org", Host: "self.mirrors.example.org", Enabled: true,
+		Law: LawFairShare, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 1}
+	run := func(t *testing.T, sibs []sib, step time.Duration) (map[string]int, int, *GroupSnapshot, *Redirector, time.Time) {
+		v := bookingView("least-load", append(sibs, sib{"self", 100, 500, 50.11, 8.68})...)
+		s, err := NewGroupSnapshot(v, "self", t0, time.Minute, tenSeconds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows := NewFlowMeter(time.Second)
+		for range 2000 { // 2000 requests a second coming in, all redirectable
+			flows.Note(t0, true, true)
+		}
+		now := t0
+		rd, err := NewRedirector(RedirectorOptions{
+			Rules: rules, Next: http.NotFoundHandler(), Load: fixedUtilization(2), Flows: flows,
+			View: &staticView{s}, Clock: func() time.Time { return now }, Rand: rand.New(rand.NewPCG(5, 5)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, served := make(map[string]int), 0
+		for range 100 {
+			now = now.Add(step)
+			w := httptest.NewRecorder()
+			rd.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://www.example.org/f.iso", nil))
+			if w.Code != http.StatusFound {
+				served++
+				continue
+			}
+			u, err := url.Parse(w.Header().Get("Location"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[strings.TrimSuffix(u.Hostname(), ".mirrors.example.org")]++
+		}
+		return got, served, s, rd, now
+	}
+	t.Run("100 redirects in a second", func(t *testing.T) {
+		got, served, _, _, _ := run(t, sibs, 10*time.Millisecond)
+		t.Logf("redirects %v, served %d", got, served)
+		if served != 0 {
+			t.Errorf("%d requests served, want all 100 redirected (the siblings have room)", served)
+		}
+		for _, sb := range sibs {
+			if n := got[sb.name]; n < due[sb.name]-3 || n > due[sb.name]+3 {
+				t.Errorf("%s got %d of 100, want %d ± 3 (its share of the spare capacity)", sb.name, n, due[sb.name])
+			}
+		}
+	})
+	t.Run("100 at once: each sibling up to the limit", func(t *testing.T) {
+		// A tenth of the capacity: the target is the fair utilization
+		// (175 + 500) / 800 = 0.84, and this mirror (capacity 100) serves
+		// what the siblings can not take, which raises the limit with it
+		// (SiblingLimit). No sibling ends more than one redirect (10 load
+		// units at τ = 1 s) over the limit.
+		small := []sib{{"fra1", 400, 100, 50.11, 8.68}, {"ams1", 200, 50, 52.37, 4.90}, {"bru1", 100, 25, 50.85, 4.35}}
+		got, served, s, rd, now := run(t, small, 0)
+		limit := SiblingLimit(rules, Correction{Flows: rd.Flows().Flows(now), Capacity: 100, Fair: s.FairUtilization()})
+		t.Logf("redirects %v, served %d, limit %.2f", got, served, limit)
+		if served == 0 {
+			t.Errorf("all 100 redirected at once: the siblings took more than their room")
+		}
+		for _, sb := range small {
+			i := s.index[sb.name]
+			if u := s.Serving(i, now); u > limit+10/sb.capacity+1e-9 {
+				t.Errorf("%s at %.3f after %d redirects, over the limit %.3f", sb.name, u, got[sb.name], limit)
+			}
+		}
+	})
+}
