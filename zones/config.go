@@ -158,6 +158,10 @@ type TTLBounds struct {
 	Min uint32 `yaml:"min"`
 	// Max is the longest TTL a group answer gets (default 300, at most 86400).
 	Max uint32 `yaml:"max"`
+	// Unseen is the TTL of an answer to a client scope (resolver or ECS
+	// subnet) never seen before, whose request rate is not known yet
+	// (default Min; within [Min, Max]).
+	Unseen uint32 `yaml:"unseen"`
 }
 
 // PolicyConfig names a global answer policy and its parameters.
