@@ -26,7 +26,9 @@ type Config struct {
 	Health HealthConfig `yaml:"health"`
 	// StateFile keeps run-time state (members added through the admin API,
 	// drained members) across restarts, relative to the config file's
-	// directory; "" keeps it in memory only.
+	// directory; "" keeps it in memory only. Beside it dnsd keeps the
+	// per-scope request rate estimates of the groups (dnsd-state.json →
+	// dnsd-state.scopes.json), written every 30 s and at shutdown.
 	StateFile string `yaml:"state_file"`
 	// AdminToken lets an operator drain and undrain members through the
 	// admin API and the dashboard with "Authorization: Bearer TOKEN", as an
