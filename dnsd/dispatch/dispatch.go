@@ -218,7 +218,7 @@ func New(o Options) (*Dispatcher, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups} {
+	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups, newScopeCollector(d)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("dispatch: register metrics: %w", err)
 		}

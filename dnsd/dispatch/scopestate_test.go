@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
@@ -225,5 +226,48 @@ func TestScopesPath(t *testing.T) {
 				t.Errorf("ScopesPath(%q) = %q, want %q", tc.state, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestScopeMetrics: the scope metrics are exported by group, pass promlint
+// and carry no client address.
+func TestScopeMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	d, err := New(Options{Registry: reg, Now: func() time.Time { return now }, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Load(dispatchSet(t, "weighted")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolverAt(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(5 * time.Second)
+	for _, m := range memberOf {
+		if err := d.SetHealth("www.example.org", m, Health{State: probe.StateUp, Reported: now, Requests: 10, GroupRequests: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP transmirror_dnsd_scope_rate_estimates Client scopes (resolvers, ECS subnets) whose request rate the group remembers.
+# TYPE transmirror_dnsd_scope_rate_estimates gauge
+transmirror_dnsd_scope_rate_estimates{group="www.example.org."} 3
+# HELP transmirror_dnsd_group_estimated_requests_per_second The group's request rate as the adaptive TTL sees it: the members' reported group requests, or their requests from older mirrors.
+# TYPE transmirror_dnsd_group_estimated_requests_per_second gauge
+transmirror_dnsd_group_estimated_requests_per_second{group="www.example.org."} 60
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "transmirror_dnsd_scope_rate_estimates", "transmirror_dnsd_group_estimated_requests_per_second"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "transmirror_dnsd_scope_calibration_error_ratio"); err != nil || n != 1 {
+		t.Errorf("calibration error series: %d (%v), want 1", n, err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
 	}
 }
