@@ -84,7 +84,8 @@ type Options struct {
 	// pool): generator k is PCG(Seed, k). Zero picks a random seed.
 	Seed uint64
 	// MaxScopes bounds the client scopes whose rate is tracked per group
-	// (default 16,384, about 2.4 MiB per group; see scheduler.ScopeRates).
+	// (default 16,384, about 4.8 MiB per group; see
+	// scheduler.ScopeEntryBytes).
 	MaxScopes int
 	// OnAnswer, when set, is called for every member named in a group
 	// answer with where the client is (the dashboard's answer flows). It
@@ -97,7 +98,7 @@ type Options struct {
 
 // Dispatcher answers group names with the scheduler's policies: it locates
 // the client (ECS or resolver address), asks the group's policy for the
-// members, sets the TTL from the client scope's share of the traffic and
+// members, sets the TTL from the client scope's estimated request rate and
 // books the answer's hidden load on the chosen members. It is the
 // dnsd.GroupAnswerer that cmd/dnsd plugs into the Server.
 type Dispatcher struct {
