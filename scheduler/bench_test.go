@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -67,11 +68,12 @@ func BenchmarkPick(b *testing.B) {
 	}
 }
 
-// BenchmarkQuery measures dnsd's whole per-query path: share, TTL, pick,
-// observe, add.
+// BenchmarkQuery measures dnsd's whole per-query path: pick, the scope's
+// TTL and answer record, the booking.
 func BenchmarkQuery(b *testing.B) {
 	t0 := time.Unix(1_700_000_000, 0)
-	g, est := benchGroup(100, t0)
+	g, _ := benchGroup(100, t0)
+	est := NewWindowEstimator(300 * time.Second)
 	pol := mustPolicy(b, "geo-load", Params{})
 	rates := NewScopeRates(ScopeRatesConfig{})
 	r := rand.New(rand.NewPCG(1, 2))
@@ -86,14 +88,28 @@ func BenchmarkQuery(b *testing.B) {
 		if i%16 == 0 {
 			m := i / 16 % g.Len()
 			est.Report(m, Usage{Load: 0.5 * g.Member(m).Capacity}, now)
+			rates.Report(m, MemberReport{Requests: 50, GroupRequests: 40, At: now})
 		}
 		sc := scope(i & 4095)
-		share := rates.Share(sc, now)
-		ttl := TTL(share, 20, 300)
 		c := Client{Loc: at(float64(i&63)-30, float64(i&127)*2-127, "", ""), Key: ScopeKey(sc)}
 		dst, _ = pol.Pick(g, Query{Client: c, N: 2, Rand: r, Now: now, Load: est}, dst[:0])
-		rate := rates.Observe(sc, ttl, now)
-		est.Add(dst, HiddenLoad(rate), now)
+		var mask uint64
+		for _, k := range dst {
+			if k < MaxTrackedMembers {
+				mask |= 1 << k
+			}
+		}
+		a := rates.Answer(sc, ScopeAnswer{Members: mask, N: len(dst), Min: 20, Max: 300, Unseen: 20, Fair: g.Len()}, now)
+		var from [8]int
+		est.Move(dst, members(from[:0], a.Prev), a.PrevN, HiddenLoad(AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
 		i++
 	}
+}
+
+// members appends the members of mask to dst.
+func members(dst []int, mask uint64) []int {
+	for ; mask != 0 && len(dst) < cap(dst); mask &= mask - 1 {
+		dst = append(dst, bits.TrailingZeros64(mask))
+	}
+	return dst
 }

@@ -23,14 +23,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	est := scheduler.NewEstimator(time.Minute)
-	est.Report(0, scheduler.Usage{Load: 300}, now) // fra: 30% utilized
+	est := scheduler.NewWindowEstimator(5 * time.Minute)
+	est.ReportWindow(0, scheduler.Usage{Load: 300}, now, 10*time.Second) // fra: 30% utilized
 	rates := scheduler.NewScopeRates(scheduler.ScopeRatesConfig{})
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	scope := netip.MustParsePrefix("192.0.2.0/24")
-	share := rates.Share(scope, now)
-	ttl := scheduler.TTL(share, 20, 300)
 	idx, failOpen := policy.Pick(group, scheduler.Query{
 		Client: scheduler.Client{
 			Loc: scheduler.Location{Lat: 48.86, Lon: 2.35, HasCoords: true, Country: "FR", Continent: "EU"},
@@ -38,12 +36,18 @@ func Example() {
 		},
 		N: 1, Rand: rng, Now: now, Load: est,
 	}, make([]int, 0, 2))
-	rate := rates.Observe(scope, ttl, now)
-	est.Add(idx, scheduler.HiddenLoad(scheduler.AnswerRate(rate, 0)), now)
+	// The TTL from what is known before this answer (an unseen scope gets
+	// ttl.unseen), and the answer recorded, in one call.
+	a := rates.Answer(scope, scheduler.ScopeAnswer{
+		Members: 1 << idx[0], N: len(idx), Min: 20, Max: 300, Unseen: 20, Fair: group.Len(),
+	}, now)
+	// The answer's load is booked until the member's reports show it; a
+	// previous answer's (none here) leaves its members.
+	est.Move(idx, nil, a.PrevN, scheduler.HiddenLoad(scheduler.AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
 
-	fmt.Println(group.Member(idx[0]).Name, ttl, failOpen)
+	fmt.Println(group.Member(idx[0]).Name, a.TTL, failOpen)
 	fmt.Printf("pending %.2f load units\n", est.Pending(idx[0], now))
 	// Output:
-	// fra 300 false
-	// pending 6.93 load units
+	// fra 20 false
+	// pending 10.00 load units
 }

@@ -15,6 +15,13 @@ func scope(i int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(i >> 8), byte(i), 0}), 24)
 }
 
+// observe answers scope with a fixed TTL, naming member 0, and returns its
+// rate afterwards.
+func observe(s *ScopeRates, sc netip.Prefix, ttl uint32, now time.Time) float64 {
+	s.Answer(sc, ScopeAnswer{Members: 1, N: 1, Min: ttl, Max: ttl, Unseen: ttl, Fair: 1}, now)
+	return s.Rate(sc, now)
+}
+
 func TestScopeRatesBounded(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -29,7 +36,7 @@ func TestScopeRatesBounded(t *testing.T) {
 			s := NewScopeRates(ScopeRatesConfig{MaxScopes: tc.bound})
 			now := time.Unix(1_700_000_000, 0)
 			for i := range 10 * tc.bound {
-				s.Observe(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32), 60, now)
+				observe(s, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32), 60, now)
 				if s.Len() > tc.bound {
 					t.Fatalf("Len() = %d after %d scopes, bound %d", s.Len(), i+1, tc.bound)
 				}
@@ -62,7 +69,7 @@ func TestScopeRatesLRU(t *testing.T) {
 			s := NewScopeRates(ScopeRatesConfig{MaxScopes: 3})
 			now := time.Unix(1_700_000_000, 0)
 			for k, i := range tc.seen {
-				s.Observe(scope(i), 30, now.Add(time.Duration(k)*time.Second))
+				observe(s, scope(i), 30, now.Add(time.Duration(k)*time.Second))
 			}
 			for _, i := range tc.evicted {
 				if r := s.Rate(scope(i), now); r != 0 {
@@ -95,7 +102,7 @@ func TestScopeRatesDecay(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewScopeRates(ScopeRatesConfig{HalfLife: hl})
-			r0 := s.Observe(scope(1), 60, t0)
+			r0 := observe(s, scope(1), 60, t0)
 			if r0 <= 0 {
 				t.Fatalf("Observe = %g, want > 0", r0)
 			}
@@ -109,9 +116,10 @@ func TestScopeRatesDecay(t *testing.T) {
 	}
 }
 
-// TestScopeRatesSteadyState checks the model: a resolver that asks again
-// every TTL holds one copy in cache, so its rate converges to k; a resolver
-// asking every 4 TTLs holds a copy a quarter of the time.
+// TestScopeRatesSteadyState checks the fallback model with no report at
+// all: a resolver that asks again every TTL holds one copy in cache, so its
+// rate converges to k; a resolver asking every 4 TTLs holds a copy a
+// quarter of the time.
 func TestScopeRatesSteadyState(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -134,15 +142,15 @@ func TestScopeRatesSteadyState(t *testing.T) {
 			end := 6 * time.Hour
 			for d := time.Duration(0); d < end; d += time.Duration(tc.ttl) * time.Second {
 				if d%tc.every == 0 {
-					s.Observe(a, tc.ttl, t0.Add(d))
+					observe(s, a, tc.ttl, t0.Add(d))
 				}
-				s.Observe(b, tc.ttl, t0.Add(d))
+				observe(s, b, tc.ttl, t0.Add(d))
 			}
 			now := t0.Add(end)
 			if got := s.Rate(a, now); math.Abs(got-tc.want) > 0.05*tc.want {
 				t.Errorf("Rate = %.4f, want %.4f ± 5%%", got, tc.want)
 			}
-			if got := s.Share(a, now); math.Abs(got-tc.shareA) > 0.05*tc.shareA {
+			if got := s.Rate(a, now) / s.Total(now); math.Abs(got-tc.shareA) > 0.05*tc.shareA {
 				t.Errorf("Share = %.4f, want %.4f ± 5%%", got, tc.shareA)
 			}
 		})
@@ -157,9 +165,12 @@ func TestScopeRatesConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 2000 {
 				now := t0.Add(time.Duration(i) * time.Millisecond)
-				s.Observe(scope(w*1000+i%100), 30, now)
-				_ = s.Share(scope(i%100), now)
+				observe(s, scope(w*1000+i%100), 30, now)
+				_ = s.Peek(scope(i%100), ScopeAnswer{Min: 20, Max: 300, Fair: 4}, now)
 				_ = s.Total(now)
+				if i%50 == 0 {
+					s.Report(w, MemberReport{Requests: 20, GroupRequests: 10, At: now})
+				}
 			}
 		})
 	}
@@ -179,7 +190,7 @@ func TestScopeEntryBytes(t *testing.T) {
 	s := NewScopeRates(ScopeRatesConfig{MaxScopes: n})
 	now := time.Unix(1_700_000_000, 0)
 	for i := range n {
-		s.Observe(scope(i), 60, now)
+		s.Answer(scope(i), ScopeAnswer{Members: 1<<(i%8) | 1<<(8+i%8), N: 2, Min: 60, Max: 60, Unseen: 60, Fair: 16}, now)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -45,22 +45,23 @@ func TestTTLBoundsAndMonotone(t *testing.T) {
 
 func TestTTLValues(t *testing.T) {
 	cases := []struct {
-		name  string
-		share float64
-		want  uint32
+		name string
+		x    float64 // the scope's rate in fair shares of one member
+		want uint32
 	}{
 		{"quiet", 0, 300},
 		{"nan-is-quiet", math.NaN(), 300},
-		{"half-at-scale", TTLShareScale, 150},
-		{"third-at-twice-scale", 2 * TTLShareScale, 100},
-		{"ten-percent", 0.1, 27},
-		{"clamped-to-min", 0.5, 20},
-		{"everything", 1, 20},
+		{"half-at-scale", TTLRateScale, 150},
+		{"third-at-twice-scale", 2 * TTLRateScale, 100},
+		{"2.6%-of-4-members", 0.026 * 4, 147},
+		{"a-member's-fair-share", 1, 27},
+		{"clamped-to-min", 2, 20},
+		{"everything-of-4", 4, 20},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := TTL(tc.share, 20, 300); got != tc.want {
-				t.Errorf("TTL(%g, 20, 300) = %d, want %d", tc.share, got, tc.want)
+			if got := TTL(tc.x, 20, 300); got != tc.want {
+				t.Errorf("TTL(%g, 20, 300) = %d, want %d", tc.x, got, tc.want)
 			}
 		})
 	}
@@ -89,20 +90,20 @@ func TestHiddenLoad(t *testing.T) {
 
 func TestAnswerRate(t *testing.T) {
 	cases := []struct {
-		name            string
-		scopeRate, k, w float64
+		name                 string
+		scopeRate, copies, w float64
 	}{
-		{"quiet scope: its own rate", 0.25, 1, 0.25},
-		{"one copy all the time: k", 1, 1, 1},
-		{"many copies: k each", 40, 1, 1},
-		{"k=2", 10, 2, 2},
-		{"k unset: default", 40, 0, DefaultRatePerCachedAnswer},
+		{"quiet scope: its own rate", 0.25, 0.1, 0.25},
+		{"one copy: its whole rate", 40, 1, 40},
+		{"four copies: a quarter each", 40, 4, 10},
+		{"copies unknown: its whole rate", 40, 0, 40},
+		{"NaN copies: its whole rate", 40, math.NaN(), 40},
 		{"NaN: 0", math.NaN(), 1, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := AnswerRate(tc.scopeRate, tc.k); math.Abs(got-tc.w) > 1e-9 {
-				t.Errorf("AnswerRate(%v, %v) = %v, want %v", tc.scopeRate, tc.k, got, tc.w)
+			if got := AnswerRate(tc.scopeRate, tc.copies); math.Abs(got-tc.w) > 1e-9 {
+				t.Errorf("AnswerRate(%v, %v) = %v, want %v", tc.scopeRate, tc.copies, got, tc.w)
 			}
 		})
 	}

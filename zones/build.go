@@ -497,6 +497,12 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	if g.TTL.Min > g.TTL.Max {
 		b.errorf(path+".ttl", "%s: ttl min %d must be <= max %d", obj, g.TTL.Min, g.TTL.Max)
 	}
+	if g.TTL.Unseen == 0 {
+		g.TTL.Unseen = g.TTL.Min
+	}
+	if g.TTL.Min <= g.TTL.Max && (g.TTL.Unseen < g.TTL.Min || g.TTL.Unseen > g.TTL.Max) {
+		b.errorf(path+".ttl.unseen", "%s: ttl unseen %d must be within [min %d, max %d]", obj, g.TTL.Unseen, g.TTL.Min, g.TTL.Max)
+	}
 	p := &g.Policy
 	if p.Name == "" {
 		p.Name = DefaultPolicy

@@ -48,7 +48,7 @@ func TestLoadGood(t *testing.T) {
 	if g != &c.Groups[0] {
 		t.Error("Groups does not point into Config.Groups")
 	}
-	if g.Name != "www.example.org." || g.TTL != (TTLBounds{30, 120}) || g.Answers != DefaultAnswers ||
+	if g.Name != "www.example.org." || g.TTL != (TTLBounds{Min: 30, Max: 120, Unseen: 45}) || g.Answers != DefaultAnswers ||
 		g.Policy != (PolicyConfig{"geo-load", DefaultLowWatermark, 1.1}) || g.Secret != "s3cret-for-www-pushes" {
 		t.Errorf("group = %+v", g)
 	}
@@ -136,6 +136,7 @@ func TestLoadBad(t *testing.T) {
 			`server_limits.yaml:2:3: server: udp_sockets 1000 must be in 0..256 (0: one per CPU)`,
 			`server_limits.yaml:3:3: server: tcp_read_timeout -1s must be > 0`}},
 		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
+		{"ttl unseen outside the bounds", "ttl_unseen.yaml", []string{`ttl_unseen.yaml:9:7: group "www.example.org.": ttl unseen 600 must be within [min 20, max 300]`}},
 		{"bad TSIG secret", "tsig_secret.yaml", []string{`tsig_secret.yaml:4:7: tsig key "axfr-key.": secret is not valid base64`}},
 		{"lat without lon", "lat_without_lon.yaml", []string{`lat_without_lon.yaml:11:9: group "www.example.org.": member "fra1": location: lat and lon go together`}},
 		{"geo", "geo.yaml", []string{
@@ -278,4 +279,42 @@ func writeFile(t *testing.T, dir, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestGroupTTLUnseen: ttl.unseen defaults to ttl.min and is kept when given.
+func TestGroupTTLUnseen(t *testing.T) {
+	zone, err := os.ReadFile(filepath.Join("testdata", "good", "example.org.zone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		ttl  string
+		want TTLBounds
+	}{
+		{"absent-is-min", "{min: 30, max: 120}", TTLBounds{Min: 30, Max: 120, Unseen: 30}},
+		{"defaults-everywhere", "{}", TTLBounds{Min: DefaultTTLMin, Max: DefaultTTLMax, Unseen: DefaultTTLMin}},
+		{"given", "{min: 30, max: 120, unseen: 120}", TTLBounds{Min: 30, Max: 120, Unseen: 120}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), zone, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg := "zones:\n  - origin: example.org.\n    file: example.org.zone\ngroups:\n  - name: unseen.example.org.\n    ttl: " + tc.ttl +
+				"\n    members:\n      - {name: fra1, host: fra1.example.org., addresses: [192.0.2.10], capacity: 100}\n"
+			file := filepath.Join(dir, "dnsd.yaml")
+			if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Group("unseen.example.org.").TTL; got != tc.want {
+				t.Errorf("TTL = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
 }

@@ -26,7 +26,9 @@ type Config struct {
 	Health HealthConfig `yaml:"health"`
 	// StateFile keeps run-time state (members added through the admin API,
 	// drained members) across restarts, relative to the config file's
-	// directory; "" keeps it in memory only.
+	// directory; "" keeps it in memory only. Beside it dnsd keeps the
+	// per-scope request rate estimates of the groups (dnsd-state.json →
+	// dnsd-state.scopes.json), written every 30 s and at shutdown.
 	StateFile string `yaml:"state_file"`
 	// AdminToken lets an operator drain and undrain members through the
 	// admin API and the dashboard with "Authorization: Bearer TOKEN", as an
@@ -158,6 +160,10 @@ type TTLBounds struct {
 	Min uint32 `yaml:"min"`
 	// Max is the longest TTL a group answer gets (default 300, at most 86400).
 	Max uint32 `yaml:"max"`
+	// Unseen is the TTL of an answer to a client scope (resolver or ECS
+	// subnet) never seen before, whose request rate is not known yet
+	// (default Min; within [Min, Max]).
+	Unseen uint32 `yaml:"unseen"`
 }
 
 // PolicyConfig names a global answer policy and its parameters.

@@ -222,6 +222,14 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err := ctl.Load(set); err != nil {
 		return err
 	}
+	// The per-scope rate estimates live beside the state file; a bad file
+	// costs the estimates, never the start.
+	scopesFile := func() string { return dispatch.ScopesPath(ctl.Current().StateFile) }
+	if p := scopesFile(); p != "" {
+		if err := disp.LoadScopes(p); err != nil {
+			logger.Error("scope estimates not loaded: starting without them", "err", err)
+		}
+	}
 	verifier := api.NewVerifier(h.SignatureWindow.D(), 0)
 	reloader, err := daemon.NewReloader("dnsd", ld.name(), configLoad{ld, ctl, verifier}.reload, logger, reg)
 	if err != nil {
@@ -262,7 +270,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
-	components := []daemon.Component{watcher.Run, dash.Run}
+	components := []daemon.Component{watcher.Run, dash.Run,
+		func(ctx context.Context) error {
+			return disp.RunScopeSaver(ctx, scopesFile, dispatch.DefaultScopeSaveInterval)
+		}}
 	for _, sp := range socks {
 		for _, pc := range sp.pcs {
 			components = append(components, func(ctx context.Context) error { return srv.ServeUDP(ctx, pc) })

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/bits"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -37,6 +38,11 @@ type Health struct {
 	Load           float64
 	BytesPerSecond float64
 	Reported       time.Time
+	// Requests is the report's requests per second and GroupRequests
+	// those that came in on the group name (0: an older mirror that does
+	// not say); Window is the report's window (0: the default 10 s).
+	Requests, GroupRequests float64
+	Window                  time.Duration
 }
 
 // usage is what the estimator takes of a report.
@@ -78,7 +84,8 @@ type Options struct {
 	// pool): generator k is PCG(Seed, k). Zero picks a random seed.
 	Seed uint64
 	// MaxScopes bounds the client scopes whose rate is tracked per group
-	// (default 16,384, about 2.4 MiB per group; see scheduler.ScopeRates).
+	// (default 16,384, about 4.8 MiB per group; see
+	// scheduler.ScopeEntryBytes).
 	MaxScopes int
 	// OnAnswer, when set, is called for every member named in a group
 	// answer with where the client is (the dashboard's answer flows). It
@@ -91,7 +98,7 @@ type Options struct {
 
 // Dispatcher answers group names with the scheduler's policies: it locates
 // the client (ECS or resolver address), asks the group's policy for the
-// members, sets the TTL from the client scope's share of the traffic and
+// members, sets the TTL from the client scope's estimated request rate and
 // books the answer's hidden load on the chosen members. It is the
 // dnsd.GroupAnswerer that cmd/dnsd plugs into the Server.
 type Dispatcher struct {
@@ -122,8 +129,9 @@ var _ dnsd.GroupAnswerer = (*Dispatcher)(nil)
 // pickState is the scratch of one pick, pooled: its generator (a
 // *rand.Rand is not safe for concurrent use) and room for the picks.
 type pickState struct {
-	rng *rand.Rand
-	buf [8]int
+	rng  *rand.Rand
+	buf  [8]int
+	from [8]int // the previous answer's members
 }
 
 // dsnap is what the dispatcher answers from, swapped whole: the locator and
@@ -152,6 +160,8 @@ type dgroup struct {
 // family is the members of a group that have addresses of one family.
 type family struct {
 	idx   []int            // family index → member index
+	pos   []int            // member index → family index, -1: none
+	up    int              // members answered (the fair share's divisor)
 	addrs [][]netip.Addr   // family index → the member's addresses of the family
 	group *scheduler.Group // snapshot with states
 	est   *scheduler.Estimator
@@ -209,7 +219,7 @@ func New(o Options) (*Dispatcher, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups} {
+	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups, newScopeCollector(d)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("dispatch: register metrics: %w", err)
 		}
@@ -297,6 +307,15 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 		prev := cur.groups[name]
 		if prev != nil {
 			g.rates, g.failOpen, g.shares = prev.rates, prev.failOpen, prev.shares
+			to := make([]int, len(prev.cfg.Members)) // old member index → new
+			moved := len(prev.cfg.Members) != len(g.cfg.Members)
+			for j, m := range prev.cfg.Members {
+				to[j] = g.member(m.Name)
+				moved = moved || to[j] != j
+			}
+			if moved {
+				g.rates.Remap(to)
+			}
 			for i, m := range g.cfg.Members {
 				if j := prev.member(m.Name); j >= 0 {
 					g.states[i].Health = prev.states[j].Health
@@ -359,7 +378,7 @@ func (g *dgroup) member(name string) int {
 // the last reports.
 func (g *dgroup) build(prev *dgroup, now time.Time) {
 	for fi := range g.fam {
-		f := &family{}
+		f := &family{pos: make([]int, len(g.cfg.Members))}
 		var members []scheduler.Member
 		for i, m := range g.cfg.Members {
 			var addrs []netip.Addr
@@ -369,9 +388,14 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 				}
 			}
 			if len(addrs) == 0 {
+				f.pos[i] = -1
 				continue
 			}
 			st := g.states[i]
+			f.pos[i] = len(f.idx)
+			if st.Answered() {
+				f.up++
+			}
 			f.idx = append(f.idx, i)
 			f.addrs = append(f.addrs, addrs)
 			members = append(members, scheduler.Member{
@@ -384,10 +408,10 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 		if prev != nil && sameMembers(prev.fam[fi], prev.cfg, f, g.cfg) {
 			f.est = prev.fam[fi].est
 		} else {
-			f.est = scheduler.NewEstimator(scheduler.DefaultHorizon)
+			f.est = scheduler.NewWindowEstimator(time.Duration(g.cfg.TTL.Max) * time.Second)
 			for k, i := range f.idx {
 				if st := g.states[i]; !st.Reported.IsZero() {
-					f.est.Report(k, st.usage(), now)
+					f.est.ReportWindow(k, st.usage(), now, st.Window)
 				}
 			}
 		}
@@ -413,15 +437,19 @@ func sameMembers(a *family, acfg *zones.GroupConfig, b *family, bcfg *zones.Grou
 func (d *Dispatcher) Observe(u probe.Update) {
 	h := Health{State: u.State}
 	if u.HasReport {
-		h.Load, h.BytesPerSecond, h.Reported = u.Report.Load, u.Report.BytesPerSecond, u.Report.Time
+		r := u.Report
+		h.Load, h.BytesPerSecond, h.Reported = r.Load, r.BytesPerSecond, r.Time
+		h.Requests, h.GroupRequests, h.Window = r.R, r.GroupRequestsPerSecond, r.WindowOrDefault()
 	}
 	_ = d.SetHealth(u.Group, u.Member, h)
 }
 
 // SetHealth records one member's new health. A change of state rebuilds
 // the group's snapshot; a new report (a later Reported) goes to the
-// estimator and resets the member's pending load. An unknown group or
-// member is an error and changes nothing.
+// estimator, which takes in the answers its window shows, and calibrates
+// the group's scope rates. The report is taken as made now, on the
+// dispatcher's clock, since the answers are timed by it. An unknown group
+// or member is an error and changes nothing.
 func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -449,12 +477,11 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	}
 	if reported {
 		for _, f := range ng.fam {
-			for k, j := range f.idx {
-				if j == i {
-					f.est.Report(k, h.usage(), now)
-				}
+			if k := f.pos[i]; k >= 0 {
+				f.est.ReportWindow(k, h.usage(), now, h.Window)
 			}
 		}
+		g.rates.Report(i, scheduler.MemberReport{Requests: h.Requests, GroupRequests: h.GroupRequests, Window: h.Window, At: now})
 	}
 	next := maps.Clone(cur.groups)
 	next[g.cfg.Name] = &ng
@@ -517,15 +544,20 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	if len(f.idx) == 0 {
 		return ans, nil
 	}
-	ans.TTL = scheduler.TTL(g.rates.Share(c.prefix, now), g.cfg.TTL.Min, g.cfg.TTL.Max)
 	ps := d.rands.Get().(*pickState)
 	defer d.rands.Put(ps)
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
 		N:      answersOf(g.cfg), Rand: ps.rng, Now: now, Load: f.est,
 	}, ps.buf[:0])
-	rate := g.rates.Observe(c.prefix, ans.TTL, now)
-	f.est.Add(picked, scheduler.HiddenLoad(scheduler.AnswerRate(rate, 0)), now)
+	// One round trip: the TTL from what is known of the scope, and the
+	// answer recorded for the calibration.
+	a := g.rates.Answer(c.prefix, f.scopeAnswer(g.cfg, familyOf(q.Qtype), picked), now)
+	ans.TTL = a.TTL
+	// The scope's load comes to the members picked and leaves those of
+	// its previous answer, as their reports' windows will show.
+	from := f.members(ps.from[:0], a.Prev)
+	f.est.Move(picked, from, a.PrevN, scheduler.HiddenLoad(scheduler.AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
 	ans.Addrs = q.Addrs[:0]
 	for _, k := range picked {
 		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
@@ -538,6 +570,31 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	}
 	d.noteFailOpen(g, failOpen)
 	return ans, nil
+}
+
+// scopeAnswer is what ScopeRates records of an answer naming picked
+// (family indexes) and the bounds of its TTL.
+func (f *family) scopeAnswer(gc *zones.GroupConfig, fam int, picked []int) scheduler.ScopeAnswer {
+	var mask uint64
+	for _, k := range picked {
+		if i := f.idx[k]; i < scheduler.MaxTrackedMembers {
+			mask |= 1 << i
+		}
+	}
+	return scheduler.ScopeAnswer{Family: fam, Members: mask, N: len(picked),
+		Min: gc.TTL.Min, Max: gc.TTL.Max, Unseen: gc.TTL.Unseen, Fair: f.up}
+}
+
+// members appends to dst the family indexes of the members in mask (by
+// member index), as many as dst has room for.
+func (f *family) members(dst []int, mask uint64) []int {
+	for ; mask != 0 && len(dst) < cap(dst); mask &= mask - 1 {
+		i := bits.TrailingZeros64(mask)
+		if i < len(f.pos) && f.pos[i] >= 0 {
+			dst = append(dst, f.pos[i])
+		}
+	}
+	return dst
 }
 
 func familyOf(qtype uint16) int {

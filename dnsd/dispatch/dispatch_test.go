@@ -259,8 +259,9 @@ func TestDispatcherStates(t *testing.T) {
 }
 
 // TestDispatcherHiddenLoad: answers between two reports book their hidden
-// load, so a burst to one region spills before the region reports full;
-// a report resets it.
+// load, so a burst of new resolvers in one region spills before the region
+// reports full; a report a window later, which shows their clients, takes
+// the booking in.
 func TestDispatcherHiddenLoad(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	reg := prometheus.NewRegistry()
@@ -273,22 +274,39 @@ func TestDispatcherHiddenLoad(t *testing.T) {
 	}
 	eu := 0
 	for i := range 40 {
+		// 40 resolvers in Germany (ECS /56s), each asking for the first time.
+		ecs := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, byte(i), 0}), 56)
 		ans, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
-			Client: resolver, ECS: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, 0}), 24)})
+			Client: resolver, ECS: ecs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if regionOf[ans.Addrs[0].String()] == "EU" {
 			eu++
 		}
-		_ = i
 	}
-	t.Logf("a burst of 40 EU answers: %d went to EU (2 members of capacity 100, 10 load units per answer)", eu)
+	t.Logf("a burst of 40 new EU resolvers: %d went to EU (2 members of capacity 100, 10 load units per answer)", eu)
 	if eu < 10 || eu > 25 {
 		t.Errorf("%d of 40 burst answers went to EU; want the EU pair filled to its high watermark (~18) then spill", eu)
 	}
+	// The same resolver asking again moves its load, it does not add it.
+	for range 40 {
+		if _, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
+			Client: resolver, ECS: netip.MustParsePrefix("2001:db8:1:6400::/56")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, _ := d.Live("www.example.org")
+	var pending float64
+	for _, l := range live {
+		pending += l.Pending
+	}
+	if pending < 390 || pending > 410 {
+		t.Errorf("pending load of the group after 40 + 1 resolvers = %.1f, want 400 ± 10 (a resolver asking again moves its load)", pending)
+	}
+	now = now.Add(10 * time.Second)
 	for _, m := range []string{"fra1", "ams1"} {
-		if err := d.SetHealth("www.example.org", m, Health{State: probe.StateUp, Load: 10, Reported: now}); err != nil {
+		if err := d.SetHealth("www.example.org", m, Health{State: probe.StateUp, Load: 10, Reported: now, Window: 10 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,10 +317,17 @@ func TestDispatcherHiddenLoad(t *testing.T) {
 	}
 }
 
+// TestDispatcherAdaptiveTTL: with no load report (the copies-in-cache
+// model), a new scope gets ttl.unseen (ttl.min here), one that keeps
+// asking gets the shortest TTL and a light one seen before a long one.
 func TestDispatcherAdaptiveTTL(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	d, _ := newTestDispatcher(t, "geo-load", func() time.Time { return now })
 	heavy := netip.MustParsePrefix("198.51.100.0/24")
+	lightPrefix := netip.MustParsePrefix("203.0.113.0/24")
+	if _, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: lightPrefix}); err != nil {
+		t.Fatal(err)
+	}
 	var first, last uint32
 	for i := range 2000 {
 		now = now.Add(50 * time.Millisecond)
@@ -315,13 +340,13 @@ func TestDispatcherAdaptiveTTL(t *testing.T) {
 		}
 		last = ans.TTL
 	}
-	light, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: netip.MustParsePrefix("203.0.113.0/24")})
+	light, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolver, ECS: lightPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("heavy scope TTL %d → %d; a light scope gets %d", first, last, light.TTL)
-	if first != 300 || last >= first || last < 20 {
-		t.Errorf("a scope that carries the traffic must get a shorter TTL within bounds: %d → %d", first, last)
+	t.Logf("heavy scope TTL %d → %d; a light scope seen before gets %d", first, last, light.TTL)
+	if first != 20 || last != 20 {
+		t.Errorf("heavy scope: TTL %d → %d, want ttl.unseen (20) for its first answer and ttl.min (20) once it carries the traffic", first, last)
 	}
 	if light.TTL <= last {
 		t.Errorf("a light scope (TTL %d) must get a longer TTL than the heavy one (%d)", light.TTL, last)

@@ -1,9 +1,12 @@
 // Package dispatch answers dnsd's group names with the scheduler's
 // policies: it locates the client (ECS first, else the resolver's address)
 // with scheduler/geo, asks the group's policy for the members, sets the TTL
-// from the client scope's share of the traffic, books the answer's hidden
-// load on the chosen members, and returns the ECS scope the answer depended
-// on, as the policy states it. It is the dnsd.GroupAnswerer that cmd/dnsd
+// from the client scope's estimated request rate against one member's fair
+// share, books the answer's hidden load on the chosen members (and takes it
+// off those of the scope's previous answer), and returns the ECS scope the
+// answer depended on, as the policy states it. The members' reports
+// calibrate the scopes' rates; the estimates are saved beside the state
+// file (SaveScopes, LoadScopes, RunScopeSaver). It is the dnsd.GroupAnswerer that cmd/dnsd
 // plugs into the server.
 //
 // Member health arrives as events (Observe, from the prober's updates) and

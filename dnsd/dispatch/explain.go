@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/transmirror/transmirror/scheduler"
+	"github.com/transmirror/transmirror/zones"
 )
 
 // Explain answers a group question the way AnswerGroup would, without
@@ -50,12 +51,13 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		e.Why = fmt.Sprintf("no member has a %s address: NODATA", e.Qtype)
 		return e, nil
 	}
-	e.TTL = scheduler.TTL(g.rates.Share(c.prefix, now), g.cfg.TTL.Min, g.cfg.TTL.Max)
 	rng := rand.New(rand.NewPCG(d.seed, 0))
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
 		N:      answersOf(g.cfg), Rand: rng, Now: now, Load: f.est,
 	}, nil)
+	a := g.rates.Peek(c.prefix, f.scopeAnswer(g.cfg, familyOf(qtype), picked), now)
+	e.TTL = a.TTL
 	e.FailOpen = failOpen
 	isPicked := make(map[int]bool)
 	for _, k := range picked {
@@ -97,8 +99,22 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		}
 		e.Members = append(e.Members, em)
 	}
-	e.Why = why(g.cfg.Policy.Name, e)
+	e.Why = why(g.cfg.Policy.Name, e) + ttlWhy(a, f.up, g.cfg.TTL)
 	return e, nil
+}
+
+// ttlWhy says what the TTL came from: the scope's estimated request rate
+// against one member's fair share of the group's.
+func ttlWhy(a scheduler.ScopeAnswered, up int, b zones.TTLBounds) string {
+	if !a.Seen {
+		return fmt.Sprintf(" (a client prefix not seen before: ttl.unseen, within [%d, %d])", b.Min, b.Max)
+	}
+	how := "from the copies it keeps in cache"
+	if a.Calibrated {
+		how = "calibrated from the members' group requests"
+	}
+	return fmt.Sprintf(" (client prefix at %.3g requests/s, %s; group %.4g requests/s over %d members: %.3g fair shares of one member, max/(1 + x/%.1f) within [%d, %d])",
+		a.Rate, how, a.Total, max(up, 1), a.X, scheduler.TTLRateScale, b.Min, b.Max)
 }
 
 func why(policy string, e api.Explanation) string {
