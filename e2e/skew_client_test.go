@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"github.com/miekg/dns"
 )
 
-// with its own EDNS Client Subnet and caches the answer for its TTL.
+// skewResolver is one recursive resolver of the population: it asks dnsd
+// with its own EDNS Client Subnet and caches the answer for exactly the
+// TTL it got.
 type skewResolver struct {
 	id  int
 	ecs netip.Prefix
@@ -24,7 +27,14 @@ type skewResolver struct {
 	mu      sync.Mutex
 	ip      string
 	expires time.Time
-	answers []string // every address it got, in order
+	answers []skewAnswer // every answer it got, in order
+}
+
+// skewAnswer is one answer a resolver got.
+type skewAnswer struct {
+	at  time.Time // when it got it
+	ip  string
+	ttl uint32
 }
 
 // lookup returns the cached address, asking dnsd when the TTL has run
@@ -39,25 +49,34 @@ func (r *skewResolver) lookup(dnsAddr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if ttl != skewTTL {
-		return "", fmt.Errorf("dnsd answered %s with TTL %d, want %d", ip, ttl, skewTTL)
-	}
-	r.ip, r.expires = ip, time.Now().Add(time.Duration(ttl)*time.Second)
-	r.answers = append(r.answers, ip)
+	now := time.Now()
+	r.ip, r.expires = ip, now.Add(time.Duration(ttl)*time.Second)
+	r.answers = append(r.answers, skewAnswer{at: now, ip: ip, ttl: ttl})
 	return ip, nil
 }
 
-// expiresAt is when the cached answer expires.
-func (r *skewResolver) expiresAt() time.Time {
+// history returns a copy of the answers the resolver got, in order.
+func (r *skewResolver) history() []skewAnswer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.expires
+	return slices.Clone(r.answers)
 }
 
-func (r *skewResolver) current() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ip
+// heldIn returns the answers of a history that a resolver held at some
+// time in [from, to]: the one it held at from, if any, and every one it
+// got after from and not after to.
+func heldIn(h []skewAnswer, from, to time.Time) []skewAnswer {
+	var held []skewAnswer
+	for k, a := range h {
+		if a.at.After(to) {
+			break
+		}
+		if !a.at.After(from) && k+1 < len(h) && !h[k+1].at.After(from) {
+			continue // replaced by from
+		}
+		held = append(held, a)
+	}
+	return held
 }
 
 // skewQueryA asks dnsd at addr for name's A record, with ecs as the EDNS
@@ -96,6 +115,7 @@ func skewQueryA(addr, name string, ecs netip.Prefix) (string, uint32, error) {
 type skewClient struct {
 	dnsAddr   string
 	port      string
+	heavy     float64 // resolver 0's share of the requests; 0: all alike
 	hc        *http.Client
 	resolvers []*skewResolver
 	ipIndex   map[string]int // mirror address → index
@@ -115,9 +135,10 @@ type skewClient struct {
 	failure string
 }
 
-func newSkewClient(cl *skewCluster) *skewClient {
+func newSkewClient(cl *skewCluster, heavy float64) *skewClient {
 	c := &skewClient{
 		dnsAddr: cl.dnsd.Addr,
+		heavy:   heavy,
 		port:    cl.port,
 		hc: &http.Client{
 			Transport: &http.Transport{
@@ -266,6 +287,7 @@ func (c *skewClient) request(k int) {
 
 // skewGen is a running load generator.
 type skewGen struct {
+	start           time.Time // when the pacer started
 	issued, dropped atomic.Int64
 	done            chan struct{} // closed when the pacer stops
 	workers         sync.WaitGroup
@@ -279,13 +301,14 @@ func (g *skewGen) wait() {
 
 // drive offers rate requests per second until ctx is done: a pacer
 // schedules them on a 10 ms ticker (as many as are due, so a late tick
-// catches up), each from resolver 0 with probability skewHeavy and from
-// one of the others at random otherwise, and a fixed pool of workers
+// catches up), each from resolver 0 with probability c.heavy and from one
+// of the others at random otherwise (from any at random when c.heavy is
+// 0), and a fixed pool of workers
 // sends them. A request that finds every worker busy and the queue full is
 // dropped, one that starts more than skewMaxLag after its time is late;
 // both are counted, so a test process that can not keep up says so.
 func (c *skewClient) drive(ctx context.Context, rate float64) *skewGen {
-	g := &skewGen{done: make(chan struct{})}
+	g := &skewGen{start: time.Now(), done: make(chan struct{})}
 	type job struct {
 		k  int
 		at time.Time
@@ -307,7 +330,6 @@ func (c *skewClient) drive(ctx context.Context, rate float64) *skewGen {
 		defer close(g.done)
 		defer close(jobs)
 		rnd := rand.New(rand.NewPCG(1, 2))
-		start := time.Now()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -316,13 +338,16 @@ func (c *skewClient) drive(ctx context.Context, rate float64) *skewGen {
 				return
 			case <-tick.C:
 			}
-			due := int64(time.Since(start).Seconds() * rate)
+			due := int64(time.Since(g.start).Seconds() * rate)
 			for n := g.issued.Load(); n < due; n++ {
 				k := 0
-				if rnd.Float64() >= skewHeavy {
-					k = 1 + rnd.IntN(skewResolvers-1)
+				switch {
+				case c.heavy == 0:
+					k = rnd.IntN(len(c.resolvers))
+				case rnd.Float64() >= c.heavy:
+					k = 1 + rnd.IntN(len(c.resolvers)-1)
 				}
-				at := start.Add(time.Duration(float64(n) / rate * float64(time.Second)))
+				at := g.start.Add(time.Duration(float64(n) / rate * float64(time.Second)))
 				select {
 				case jobs <- job{k: k, at: at}:
 				default:

@@ -30,11 +30,23 @@ type skewCluster struct {
 	mirrors []*skewMirror
 }
 
+// index returns the index of the mirror at ip, -1 if none is.
+func (cl *skewCluster) index(ip string) int {
+	for i, m := range cl.mirrors {
+		if m.ip == ip {
+			return i
+		}
+	}
+	return -1
+}
+
 // startSkewCluster writes the zone and dnsd config into a new temporary
 // directory, starts dnsd, then the mirrors (pushing to dnsd, which accepts
 // pushes for its configured members), and waits until dnsd has every
-// member up and every mirror has a fresh group view.
-func startSkewCluster(t *testing.T, correct bool) *skewCluster {
+// member up and every mirror has a fresh group view. The mirrors listen
+// on 127.0.n.1, 127.0.n+1.1, … where n is the phase's net, so that phases
+// side by side do not share an address.
+func startSkewCluster(t *testing.T, ph skewPhase) *skewCluster {
 	t.Helper()
 	dir := t.TempDir()
 	zone, err := os.ReadFile(filepath.Join("testdata", "example.test.zone"))
@@ -49,13 +61,13 @@ func startSkewCluster(t *testing.T, correct bool) *skewCluster {
 		ms[i] = &skewMirror{
 			name: fmt.Sprintf("a%d", i+1),
 			host: fmt.Sprintf("a%d.mirrors.example.test", i+1),
-			ip:   fmt.Sprintf("127.0.%d.1", 11+i),
+			ip:   fmt.Sprintf("127.0.%d.1", ph.net+i),
 		}
 		fmt.Fprintf(&zb, "a%d.mirrors IN A %s\n", i+1, ms[i].ip)
 		fmt.Fprintf(&members, "      - {name: %s, host: %s., addresses: [%s], capacity: %g}\n", ms[i].name, ms[i].host, ms[i].ip, skewCapacity)
 	}
 	writeFile(t, dir, "example.test.zone", zb.String())
-	cfg := fmt.Sprintf(`# e2e skew: four mirrors of equal capacity, one per answer, a 60 s TTL.
+	cfg := fmt.Sprintf(`# e2e skew: four mirrors of equal capacity, one per answer, an adaptive TTL.
 listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
 health: {interval: 500ms, timeout: 400ms, jitter: 50ms, rise: 2, fall: 3}
@@ -69,7 +81,7 @@ groups:
     policy: {name: geo-load}
     secret: %s
     members:
-%s`, skewGroup, skewTTL, skewTTL, skewSecret, members.String())
+%s`, skewGroup, skewTTLMin, skewTTLMax, skewSecret, members.String())
 	writeFile(t, dir, "dnsd.yaml", cfg)
 	d := startDNSD(t, true, "-config", filepath.Join(dir, "dnsd.yaml"))
 
@@ -88,7 +100,7 @@ groups:
 		port := "0"
 		lastErr = nil
 		for _, m := range ms {
-			p, http, admin, err := launchSkewMirror(t, dir, m, port, d.Admin, correct)
+			p, http, admin, err := launchSkewMirror(t, dir, m, port, d.Admin, ph.correct)
 			if err != nil {
 				lastErr = err
 				break
