@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// skewMirror is one mirror process of the scenario.
+type skewMirror struct {
+	*proc
+	name  string
+	host  string // its own host name
+	ip    string // its public address (the port is the cluster's)
+	admin string // admin host:port
+}
+
+// skewCluster is one dnsd and its mirrors, all on one public port.
+type skewCluster struct {
+	dnsd    *dnsdProc
+	port    string
+	mirrors []*skewMirror
+}
+
+// index returns the index of the mirror at ip, -1 if none is.
+func (cl *skewCluster) index(ip string) int {
+	for i, m := range cl.mirrors {
+		if m.ip == ip {
+			return i
+		}
+	}
+	return -1
+}
+
+// startSkewCluster writes the zone and dnsd config into a new temporary
+// directory, starts dnsd, then the mirrors (pushing to dnsd, which accepts
+// pushes for its configured members), and waits until dnsd has every
+// member up and every mirror has a fresh group view. The mirrors listen
+// on 127.0.n.1, 127.0.n+1.1, … where n is the phase's net, so that phases
+// side by side do not share an address.
+func startSkewCluster(t *testing.T, ph skewPhase) *skewCluster {
+	t.Helper()
+	dir := t.TempDir()
+	zone, err := os.ReadFile(filepath.Join("testdata", "example.test.zone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zb, members strings.Builder
+	zb.Write(zone)
+	zb.WriteString("\n; the skew scenario's mirrors\n")
+	ms := make([]*skewMirror, skewMirrors)
+	for i := range ms {
+		ms[i] = &skewMirror{
+			name: fmt.Sprintf("a%d", i+1),
+			host: fmt.Sprintf("a%d.mirrors.example.test", i+1),
+			ip:   fmt.Sprintf("127.0.%d.1", ph.net+i),
+		}
+		fmt.Fprintf(&zb, "a%d.mirrors IN A %s\n", i+1, ms[i].ip)
+		fmt.Fprintf(&members, "      - {name: %s, host: %s., addresses: [%s], capacity: %g}\n", ms[i].name, ms[i].host, ms[i].ip, skewCapacity)
+	}
+	writeFile(t, dir, "example.test.zone", zb.String())
+	cfg := fmt.Sprintf(`# e2e skew: four mirrors of equal capacity, one per answer, an adaptive TTL.
+listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+health: {interval: 500ms, timeout: 400ms, jitter: 50ms, rise: 2, fall: 3}
+zones:
+  - origin: example.test.
+    file: example.test.zone
+groups:
+  - name: %s.
+    ttl: {min: %d, max: %d}
+    answers: 1
+    policy: {name: geo-load}
+    secret: %s
+    members:
+%s`, skewGroup, skewTTLMin, skewTTLMax, skewSecret, members.String())
+	writeFile(t, dir, "dnsd.yaml", cfg)
+	d := startDNSD(t, true, "-config", filepath.Join(dir, "dnsd.yaml"))
+
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(filepath.Join(root, "pool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "pool"), "file.bin", strings.Repeat("x", skewFileSize))
+
+	cl := &skewCluster{dnsd: d, mirrors: ms}
+	// The first mirror picks the port; the others must get the same one on
+	// their own addresses. Should one be taken, start again on a new port.
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		var started []*proc
+		port := "0"
+		lastErr = nil
+		for _, m := range ms {
+			p, http, admin, err := launchSkewMirror(t, dir, m, port, d.Admin, ph.correct)
+			if err != nil {
+				lastErr = err
+				break
+			}
+			started = append(started, p)
+			m.proc, m.admin = p, admin
+			if port == "0" {
+				_, port, _ = net.SplitHostPort(http)
+			}
+		}
+		if lastErr == nil {
+			cl.port = port
+			break
+		}
+		t.Logf("attempt %d: %v; trying another port", attempt+1, lastErr)
+		for _, p := range started {
+			p.Stop()
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("could not start %d mirrors on one port: %v", skewMirrors, lastErr)
+	}
+
+	upAt := time.Now()
+	eventually(t, 15*time.Second, func() string {
+		var v struct {
+			Members []struct {
+				Name  string `json:"name"`
+				State string `json:"state"`
+			} `json:"members"`
+		}
+		if err := skewGetJSON("http://"+d.Admin+"/v1/groups/"+skewGroup, &v); err != nil {
+			return err.Error()
+		}
+		up := 0
+		for _, m := range v.Members {
+			if m.State == "up" {
+				up++
+			}
+		}
+		if up != skewMirrors {
+			return fmt.Sprintf("dnsd has %d of %d members up: %+v", up, skewMirrors, v.Members)
+		}
+		upAt = time.Now()
+		return ""
+	})
+	// Every mirror must have fetched a view since: one with every sibling up.
+	eventually(t, 10*time.Second, func() string {
+		for _, m := range ms {
+			text, err := skewGet("http://" + m.admin + "/metrics")
+			if err != nil {
+				return err.Error()
+			}
+			at := metricSum(text, "transmirror_mirror_view_last_success_timestamp_seconds")
+			if at < float64(upAt.UnixNano())/1e9 {
+				return fmt.Sprintf("mirror %s has no group view newer than the moment all were up", m.name)
+			}
+		}
+		return ""
+	})
+	return cl
+}
+
+// launchSkewMirror writes m's config and starts the real mirror on m.ip
+// and port ("0": any). It returns an error, rather than failing the test,
+// when the process exits before it is ready (a port already taken).
+func launchSkewMirror(t *testing.T, dir string, m *skewMirror, port, dnsdAdmin string, correct bool) (p *proc, http, admin string, err error) {
+	t.Helper()
+	cfg := fmt.Sprintf(`listen: ["%s"]
+admin: 127.0.0.1:0
+group: %s
+member: %s
+host: %s
+dnsd: {url: "http://%s", secret: %q, push_interval: 250ms, view_interval: 250ms}
+root: root
+capacity: %g
+run_queue: none
+redirect: {enabled: %t, low_watermark: %g, high_watermark: %g, max_share: %g}
+`, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdAdmin, skewSecret, skewCapacity, correct, skewLow, skewHigh, skewMaxShare)
+	path := writeFile(t, dir, m.name+".yaml", cfg)
+	p, err = launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
+		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && http == "" {
+			http = mm[1]
+		}
+		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
+			admin = mm[1]
+		}
+		return strings.Contains(line, `msg="mirror started"`)
+	})
+	if err != nil {
+		return nil, "", "", fmt.Errorf("mirror %s on %s: %w", m.name, net.JoinHostPort(m.ip, port), err)
+	}
+	if http == "" || admin == "" {
+		t.Fatalf("mirror %s did not report its addresses:\n%s", m.name, p.Logs())
+	}
+	return p, http, admin, nil
+}
+
+// runQueue returns the mean m the mirrors report (0 with run_queue: none).
+func (cl *skewCluster) runQueue(t *testing.T) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, m := range cl.mirrors {
+		var r struct {
+			M *float64 `json:"m"`
+		}
+		if err := skewGetJSON("http://"+m.admin+"/v1/load", &r); err != nil || r.M == nil {
+			t.Fatalf("mirror %s: load report: %v (m %v)", m.name, err, r.M)
+		}
+		sum += *r.M
+	}
+	return sum / float64(len(cl.mirrors))
+}
+
+// skewResolver is one recursive resolver of the population: it asks dnsd
+
+// skewGet fetches url (loopback only) and returns the body.
+func skewGet(u string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+func skewGetJSON(u string, v any) error {
+	body, err := skewGet(u)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	return nil
+}
+
+// skewScrape is get for the test's own goroutine: a failure fails the test.
+func skewScrape(t *testing.T, u string) string {
+	t.Helper()
+	body, err := skewGet(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
