@@ -163,6 +163,17 @@ func (m *SentMeter) Rate(member string, now time.Time) float64 {
 	return 0
 }
 
+// Rates returns the rate of redirects to every member sent one, at now.
+func (m *SentMeter) Rates(now time.Time) map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]float64, len(m.m))
+	for name, s := range m.m {
+		out[name] = m.value(s, now)
+	}
+	return out
+}
+
 // Retain forgets every member but those keep says to keep: the members
 // of the current view, so that the table is bounded by the group.
 func (m *SentMeter) Retain(keep func(member string) bool) {

@@ -40,10 +40,11 @@ type fakeDNSD struct {
 	url    string
 	secret []byte
 
-	mu      sync.Mutex
-	members []api.MemberInfo
-	reports map[string][]probe.Report // accepted, by member
-	refused int                       // pushes with a bad signature
+	mu        sync.Mutex
+	members   []api.MemberInfo
+	reports   map[string][]probe.Report // accepted, by member
+	redirects []api.RedirectReport      // dispatchers' reports, accepted
+	refused   int                       // pushes with a bad signature
 }
 
 func newFakeDNSD(t *testing.T, members ...string) *fakeDNSD {
@@ -54,6 +55,7 @@ func newFakeDNSD(t *testing.T, members ...string) *fakeDNSD {
 	mux := http.NewServeMux()
 	mux.HandleFunc(api.GetGroup.Pattern(), d.view)
 	mux.HandleFunc(api.PushLoad.Pattern(), d.push)
+	mux.HandleFunc(api.PushRedirects.Pattern(), d.pushRedirects)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	d.url = srv.URL
@@ -107,6 +109,37 @@ func (d *fakeDNSD) push(w http.ResponseWriter, r *http.Request) {
 	d.reports[rep.Member] = append(d.reports[rep.Member], rep)
 	d.mu.Unlock()
 	w.WriteHeader(http.StatusAccepted)
+}
+
+func (d *fakeDNSD) pushRedirects(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := api.VerifyRequest(r, body, d.secret, time.Now(), 0); err != nil {
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var rep api.RedirectReport
+	if err := json.Unmarshal(body, &rep); err != nil || rep.Validate() != nil || r.PathValue("group") != testGroup {
+		http.Error(w, fmt.Sprintf("bad redirect report: %v", err), http.StatusBadRequest)
+		return
+	}
+	d.mu.Lock()
+	d.redirects = append(d.redirects, rep)
+	d.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// lastRedirects returns the dispatchers' last redirect report (zero: none).
+func (d *fakeDNSD) lastRedirects() api.RedirectReport {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.redirects) == 0 {
+		return api.RedirectReport{}
+	}
+	return d.redirects[len(d.redirects)-1]
 }
 
 func (d *fakeDNSD) pushes(member string) []probe.Report {
@@ -733,6 +766,11 @@ func TestDispatcher(t *testing.T) {
 	if a+b != 40 || a == 0 || b == 0 {
 		t.Errorf("transmirror_mirror_sibling_redirects_total: a %g, b %g; want 40 in all, to both", a, b)
 	}
+	// And it reports the rates of what it sends to dnsd, signed, as itself.
+	webtest.Eventually(t, 10*time.Second, "a redirect report with rates to a and b", func() bool {
+		r := d.lastRedirects()
+		return r.Dispatcher == "d.mirrors.test" && r.Members["a"] > 0 && r.Members["b"] > 0
+	})
 }
 
 func TestPublicHealthPath(t *testing.T) {

@@ -171,20 +171,30 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		}
 		// Redirects are booked on the siblings as their load reports,
 		// taken over the same window as this mirror's, will show them.
+		booking := bookingFor(window, flows.TimeConstant())
 		m.view, err = NewViewWatcher(ViewWatcherOptions{
-			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: bookingFor(window, flows.TimeConstant()),
+			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		})
 		if err != nil {
 			return nil, err
 		}
-		if !cfg.Dispatcher {
-			m.pusher, err = NewPusher(PusherOptions{
-				URL: d.URL, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
-				Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot,
-				Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
-			})
-			if err != nil {
+		po := PusherOptions{
+			URL: d.URL, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
+			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot,
+			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
+		}
+		if cfg.Dispatcher {
+			// No load of its own to report: the redirects it sends, so
+			// that dnsd (and whoever reads its views) sees them before the
+			// members' reports do.
+			po.Member, po.Snapshot = "", nil
+			po.Redirects = func(now time.Time) api.RedirectReport {
+				return api.RedirectReport{Dispatcher: cfg.Host, Time: now, Members: booking.Sent.Rates(now)}
+			}
+		}
+		if !cfg.Dispatcher || d.Secret != "" { // a dispatcher without the secret reports nothing
+			if m.pusher, err = NewPusher(po); err != nil {
 				return nil, err
 			}
 		}

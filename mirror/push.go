@@ -32,9 +32,10 @@ const (
 // PusherOptions configure a Pusher.
 type PusherOptions struct {
 	// URL is dnsd's admin base URL (required); reports go to its
-	// api.PushLoad route.
+	// api.PushLoad route, a dispatcher's to api.PushRedirects.
 	URL string
-	// Group and Member name this mirror (required).
+	// Group and Member name this mirror (required; a dispatcher, which is
+	// no member, has no Member and pushes Redirects instead).
 	Group, Member string
 	// Secret is the group's push secret (required).
 	Secret []byte
@@ -44,8 +45,11 @@ type PusherOptions struct {
 	// DefaultPushTimeout).
 	Timeout time.Duration
 	// Snapshot makes the report to push, usually probe.Reporter.Snapshot
-	// (required); the report names Group and Member.
+	// (required unless Redirects); the report names Group and Member.
 	Snapshot func(now time.Time) probe.Report
+	// Redirects makes a dispatcher's report of the redirects it sends
+	// (api.RedirectReport), pushed instead of a load report.
+	Redirects func(now time.Time) api.RedirectReport
 	// Client sends the pushes (default: api.Client's, which follows no
 	// redirect).
 	Client *http.Client
@@ -75,7 +79,10 @@ type Pusher struct {
 
 // NewPusher checks o and returns a Pusher.
 func NewPusher(o PusherOptions) (*Pusher, error) {
-	if o.Group == "" || o.Member == "" || len(o.Secret) == 0 || o.Snapshot == nil {
+	switch {
+	case o.Redirects != nil && (o.Group == "" || len(o.Secret) == 0):
+		return nil, errors.New("mirror: pusher: group and secret are required")
+	case o.Redirects == nil && (o.Group == "" || o.Member == "" || len(o.Secret) == 0 || o.Snapshot == nil):
 		return nil, errors.New("mirror: pusher: group, member, secret and snapshot are required")
 	}
 	if o.Interval <= 0 {
@@ -91,10 +98,14 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mirror: pusher: %w", err)
 	}
+	target := c.URL(api.PushLoad, o.Group, o.Member)
+	if o.Redirects != nil {
+		target = c.URL(api.PushRedirects, o.Group)
+	}
 	p := &Pusher{
 		o:      o,
 		api:    c,
-		target: c.URL(api.PushLoad, o.Group, o.Member),
+		target: target,
 		log:    o.Logger,
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "pushes_total",
@@ -145,7 +156,12 @@ func (p *Pusher) push(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	now := p.o.Clock()
-	err := p.api.PushLoad(ctx, p.o.Snapshot(now))
+	var err error
+	if p.o.Redirects != nil {
+		err = p.api.PushRedirects(ctx, p.o.Group, p.o.Redirects(now))
+	} else {
+		err = p.api.PushLoad(ctx, p.o.Snapshot(now))
+	}
 	var se *api.StatusError
 	switch {
 	case err == nil:

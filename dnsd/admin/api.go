@@ -26,6 +26,7 @@ type Membership interface {
 	Remove(group, member string) error
 	Drain(group, member string, on bool) error
 	Push(group, member string, r probe.Report) error
+	PushRedirects(group string, r api.RedirectReport) error
 	Secret(group string) ([]byte, error)
 }
 
@@ -85,6 +86,18 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 			return
 		}
 		if err := a.m.Push(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam), rep); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
+	}))
+	mux.HandleFunc(api.PushRedirects.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+		var rep api.RedirectReport
+		if err := decodeStrict(body, &rep); err != nil {
+			writeError(w, fmt.Errorf("%w: %w", members.ErrInvalidMember, err))
+			return
+		}
+		if err := a.m.PushRedirects(r.PathValue(api.GroupParam), rep); err != nil {
 			writeError(w, err)
 			return
 		}

@@ -153,6 +153,7 @@ type dgroup struct {
 	fam      [2]*family    // A, AAAA
 	rates    *scheduler.ScopeRates
 	shares   *answerCounts        // answers per member over the last minute
+	sent     *dispatcherRates     // the dispatchers' redirect rates, as last reported
 	failOpen *atomic.Bool         // an episode is in progress (for logging once)
 	answered []prometheus.Counter // group_answers_total by member index
 }
@@ -306,7 +307,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 	for name, g := range next {
 		prev := cur.groups[name]
 		if prev != nil {
-			g.rates, g.failOpen, g.shares = prev.rates, prev.failOpen, prev.shares
+			g.rates, g.failOpen, g.shares, g.sent = prev.rates, prev.failOpen, prev.shares, prev.sent
 			to := make([]int, len(prev.cfg.Members)) // old member index → new
 			moved := len(prev.cfg.Members) != len(g.cfg.Members)
 			for j, m := range prev.cfg.Members {
@@ -325,6 +326,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			g.rates = scheduler.NewScopeRates(scheduler.ScopeRatesConfig{MaxScopes: d.maxScopes})
 			g.failOpen = new(atomic.Bool)
 			g.shares = newAnswerCounts()
+			g.sent = newDispatcherRates()
 			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
 		}
 		g.build(prev, now)

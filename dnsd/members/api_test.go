@@ -99,6 +99,24 @@ func TestAdminAPIClient(t *testing.T) {
 		}
 	})
 
+	t.Run("a dispatcher's redirects are pending load on the member", func(t *testing.T) {
+		before := func() float64 {
+			v, err := c.Group(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v.Members[0].Pending
+		}
+		p0 := before()
+		if err := c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1.example.org", Time: time.Now(),
+			Members: map[string]float64{"fra1": 20}}); err != nil {
+			t.Fatal(err)
+		}
+		if p := before(); p < p0+199 || p > p0+201 {
+			t.Errorf("pending %v after 20 redirects/s from a dispatcher, want %v + 200", p, p0)
+		}
+	})
+
 	calls := []struct {
 		name string
 		call func() (any, error)
@@ -140,6 +158,15 @@ func TestAdminAPIClient(t *testing.T) {
 			http.StatusNotFound, "dnsd: unknown group: nope.example.org."},
 		{"static member", func() error { _, err := c.RemoveMember(ctx, group, "fra1"); return err },
 			http.StatusConflict, "fra1"},
+		{"redirects to an unknown member", func() error {
+			return c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now(), Members: map[string]float64{"ghost": 1}})
+		}, http.StatusNotFound, "unknown member"},
+		{"redirects at an absurd rate", func() error {
+			return c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now(), Members: map[string]float64{"fra1": 1e12}})
+		}, http.StatusBadRequest, "members.fra1"},
+		{"redirects unsigned", func() error {
+			return newClient("wrong").PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now()})
+		}, http.StatusUnauthorized, "signature"},
 		{"push for another member", func() error {
 			return c.PushLoad(ctx, probe.Report{Group: group, Member: "ghost", Time: time.Now()})
 		}, http.StatusNotFound, "unknown member"},

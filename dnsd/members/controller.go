@@ -49,6 +49,7 @@ type Answers interface {
 	PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error)
 	Live(group string) (map[string]dispatch.MemberLive, bool)
 	FailingOpen(group string) bool
+	Redirects(group, dispatcher string, rates map[string]float64) error
 }
 
 // Snapshotter is what the Controller needs from the DNS server: prepare the
@@ -445,6 +446,22 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 	}
 	c.mu.Unlock()
 	return c.watch.Push(r, c.now())
+}
+
+// PushRedirects takes a dispatcher's report of the redirects it sends,
+// already authenticated: checked (api.RedirectReport.Validate, members of
+// the group), then booked by the dispatcher (see dispatch.Redirects).
+func (c *Controller) PushRedirects(group string, r api.RedirectReport) error {
+	group = dns.CanonicalName(group)
+	if c.current.Load().Group(group) == nil {
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
+	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: redirect report: %w", ErrInvalidMember, err)
+	}
+	err := c.disp.Redirects(group, r.Dispatcher, r.Members)
+	c.count("redirects", err)
+	return err
 }
 
 // Secret returns the group's secret, for verifying signed requests.

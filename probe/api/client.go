@@ -158,6 +158,16 @@ func (c *Client) Undrain(ctx context.Context, group, member string) (Drained, er
 	return out, err
 }
 
+// PushRedirects sends a dispatcher's redirect rates to dnsd for group
+// (PushRedirects, signed).
+func (c *Client) PushRedirects(ctx context.Context, group string, r RedirectReport) error {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRequest, err)
+	}
+	return c.do(ctx, call{route: PushRedirects, values: []string{group}, body: body, signed: true}, nil)
+}
+
 // PushLoad sends r to dnsd as the report of its group and member
 // (PushLoad, LOAD-INFORM, signed).
 func (c *Client) PushLoad(ctx context.Context, r probe.Report) error {

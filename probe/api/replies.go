@@ -7,7 +7,8 @@ type ErrorReply struct {
 }
 
 // StatusReply is the answer of Healthy, Ready and Reload on dnsd
-// ("ok", "ready", "reloaded") and of PushLoad ("accepted").
+// ("ok", "ready", "reloaded") and of PushLoad and PushRedirects
+// ("accepted").
 type StatusReply struct {
 	Status string `json:"status"`
 }

@@ -48,6 +48,9 @@ const (
 	RemoveMember Route = "DELETE /v1/groups/{group}/members/{member}"
 	// PushLoad is LOAD-INFORM (signed): a probe.Report in, Accepted, 202.
 	PushLoad Route = "POST /v1/groups/{group}/members/{member}/load"
+	// PushRedirects is a dispatcher's report of the redirects it sends
+	// (signed): a RedirectReport in, Accepted, 202.
+	PushRedirects Route = "POST /v1/groups/{group}/redirects"
 	// DrainMember stops answering with a member and keeps probing it
 	// (signed, or with the admin token): Drained.
 	DrainMember Route = "POST /v1/groups/{group}/members/{member}/drain"
@@ -87,7 +90,7 @@ const (
 // Routes returns every route, dnsd's first.
 func Routes() []Route {
 	return []Route{
-		ListGroups, GetGroup, ExplainGroup, AddMember, RemoveMember, PushLoad,
+		ListGroups, GetGroup, ExplainGroup, AddMember, RemoveMember, PushLoad, PushRedirects,
 		DrainMember, UndrainMember, Dashboard, Stream, Ready, Reload,
 		LoadReport, MirrorStatus, SiteReport, Healthy, Metrics,
 	}

@@ -1,6 +1,9 @@
 package api
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/transmirror/transmirror/probe"
@@ -120,4 +123,48 @@ type GroupSummary struct {
 // GroupList is the JSON of ListGroups.
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
+}
+
+// MaxRedirectMembers bounds the members of one RedirectReport.
+const MaxRedirectMembers = 1024
+
+// RedirectReport is a dispatcher's report of the redirects it sends, the
+// body of PushRedirects. dnsd books the change of each rate since the
+// dispatcher's previous report on the member, as load that the member's
+// own report does not show yet.
+type RedirectReport struct {
+	// Dispatcher names the dispatcher (its host name): dnsd keeps the
+	// rates of each one apart.
+	Dispatcher string `json:"dispatcher"`
+	// Time is when the rates were taken.
+	Time time.Time `json:"time"`
+	// Members are the redirects per second sent to each member, by name,
+	// exponentially weighted over the dispatcher's time constant; a
+	// member left out is sent none.
+	Members map[string]float64 `json:"members"`
+}
+
+// Validate reports whether r is well formed: a dispatcher name of 1..253
+// bytes without control characters, a time, at most MaxRedirectMembers
+// members with non-empty names and finite rates in [0, 1e9].
+func (r RedirectReport) Validate() error {
+	var errs []error
+	if n := len(r.Dispatcher); n == 0 || n > 253 || strings.IndexFunc(r.Dispatcher, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 {
+		errs = append(errs, fmt.Errorf("dispatcher: %q: want 1..253 bytes without control characters", r.Dispatcher))
+	}
+	if r.Time.IsZero() {
+		errs = append(errs, errors.New("time: missing"))
+	}
+	if len(r.Members) > MaxRedirectMembers {
+		errs = append(errs, fmt.Errorf("members: %d, want at most %d", len(r.Members), MaxRedirectMembers))
+	}
+	for name, v := range r.Members {
+		switch {
+		case name == "":
+			errs = append(errs, errors.New("members: an empty member name"))
+		case !(v >= 0 && v <= 1e9):
+			errs = append(errs, fmt.Errorf("members.%s: %g: want a rate in [0, 1e9]", name, v))
+		}
+	}
+	return errors.Join(errs...)
 }
