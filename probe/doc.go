@@ -34,6 +34,18 @@
 //     resumes when its pushes go stale. A member without a probe URL is
 //     push-only: each interval without a fresh push counts as a failure
 //     with reason "stale".
+//   - A report is believed only within limits: a pushed one whose time is
+//     more than ReportMaxSkew (default 30 s) ahead of dnsd's clock or more
+//     than ReportMaxAge (default 60 s) behind it, whose load is more than
+//     MaxLoadRatio (1000) times the member's configured capacity, or that
+//     is not newer than the member's newest report (a replay or a
+//     reordering) is refused and changes nothing, so a member whose pushes
+//     are all refused goes stale and is polled. Order is by time, not seq:
+//     seq starts again at 1 when a mirror restarts, and a lower seq with a
+//     newer time is a restarted mirror's. A pulled report with an absurd
+//     load is a failed probe (reason "validate"); one whose time is outside
+//     the limits is taken, timed by dnsd's clock (the figures are as fresh
+//     as the probe), and counted: its member's clock is off.
 //   - The Watcher runs one scheduler goroutine over a timer heap, at most one
 //     probe per member in flight and at most MaxInFlight (default 256)
 //     probes in all; each probe gets its member's timeout (default 80 % of
@@ -48,6 +60,7 @@
 //	transmirror_probe_member_state{group,member,state}    gauge, 1 for the member's current state (unknown, up, down)
 //	transmirror_probe_state_changes_total{group,to}       counter of health flips
 //	transmirror_probe_pushes_total{group,result}          counter, result is accepted or rejected; group is "" when unknown
+//	transmirror_probe_retimed_reports_total{group}        counter of pulled reports timed by dnsd's clock (the member's is off)
 //	transmirror_probe_in_flight_probes                    gauge
 //
 // The label values of a member are deleted when it is removed, and those of

@@ -12,6 +12,18 @@ var (
 	// ErrInvalidReport is returned for a report whose values break the rules
 	// of Report.Validate.
 	ErrInvalidReport = errors.New("probe: invalid report")
+	// ErrReportFuture is returned for a pushed report whose time is
+	// further ahead of the Watcher's clock than HealthConfig.ReportMaxSkew.
+	ErrReportFuture = errors.New("probe: report from the future")
+	// ErrReportStale is returned for a pushed report whose time is further
+	// behind the Watcher's clock than HealthConfig.ReportMaxAge.
+	ErrReportStale = errors.New("probe: stale report")
+	// ErrReportOutOfOrder is returned for a pushed report that is not
+	// newer than the member's newest report: a replay or a reordering.
+	ErrReportOutOfOrder = errors.New("probe: report out of order")
+	// ErrAbsurdLoad is returned for a report whose load is more than
+	// MaxLoadRatio times the member's capacity.
+	ErrAbsurdLoad = errors.New("probe: absurd load")
 
 	// ErrProbe is wrapped by every failed probe's Result.Err.
 	ErrProbe = errors.New("probe: probe failed")

@@ -51,6 +51,12 @@ type HealthConfig struct {
 	FlapLimit int
 	// FlapWindow is the window of FlapLimit (default 5 minutes).
 	FlapWindow time.Duration
+	// ReportMaxSkew is how far ahead of the Watcher's clock a report's
+	// time may be (default DefaultReportMaxSkew), and ReportMaxAge how far
+	// behind (default DefaultReportMaxAge): a pushed report outside is
+	// refused, a pulled one is timed by the Watcher's clock instead (see
+	// Watcher.Push). Health itself does not use them.
+	ReportMaxSkew, ReportMaxAge time.Duration
 }
 
 func (c HealthConfig) withDefaults() HealthConfig {
@@ -65,6 +71,12 @@ func (c HealthConfig) withDefaults() HealthConfig {
 	}
 	if c.FlapWindow <= 0 {
 		c.FlapWindow = 5 * time.Minute
+	}
+	if c.ReportMaxSkew <= 0 {
+		c.ReportMaxSkew = DefaultReportMaxSkew
+	}
+	if c.ReportMaxAge <= 0 {
+		c.ReportMaxAge = DefaultReportMaxAge
 	}
 	return c
 }

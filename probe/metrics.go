@@ -10,6 +10,7 @@ type metrics struct {
 	state    *prometheus.GaugeVec
 	changes  *prometheus.CounterVec
 	pushes   *prometheus.CounterVec
+	retimed  *prometheus.CounterVec
 	inFlight prometheus.Gauge
 }
 
@@ -48,12 +49,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "pushes_total",
 			Help: "Pushed load reports, by group (empty when unknown) and result (accepted, rejected).",
 		}, []string{"group", "result"}),
+		retimed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "retimed_reports_total",
+			Help: "Pulled load reports whose time was off the watcher's clock by more than the report limits, timed by the watcher's clock instead (the member's clock is off), by group.",
+		}, []string{"group"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "in_flight_probes",
 			Help: "Pull probes in flight.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.probes, m.failures, m.duration, m.state, m.changes, m.pushes, m.inFlight} {
+	for _, c := range []prometheus.Collector{m.probes, m.failures, m.duration, m.state, m.changes, m.pushes, m.retimed, m.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -98,5 +103,6 @@ func (m *metrics) deleteGroup(group string) {
 	m.duration.DeletePartialMatch(l)
 	m.changes.DeletePartialMatch(l)
 	m.pushes.DeletePartialMatch(l)
+	m.retimed.DeletePartialMatch(l)
 	m.state.DeletePartialMatch(l)
 }

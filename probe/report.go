@@ -18,6 +18,22 @@ const MaxReportSize = 16 << 10
 // maxNameLen bounds group and member names in a report.
 const maxNameLen = 253
 
+// What a Watcher believes of a report beyond Validate (see CheckTime and
+// CheckLoad).
+const (
+	// DefaultReportMaxSkew is how far ahead of dnsd's clock a report's
+	// time may be by default: the default signature window, so that a
+	// report is not believed further ahead than its signature.
+	DefaultReportMaxSkew = 30 * time.Second
+	// DefaultReportMaxAge is how old a report may be by default: twice the
+	// default signature window, room for a push that waited for its
+	// timeout (at most 5 s) and was signed a little after its snapshot.
+	DefaultReportMaxAge = 60 * time.Second
+	// MaxLoadRatio is the most a report's load (and serving load) may be,
+	// as a multiple of the member's capacity.
+	MaxLoadRatio = 1000
+)
+
 // Report is one member's load report, the same JSON object for pull
 // (GET /v1/load on the mirror) and push (POST to dnsd). Every field but
 // bandwidth is required when decoding; the JSON names are:
@@ -172,6 +188,49 @@ func (r Report) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidReport, errors.Join(errs...))
+}
+
+// CheckTime reports whether r's time is believable at now: at most maxSkew
+// ahead of now (else ErrReportFuture) and at most maxAge behind (else
+// ErrReportStale). The error names the field: "time: 2h0m0s ahead of
+// dnsd's clock (at most 30s)".
+func (r Report) CheckTime(now time.Time, maxSkew, maxAge time.Duration) error {
+	switch d := r.Time.Sub(now); {
+	case d > maxSkew:
+		return fmt.Errorf("%w: time: %s ahead of dnsd's clock (at most %s)", ErrReportFuture, roundDuration(d), maxSkew)
+	case -d > maxAge:
+		return fmt.Errorf("%w: time: %s behind dnsd's clock (at most %s)", ErrReportStale, roundDuration(-d), maxAge)
+	}
+	return nil
+}
+
+// CheckLoad reports whether r's load and serving load are believable for a
+// member of this capacity: at most MaxLoadRatio × capacity (else
+// ErrAbsurdLoad, naming the field). A capacity that is not positive bounds
+// nothing: the figures are then only finite and non-negative (Validate).
+func (r Report) CheckLoad(capacity float64) error {
+	if !(capacity > 0) {
+		return nil
+	}
+	limit := MaxLoadRatio * capacity
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"load", r.Load}, {"serving_load", r.ServingLoad}} {
+		if f.v > limit {
+			return fmt.Errorf("%w: %s: %g is more than %d× the capacity %g", ErrAbsurdLoad, f.name, f.v, MaxLoadRatio, capacity)
+		}
+	}
+	return nil
+}
+
+// roundDuration rounds d for a message: to the second from a minute on,
+// else to the millisecond.
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func checkName(s string) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -46,6 +47,10 @@ type MemberSpec struct {
 	// Timeout bounds one probe (default 80 % of Interval, at most 10s; it
 	// may not exceed Interval).
 	Timeout time.Duration
+	// Capacity is the member's configured capacity, in load units: a
+	// report whose load is more than MaxLoadRatio times it is not
+	// believed. 0 takes the capacity the report gives.
+	Capacity float64
 }
 
 // withDefaults fills in the defaults and checks spec.
@@ -82,6 +87,9 @@ func (s MemberSpec) withDefaults() (MemberSpec, error) {
 		errs = append(errs, fmt.Errorf("jitter %s: want between 0 and the interval %s", s.Jitter, s.Interval))
 	case s.Timeout <= 0 || s.Timeout > s.Interval:
 		errs = append(errs, fmt.Errorf("timeout %s: want more than 0 and at most the interval %s", s.Timeout, s.Interval))
+	}
+	if !(s.Capacity >= 0) || math.IsInf(s.Capacity, 0) {
+		errs = append(errs, fmt.Errorf("capacity %g: want a finite number, at least 0", s.Capacity))
 	}
 	if len(errs) > 0 {
 		return s, fmt.Errorf("%w: %s/%s: %w", ErrInvalidSpec, s.Group, s.Member, errors.Join(errs...))
@@ -352,6 +360,18 @@ func (w *Watcher) Remove(group, member string) error {
 // Push takes a pushed report (its signature already verified) at now: it
 // counts as a successful probe of its member, and the member is not polled
 // while its pushes are fresh (within 2× its interval).
+//
+// A report that is not believed is refused and changes nothing (not the
+// report, not the health, not the time of the last push), so that a member
+// whose pushes are all refused goes stale and is polled, or, without a
+// probe URL, counted stale. Beyond Validate it is refused when its time is
+// more than HealthConfig.ReportMaxSkew ahead of now (ErrReportFuture) or
+// more than ReportMaxAge behind (ErrReportStale), when its load is more
+// than MaxLoadRatio times the member's capacity (ErrAbsurdLoad), and when
+// it is not newer than the member's newest report, pulled or pushed
+// (ErrReportOutOfOrder: a replay or a reordering). Order is by time, not
+// by seq, since seq starts again at 1 when the mirror restarts: a report
+// with a lower seq and a newer time is a restarted mirror's and is taken.
 func (w *Watcher) Push(r Report, now time.Time) error {
 	if err := r.Validate(); err != nil {
 		w.mu.Lock()
@@ -374,6 +394,11 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 		w.met.pushes.WithLabelValues(group, "rejected").Inc()
 		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, r.Group, r.Member)
 	}
+	if err := w.believe(m, r, now); err != nil {
+		w.mu.Unlock()
+		w.met.pushes.WithLabelValues(r.Group, "rejected").Inc()
+		return err
+	}
 	w.met.pushes.WithLabelValues(r.Group, "accepted").Inc()
 	if now.After(m.lastPush) {
 		m.lastPush = now
@@ -383,6 +408,36 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 	ev, changed := m.health.Observe(now, true, "push")
 	w.unlockAndEmit(m, ev, changed, fresh)
 	return nil
+}
+
+// believe returns why a valid pushed report for m is not believed at now,
+// nil if it is; w.mu held.
+func (w *Watcher) believe(m *member, r Report, now time.Time) error {
+	if err := r.CheckTime(now, w.cfg.Health.ReportMaxSkew, w.cfg.Health.ReportMaxAge); err != nil {
+		return err
+	}
+	if err := r.CheckLoad(m.capacity(r)); err != nil {
+		return err
+	}
+	if !m.hasRep || r.Time.After(m.report.Time) {
+		return nil
+	}
+	last := m.report
+	if r.Seq < last.Seq {
+		return fmt.Errorf("%w: seq: %d after %d, and time: %s not after the newest report's %s",
+			ErrReportOutOfOrder, r.Seq, last.Seq, r.Time.Format(time.RFC3339Nano), last.Time.Format(time.RFC3339Nano))
+	}
+	return fmt.Errorf("%w: time: %s not after the newest report's %s",
+		ErrReportOutOfOrder, r.Time.Format(time.RFC3339Nano), last.Time.Format(time.RFC3339Nano))
+}
+
+// capacity is the capacity r's load is bounded by: the spec's, else the
+// report's own.
+func (m *member) capacity(r Report) float64 {
+	if m.spec.Capacity > 0 {
+		return m.spec.Capacity
+	}
+	return r.Capacity
 }
 
 // setReport keeps r if it is not older than the report m has, and reports
@@ -589,6 +644,17 @@ func (w *Watcher) probe(ctx context.Context, m *member, target string, timeout t
 	now := w.cfg.Now()
 
 	w.mu.Lock()
+	if res.Success {
+		if err := res.Report.CheckLoad(m.capacity(res.Report)); err != nil {
+			res.Success, res.Reason = false, ReasonValidate
+			res.Err = fmt.Errorf("%w: %s: %w", ErrProbe, ReasonValidate, err)
+		} else if res.Report.CheckTime(now, w.cfg.Health.ReportMaxSkew, w.cfg.Health.ReportMaxAge) != nil {
+			// The member's clock is off, but the figures are
+			// fresh: they were taken as the probe asked.
+			res.Report.Time = now
+			w.met.retimed.WithLabelValues(m.key.group).Inc()
+		}
+	}
 	delete(w.busy, m.key)
 	if w.inFlight == w.cfg.MaxInFlight { // the scheduler may wait for a slot
 		w.signal()

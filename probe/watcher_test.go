@@ -501,7 +501,8 @@ func TestWatcherMetricsLint(t *testing.T) {
 }
 
 // TestWatcherUpdates: OnUpdate gets every state change and every newer
-// report, in order; an older report and a repeated result send nothing.
+// report, in order; an older report (refused) and a repeated result send
+// nothing.
 // SetHealth changes fall for a member already watched.
 func TestWatcherUpdates(t *testing.T) {
 	var got []string
@@ -519,18 +520,19 @@ func TestWatcherUpdates(t *testing.T) {
 	steps := []struct {
 		name string
 		r    Report
+		err  error
 		want []string
 	}{
-		{"first report: new report, still unknown", rep(10, now), []string{"www/fra1 unknown load=10 has=true"}},
-		{"second success: up", rep(20, now.Add(time.Second)), []string{"www/fra1 up load=20 has=true"}},
-		{"older report: nothing", rep(30, now.Add(-time.Second)), nil},
-		{"newer report: its load", rep(40, now.Add(2*time.Second)), []string{"www/fra1 up load=40 has=true"}},
+		{"first report: new report, still unknown", rep(10, now), nil, []string{"www/fra1 unknown load=10 has=true"}},
+		{"second success: up", rep(20, now.Add(time.Second)), nil, []string{"www/fra1 up load=20 has=true"}},
+		{"older report: refused, nothing", rep(30, now.Add(-time.Second)), ErrReportOutOfOrder, nil},
+		{"newer report: its load", rep(40, now.Add(2*time.Second)), nil, []string{"www/fra1 up load=40 has=true"}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			got = nil
-			if err := env.w.Push(st.r, now); err != nil {
-				t.Fatal(err)
+			if err := env.w.Push(st.r, now); !errors.Is(err, st.err) {
+				t.Fatalf("Push = %v, want %v", err, st.err)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(st.want) {
 				t.Errorf("updates %q, want %q", got, st.want)
