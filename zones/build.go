@@ -593,6 +593,8 @@ const (
 	DefaultRise            = 2
 	DefaultFall            = 3
 	DefaultSignatureWindow = 30 * time.Second
+	DefaultReportMaxSkew   = 30 * time.Second
+	DefaultReportMaxAge    = 60 * time.Second
 )
 
 // health defaults and validates the health section.
@@ -633,6 +635,18 @@ func (b *builder) health() {
 	}
 	if h.SignatureWindow.D() < time.Second || h.SignatureWindow.D() > time.Hour {
 		b.errorf("health.signature_window", "health: signature_window %s must be in 1s..1h", h.SignatureWindow.D())
+	}
+	if h.ReportMaxSkew == 0 {
+		h.ReportMaxSkew = Duration(DefaultReportMaxSkew)
+	}
+	if h.ReportMaxSkew.D() < time.Second || h.ReportMaxSkew.D() > time.Hour {
+		b.errorf("health.report_max_skew", "health: report_max_skew %s must be in 1s..1h", h.ReportMaxSkew.D())
+	}
+	if h.ReportMaxAge == 0 {
+		h.ReportMaxAge = Duration(DefaultReportMaxAge)
+	}
+	if h.ReportMaxAge.D() < time.Second || h.ReportMaxAge.D() > time.Hour {
+		b.errorf("health.report_max_age", "health: report_max_age %s must be in 1s..1h", h.ReportMaxAge.D())
 	}
 }
 

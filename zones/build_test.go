@@ -137,6 +137,9 @@ func TestLoadBad(t *testing.T) {
 			`server_limits.yaml:3:3: server: tcp_read_timeout -1s must be > 0`}},
 		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
 		{"ttl unseen outside the bounds", "ttl_unseen.yaml", []string{`ttl_unseen.yaml:9:7: group "www.example.org.": ttl unseen 600 must be within [min 20, max 300]`}},
+		{"report limits out of range", "report_limits.yaml", []string{
+			`report_limits.yaml:5:3: health: report_max_skew 500ms must be in 1s..1h`,
+			`report_limits.yaml:6:3: health: report_max_age 2h0m0s must be in 1s..1h`}},
 		{"bad TSIG secret", "tsig_secret.yaml", []string{`tsig_secret.yaml:4:7: tsig key "axfr-key.": secret is not valid base64`}},
 		{"lat without lon", "lat_without_lon.yaml", []string{`lat_without_lon.yaml:11:9: group "www.example.org.": member "fra1": location: lat and lon go together`}},
 		{"geo", "geo.yaml", []string{

@@ -223,6 +223,11 @@ type HealthConfig struct {
 	// SignatureWindow is how far a signed request's time may be from
 	// dnsd's clock (default 30s).
 	SignatureWindow Duration `yaml:"signature_window"`
+	// ReportMaxSkew is how far ahead of dnsd's clock a load report's time
+	// may be (default 30s), ReportMaxAge how far behind (default 60s): a
+	// pushed report outside is refused, a pulled one is timed by dnsd.
+	ReportMaxSkew Duration `yaml:"report_max_skew"`
+	ReportMaxAge  Duration `yaml:"report_max_age"`
 }
 
 // GeoConfig says where DNS clients are: the geo block that dnsd and the

@@ -26,6 +26,7 @@ type Membership interface {
 	Remove(group, member string) error
 	Drain(group, member string, on bool) error
 	Push(group, member string, r probe.Report) error
+	RefusedPush(err error)
 	PushRedirects(group string, r api.RedirectReport) error
 	Secret(group string) ([]byte, error)
 }
@@ -79,9 +80,10 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, api.Removed{Removed: r.PathValue(api.MemberParam)})
 	}))
-	mux.HandleFunc(api.PushLoad.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+	mux.HandleFunc(api.PushLoad.Pattern(), a.signedCounting(a.m.RefusedPush, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		rep, err := probe.DecodeReport(bytes.NewReader(body), MaxBody)
 		if err != nil {
+			a.m.RefusedPush(err)
 			writeError(w, err)
 			return
 		}
@@ -120,6 +122,12 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 // signed reads the body (bounded), checks the request's signature with the
 // group's secret and only then calls h.
 func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+	return a.signedCounting(func(error) {}, h)
+}
+
+// signedCounting is signed, and calls refused with the error of a request
+// it refuses (no secret, a bad signature).
+func (a *groupsAPI) signedCounting(refused func(error), h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, ok := readBody(w, r)
 		if !ok {
@@ -127,10 +135,12 @@ func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) h
 		}
 		secret, err := a.m.Secret(r.PathValue(api.GroupParam))
 		if err != nil {
+			refused(err)
 			writeError(w, err)
 			return
 		}
 		if err := a.verify.VerifyRequest(r, body, secret, a.now()); err != nil {
+			refused(err)
 			w.Header().Set("WWW-Authenticate", api.SignatureScheme)
 			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: err.Error()})
 			return
@@ -158,8 +168,13 @@ func decodeStrict(body []byte, v any) error {
 func writeError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, dnsd.ErrUnknownGroup), errors.Is(err, dispatch.ErrUnknownMember), errors.Is(err, zones.ErrUnknownGroup):
+	case errors.Is(err, dnsd.ErrUnknownGroup), errors.Is(err, dispatch.ErrUnknownMember), errors.Is(err, zones.ErrUnknownGroup),
+		errors.Is(err, probe.ErrUnknownMember):
 		code = http.StatusNotFound
+	case errors.Is(err, probe.ErrReportOutOfOrder):
+		code = http.StatusConflict
+	case errors.Is(err, probe.ErrReportFuture), errors.Is(err, probe.ErrReportStale), errors.Is(err, probe.ErrAbsurdLoad):
+		code = http.StatusBadRequest
 	case errors.Is(err, members.ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember):
 		code = http.StatusConflict
 	case errors.Is(err, members.ErrNoSecret):

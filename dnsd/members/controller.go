@@ -96,6 +96,7 @@ type Controller struct {
 	watching map[string]probe.MemberSpec // "group\x00member" → spec
 
 	changes *prometheus.CounterVec
+	refused *prometheus.CounterVec
 }
 
 // New returns a Controller. It reads nothing yet: Load reads the
@@ -118,12 +119,21 @@ func New(o Options) (*Controller, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "membership_changes_total",
 		Help: "Run-time membership changes by operation (add, remove, drain, undrain) and result (ok, error).",
 	}, []string{"op", "result"})
+	c.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "reports_refused_total",
+		Help: "Pushed load reports refused, by reason (unauthenticated, future, stale, out_of_order, absurd_load, invalid, unknown_group, unknown_member).",
+	}, []string{"reason"})
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	if err := reg.Register(c.changes); err != nil {
-		return nil, fmt.Errorf("members: register metrics: %w", err)
+	for _, m := range []prometheus.Collector{c.changes, c.refused} {
+		if err := reg.Register(m); err != nil {
+			return nil, fmt.Errorf("members: register metrics: %w", err)
+		}
+	}
+	for _, r := range refusalReasons {
+		c.refused.WithLabelValues(r)
 	}
 	for _, op := range []string{"add", "remove", "drain", "undrain"} {
 		for _, r := range []string{"ok", "error"} {
@@ -194,7 +204,8 @@ func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 		c.current.Store(set)
 		if c.watch != nil {
 			h := set.Config.Health
-			c.watch.SetHealth(probe.HealthConfig{Rise: h.Rise, Fall: h.Fall})
+			c.watch.SetHealth(probe.HealthConfig{Rise: h.Rise, Fall: h.Fall,
+				ReportMaxSkew: h.ReportMaxSkew.D(), ReportMaxAge: h.ReportMaxAge.D()})
 		}
 		c.syncWatcher(set)
 	}, nil
@@ -417,14 +428,26 @@ func (c *Controller) count(op string, err error) {
 }
 
 // Push is LOAD-INFORM: a report pushed by a member, already authenticated.
-// A member that has no probe URL starts being watched with its first push.
+// A member that has no probe URL starts being watched with its first push
+// that the watcher believes (see probe.Watcher.Push); a refused report
+// changes nothing. Every refusal is counted by reason.
 func (c *Controller) Push(group, member string, r probe.Report) error {
+	err := c.push(group, member, r)
+	if err != nil {
+		c.RefusedPush(err)
+	}
+	return err
+}
+
+func (c *Controller) push(group, member string, r probe.Report) error {
 	group = dns.CanonicalName(group)
-	g := c.current.Load().Group(group)
+	set := c.current.Load()
+	g := set.Group(group)
 	if g == nil {
 		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
-	if !slices.ContainsFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
+	i := slices.IndexFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member })
+	if i < 0 {
 		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
 	}
 	if dns.CanonicalName(r.Group) != group || r.Member != member {
@@ -434,10 +457,26 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 		return nil
 	}
 	r.Group = group
+	now := c.now()
 	c.mu.Lock()
 	key := group + "\x00" + member
 	if _, ok := c.watching[key]; !ok {
-		spec := c.spec(group, zones.MemberConfig{Name: member})
+		// Not watched yet, so there is no report to be out of order
+		// with: check the rest before watching, so that a refused
+		// report does not start it.
+		h := set.Config.Health
+		err := r.Validate()
+		if err == nil {
+			err = r.CheckTime(now, h.ReportMaxSkew.D(), h.ReportMaxAge.D())
+		}
+		if err == nil {
+			err = r.CheckLoad(g.Members[i].Capacity)
+		}
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		spec := c.spec(group, g.Members[i])
 		if err := c.watch.Add(spec); err != nil {
 			c.mu.Unlock()
 			return err
@@ -445,7 +484,64 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 		c.watching[key] = spec
 	}
 	c.mu.Unlock()
-	return c.watch.Push(r, c.now())
+	return c.watch.Push(r, now)
+}
+
+// RefusedPush counts a refused load report by the reason that err gives;
+// Push counts its own, the admin API those it refuses before Push (a
+// signature, a body). An error that is not a refusal (a fault of dnsd) is
+// not counted.
+func (c *Controller) RefusedPush(err error) {
+	if reason := refusal(err); reason != "" {
+		c.refused.WithLabelValues(reason).Inc()
+	}
+}
+
+// Reasons a load report is refused, the reason label of
+// transmirror_dnsd_reports_refused_total.
+const (
+	refusedUnauthenticated = "unauthenticated" // no secret, a bad or replayed signature
+	refusedFuture          = "future"          // report or signature ahead of dnsd's clock
+	refusedStale           = "stale"           // report or signature too old
+	refusedOutOfOrder      = "out_of_order"    // not newer than the member's newest report
+	refusedAbsurdLoad      = "absurd_load"     // load above 1000× the capacity
+	refusedInvalid         = "invalid"         // malformed, too large, a bad figure, another member's
+	refusedUnknownGroup    = "unknown_group"
+	refusedUnknownMember   = "unknown_member"
+)
+
+var refusalReasons = [...]string{
+	refusedUnauthenticated, refusedFuture, refusedStale, refusedOutOfOrder,
+	refusedAbsurdLoad, refusedInvalid, refusedUnknownGroup, refusedUnknownMember,
+}
+
+// refusal is the reason err refuses a report, "" when it is not a refusal.
+// A signature from the future or too old is the clock of its sender being
+// off, as a report's time is, and is counted the same.
+func refusal(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, probe.ErrReportFuture), errors.Is(err, api.ErrSignatureFuture):
+		return refusedFuture
+	case errors.Is(err, probe.ErrReportStale), errors.Is(err, api.ErrSignatureExpired):
+		return refusedStale
+	case errors.Is(err, probe.ErrReportOutOfOrder):
+		return refusedOutOfOrder
+	case errors.Is(err, probe.ErrAbsurdLoad):
+		return refusedAbsurdLoad
+	case errors.Is(err, dnsd.ErrUnknownGroup), errors.Is(err, zones.ErrUnknownGroup):
+		return refusedUnknownGroup
+	case errors.Is(err, dispatch.ErrUnknownMember), errors.Is(err, probe.ErrUnknownMember):
+		return refusedUnknownMember
+	case errors.Is(err, probe.ErrInvalidReport), errors.Is(err, probe.ErrReportSyntax),
+		errors.Is(err, probe.ErrReportTooLarge), errors.Is(err, ErrInvalidMember):
+		return refusedInvalid
+	case errors.Is(err, ErrNoSecret), errors.Is(err, api.ErrNoSignature), errors.Is(err, api.ErrMalformedSignature),
+		errors.Is(err, api.ErrBadSignature), errors.Is(err, api.ErrReplayed), errors.Is(err, api.ErrReplayCacheFull):
+		return refusedUnauthenticated
+	}
+	return ""
 }
 
 // PushRedirects takes a dispatcher's report of the redirects it sends,
@@ -492,7 +588,7 @@ func (c *Controller) SignatureWindow() time.Duration {
 func (c *Controller) spec(group string, m zones.MemberConfig) probe.MemberSpec {
 	h := c.current.Load().Config.Health
 	return probe.MemberSpec{Group: group, Member: m.Name, URL: m.Probe,
-		Interval: h.Interval.D(), Jitter: h.Jitter.D(), Timeout: h.Timeout.D()}
+		Interval: h.Interval.D(), Jitter: h.Jitter.D(), Timeout: h.Timeout.D(), Capacity: m.Capacity}
 }
 
 // syncWatcher makes the watcher watch exactly the members that have a

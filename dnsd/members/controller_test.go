@@ -42,6 +42,7 @@ type ctlEnv struct {
 	ctl   *members.Controller
 	watch *probe.Watcher
 	admin *httptest.Server
+	reg   *prometheus.Registry
 	stop  context.CancelFunc
 	done  chan struct{}
 }
@@ -60,6 +61,7 @@ func startCtl(t *testing.T, dir, config string) *ctlEnv {
 	}
 	e := &ctlEnv{t: t, dir: dir, set: set, done: make(chan struct{})}
 	reg := prometheus.NewRegistry()
+	e.reg = reg
 	if e.disp, err = dispatch.New(dispatch.Options{Registry: reg, Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -288,8 +290,9 @@ func TestAdminAPIBadInput(t *testing.T) {
 			}
 		})
 	}
-	// The same signed request twice: the second is a replay.
-	body := report("fra1")
+	// The same signed request twice: the second is a replay. (Its report
+	// is newer than the one accepted above, which it would repeat.)
+	body, _ := json.Marshal(probe.Report{Group: "www.example.org.", Member: "fra1", Seq: 2, Time: now.Add(time.Second), R: 2, Load: 20, Capacity: 1000})
 	r1, _ := http.NewRequest("POST", e.admin.URL+"/v1/groups/www.example.org./members/fra1/load", bytes.NewReader(body))
 	api.SignRequest(r1, secret, body, now.Add(time.Second))
 	r2, _ := http.NewRequest("POST", e.admin.URL+"/v1/groups/www.example.org./members/fra1/load", bytes.NewReader(body))
