@@ -25,9 +25,10 @@ const (
 	// time may be by default: the default signature window, so that a
 	// report is not believed further ahead than its signature.
 	DefaultReportMaxSkew = 30 * time.Second
-	// DefaultReportMaxAge is how old a report may be by default: twice the
-	// default signature window, room for a push that waited for its
-	// timeout (at most 5 s) and was signed a little after its snapshot.
+	// DefaultReportMaxAge is how old a report may be by default: the
+	// default signature window twice, room for a report signed a while
+	// after it was taken (a push that waited out its timeout), and no
+	// more: older figures say little of the member now.
 	DefaultReportMaxAge = 60 * time.Second
 	// MaxLoadRatio is the most a report's load (and serving load) may be,
 	// as a multiple of the member's capacity.
