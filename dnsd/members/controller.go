@@ -464,8 +464,10 @@ func (c *Controller) PushRedirects(group string, r api.RedirectReport) error {
 	return err
 }
 
-// Secret returns the group's secret, for verifying signed requests.
-func (c *Controller) Secret(group string) ([]byte, error) {
+// Secrets returns the secrets that the group's signed requests may be
+// made with now: its secret, then, while a rotation's
+// previous_secret_until has not passed, the previous one.
+func (c *Controller) Secrets(group string) ([][]byte, error) {
 	set := c.current.Load()
 	if set == nil {
 		return nil, dnsd.ErrNoConfig
@@ -477,7 +479,7 @@ func (c *Controller) Secret(group string) ([]byte, error) {
 	if g.Secret == "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoSecret, g.Name)
 	}
-	return []byte(g.Secret), nil
+	return g.Secrets(c.now()), nil
 }
 
 // SignatureWindow is the configured window of signed requests.
