@@ -58,6 +58,10 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultWeight is a member's static weight.
 	DefaultWeight = 1
+	// DefaultMaxRuntimeMembers caps the run-time members of a group.
+	DefaultMaxRuntimeMembers = 64
+	// MaxRuntimeMembersLimit bounds max_runtime_members.
+	MaxRuntimeMembersLimit = 4096
 )
 
 // policies are the names a group's policy may have.
@@ -521,6 +525,12 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 		b.errorf(path+".policy", "%s: watermarks: want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5",
 			obj, p.LowWatermark, p.HighWatermark)
 	}
+	if g.MaxRuntimeMembers == 0 && !b.written(path+".max_runtime_members") {
+		g.MaxRuntimeMembers = DefaultMaxRuntimeMembers
+	}
+	if g.MaxRuntimeMembers < 0 || g.MaxRuntimeMembers > MaxRuntimeMembersLimit {
+		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d must be in 0..%d (0: no GROUP-ADD)", obj, g.MaxRuntimeMembers, MaxRuntimeMembersLimit)
+	}
 	b.secret(path, obj, "secret", &g.Secret, g.SecretFile, &g.secretFromFile)
 	b.secret(path, obj, "previous_secret", &g.PreviousSecret, g.PreviousSecretFile, &g.previousSecretFromFile)
 	b.previousSecret(path, obj, g)
@@ -592,17 +602,25 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 	}
 	for i, a := range m.Addresses {
 		apath := fmt.Sprintf("%s.addresses[%d]", path, i)
+		aobj := obj
+		if m.Runtime { // no position in a file says which address
+			aobj = fmt.Sprintf("%s: addresses[%d]", obj, i)
+		}
+		a = a.Unmap()
 		switch {
 		case !a.IsValid():
-			b.errorf(apath, "%s: invalid address", obj)
+			b.errorf(apath, "%s: invalid address", aobj)
 			continue
-		case a.IsUnspecified() || a.IsMulticast():
-			b.errorf(apath, "%s: address %s is not a unicast address", obj, a)
+		case a.Zone() != "":
+			b.errorf(apath, "%s: address %s has a zone", aobj, a)
+			continue
+		case a.IsUnspecified() || a.IsMulticast() || a == broadcast:
+			b.errorf(apath, "%s: address %s is not a unicast address", aobj, a)
 			continue
 		}
-		m.Addresses[i] = a.Unmap()
+		m.Addresses[i] = a
 		if slices.Contains(m.Addresses[:i], m.Addresses[i]) {
-			b.errorf(apath, "%s: address %s listed twice", obj, m.Addresses[i])
+			b.errorf(apath, "%s: address %s listed twice", aobj, m.Addresses[i])
 		}
 	}
 	m.Location.Check(b.errs, path+".location", obj)

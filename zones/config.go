@@ -162,6 +162,17 @@ type GroupConfig struct {
 	PreviousSecretUntil string `yaml:"previous_secret_until"`
 	// PreviousSecretExpiry is PreviousSecretUntil parsed (set by Build).
 	PreviousSecretExpiry time.Time `yaml:"-"`
+	// AllowPrivate lets run-time members (GROUP-ADD) have addresses that
+	// are not globally reachable: loopback, private, link-local, shared
+	// (RFC 6598), documentation, benchmarking and reserved ranges, and
+	// probe URLs on such addresses or localhost. Unspecified, multicast
+	// and broadcast addresses are refused always. Members of the config
+	// file are not restricted by it.
+	AllowPrivate bool `yaml:"allow_private"`
+	// MaxRuntimeMembers caps the members added at run time to the group
+	// (default DefaultMaxRuntimeMembers; 0 when written: GROUP-ADD is
+	// refused).
+	MaxRuntimeMembers int `yaml:"max_runtime_members"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
 

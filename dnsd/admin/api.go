@@ -191,7 +191,7 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, dnsd.ErrUnknownGroup), errors.Is(err, dispatch.ErrUnknownMember), errors.Is(err, zones.ErrUnknownGroup):
 		code = http.StatusNotFound
-	case errors.Is(err, members.ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember):
+	case errors.Is(err, members.ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember), errors.Is(err, zones.ErrTooManyMembers):
 		code = http.StatusConflict
 	case errors.Is(err, members.ErrNoSecret):
 		code = http.StatusForbidden
