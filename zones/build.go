@@ -2,6 +2,7 @@ package zones
 
 import (
 	"cmp"
+	"crypto/hmac"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -57,6 +58,10 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultWeight is a member's static weight.
 	DefaultWeight = 1
+	// DefaultMaxRuntimeMembers caps the run-time members of a group.
+	DefaultMaxRuntimeMembers = 64
+	// MaxRuntimeMembersLimit bounds max_runtime_members.
+	MaxRuntimeMembersLimit = 4096
 )
 
 // policies are the names a group's policy may have.
@@ -520,20 +525,65 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 		b.errorf(path+".policy", "%s: watermarks: want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5",
 			obj, p.LowWatermark, p.HighWatermark)
 	}
+	if g.MaxRuntimeMembers == 0 && !b.written(path+".max_runtime_members") {
+		g.MaxRuntimeMembers = DefaultMaxRuntimeMembers
+	}
+	if g.MaxRuntimeMembers < 0 || g.MaxRuntimeMembers > MaxRuntimeMembersLimit {
+		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d must be in 0..%d (0: no GROUP-ADD)", obj, g.MaxRuntimeMembers, MaxRuntimeMembersLimit)
+	}
+	b.secret(path, obj, "secret", &g.Secret, g.SecretFile, &g.secretFromFile)
+	b.secret(path, obj, "previous_secret", &g.PreviousSecret, g.PreviousSecretFile, &g.previousSecretFromFile)
+	b.previousSecret(path, obj, g)
+}
+
+// secret reads key_file into *secret (once: fromFile remembers it) and
+// checks that only one of key and key_file is given.
+func (b *builder) secret(path, obj, key string, secret *string, file string, fromFile *bool) {
 	switch {
-	case g.SecretFile != "" && g.Secret != "" && !g.secretFromFile:
-		b.errorf(path+".secret_file", "%s: secret and secret_file are mutually exclusive", obj)
-	case g.SecretFile != "":
-		data, err := os.ReadFile(b.resolve(g.SecretFile))
+	case file != "" && *secret != "" && !*fromFile:
+		b.errorf(path+"."+key+"_file", "%s: %s and %s_file are mutually exclusive", obj, key, key)
+	case file != "":
+		data, err := os.ReadFile(b.resolve(file))
 		if err != nil {
-			b.errorf(path+".secret_file", "%s: secret_file: %v", obj, err)
+			b.errorf(path+"."+key+"_file", "%s: %s_file: %v", obj, key, err)
 			return
 		}
-		g.Secret = strings.TrimSpace(string(data))
-		g.secretFromFile = true
-		if g.Secret == "" {
-			b.errorf(path+".secret_file", "%s: secret_file %s is empty", obj, g.SecretFile)
+		*secret = strings.TrimSpace(string(data))
+		*fromFile = true
+		if *secret == "" {
+			b.errorf(path+"."+key+"_file", "%s: %s_file %s is empty", obj, key, file)
 		}
+	}
+}
+
+// previousSecret checks a secret rotation: a previous secret needs the
+// secret that replaces it, differs from it and has a stated end,
+// previous_secret_until (RFC 3339), which is meaningless without one.
+// An end in the past is not an error (a restart after the rotation must
+// not fail): the previous secret is then simply no longer accepted.
+func (b *builder) previousSecret(path, obj string, g *GroupConfig) {
+	key := "previous_secret"
+	if g.previousSecretFromFile {
+		key = "previous_secret_file"
+	}
+	g.PreviousSecretExpiry = time.Time{}
+	if g.PreviousSecretUntil != "" {
+		t, err := time.Parse(time.RFC3339, g.PreviousSecretUntil)
+		if err != nil {
+			b.errorf(path+".previous_secret_until", "%s: previous_secret_until %q: want an RFC 3339 time such as 2025-03-01T12:00:00Z", obj, g.PreviousSecretUntil)
+		}
+		g.PreviousSecretExpiry = t
+	}
+	switch {
+	case g.PreviousSecret == "" && g.PreviousSecretUntil != "" && g.PreviousSecretFile == "":
+		b.errorf(path+".previous_secret_until", "%s: previous_secret_until without a previous_secret", obj)
+	case g.PreviousSecret == "":
+	case g.Secret == "":
+		b.errorf(path+"."+key, "%s: %s without a secret: give the new secret in secret or secret_file", obj, key)
+	case hmac.Equal([]byte(g.PreviousSecret), []byte(g.Secret)):
+		b.errorf(path+"."+key, "%s: %s is the same as the secret", obj, key)
+	case g.PreviousSecretUntil == "":
+		b.errorf(path+"."+key, "%s: %s needs previous_secret_until, when it stops being accepted (RFC 3339)", obj, key)
 	}
 }
 
@@ -552,17 +602,25 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 	}
 	for i, a := range m.Addresses {
 		apath := fmt.Sprintf("%s.addresses[%d]", path, i)
+		aobj := obj
+		if m.Runtime { // no position in a file says which address
+			aobj = fmt.Sprintf("%s: addresses[%d]", obj, i)
+		}
+		a = a.Unmap()
 		switch {
 		case !a.IsValid():
-			b.errorf(apath, "%s: invalid address", obj)
+			b.errorf(apath, "%s: invalid address", aobj)
 			continue
-		case a.IsUnspecified() || a.IsMulticast():
-			b.errorf(apath, "%s: address %s is not a unicast address", obj, a)
+		case a.Zone() != "":
+			b.errorf(apath, "%s: address %s has a zone", aobj, a)
+			continue
+		case a.IsUnspecified() || a.IsMulticast() || a == broadcast:
+			b.errorf(apath, "%s: address %s is not a unicast address", aobj, a)
 			continue
 		}
-		m.Addresses[i] = a.Unmap()
+		m.Addresses[i] = a
 		if slices.Contains(m.Addresses[:i], m.Addresses[i]) {
-			b.errorf(apath, "%s: address %s listed twice", obj, m.Addresses[i])
+			b.errorf(apath, "%s: address %s listed twice", aobj, m.Addresses[i])
 		}
 	}
 	m.Location.Check(b.errs, path+".location", obj)

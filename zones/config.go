@@ -2,6 +2,7 @@ package zones
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -148,10 +149,49 @@ type GroupConfig struct {
 	Secret string `yaml:"secret"`
 	// SecretFile reads Secret from a file instead (relative to the config).
 	SecretFile string `yaml:"secret_file"`
+	// PreviousSecret is the secret being rotated out: signatures made with
+	// it are accepted as well as Secret's until PreviousSecretUntil, so
+	// that signers can move to the new secret one by one. After Build it
+	// holds the previous secret whichever way it was given.
+	PreviousSecret string `yaml:"previous_secret"`
+	// PreviousSecretFile reads PreviousSecret from a file instead.
+	PreviousSecretFile string `yaml:"previous_secret_file"`
+	// PreviousSecretUntil is when PreviousSecret stops being accepted, an
+	// RFC 3339 time ("2025-03-01T12:00:00Z"); required with a previous
+	// secret. Build parses it into PreviousSecretExpiry.
+	PreviousSecretUntil string `yaml:"previous_secret_until"`
+	// PreviousSecretExpiry is PreviousSecretUntil parsed (set by Build).
+	PreviousSecretExpiry time.Time `yaml:"-"`
+	// AllowPrivate lets run-time members (GROUP-ADD) have addresses that
+	// are not globally reachable: loopback, private, link-local, shared
+	// (RFC 6598), documentation, benchmarking and reserved ranges, and
+	// probe URLs on such addresses or localhost. Unspecified, multicast
+	// and broadcast addresses are refused always. Members of the config
+	// file are not restricted by it.
+	AllowPrivate bool `yaml:"allow_private"`
+	// MaxRuntimeMembers caps the members added at run time to the group
+	// (default DefaultMaxRuntimeMembers; 0 when written: GROUP-ADD is
+	// refused).
+	MaxRuntimeMembers int `yaml:"max_runtime_members"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
 
-	secretFromFile bool // Secret was read from SecretFile by Build
+	secretFromFile         bool // Secret was read from SecretFile by Build
+	previousSecretFromFile bool // PreviousSecret was read from PreviousSecretFile by Build
+}
+
+// Secrets returns the secrets that signed writes for the group may be
+// made with at now: Secret, then PreviousSecret while now is before
+// PreviousSecretExpiry. Empty secrets are left out.
+func (g *GroupConfig) Secrets(now time.Time) [][]byte {
+	var out [][]byte
+	if g.Secret != "" {
+		out = append(out, []byte(g.Secret))
+	}
+	if g.PreviousSecret != "" && now.Before(g.PreviousSecretExpiry) {
+		out = append(out, []byte(g.PreviousSecret))
+	}
+	return out
 }
 
 // TTLBounds are the inclusive bounds, in seconds, of a group answer's TTL.

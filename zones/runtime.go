@@ -14,8 +14,10 @@ import (
 
 // WithMembers returns a Set like s whose groups also hold the run-time
 // members in extra (group name → members, added through the admin API),
-// checked with the same rules as the members of the config file, and
-// marked Runtime. s is not changed; zones are shared. An unknown group, a
+// checked with the rules of the members of the config file and those of
+// untrusted input (globally reachable addresses unless the group has
+// allow_private, host names, bounds; see untrusted), at most
+// max_runtime_members of them in a group, and marked Runtime. s is not changed; zones are shared. An unknown group, a
 // name that is already a member, or an invalid member is an error that
 // names the group and the member.
 func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
@@ -43,11 +45,18 @@ func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 			m.Runtime = true
 			before := b.errs.Len()
 			b.member("", obj, &m)
+			if b.errs.Len() == before {
+				b.untrusted(obj, g, &m)
+			}
 			if b.errs.Len() > before {
 				continue
 			}
 			if slices.ContainsFunc(g.Members, func(x MemberConfig) bool { return x.Name == m.Name }) {
 				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w", obj, m.Name, ErrDuplicateMember))
+				continue
+			}
+			if n := g.runtimeMembers(); n >= g.MaxRuntimeMembers {
+				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w: the group has %d, max_runtime_members is %d", obj, m.Name, ErrTooManyMembers, n, g.MaxRuntimeMembers))
 				continue
 			}
 			g.Members = append(g.Members, m)
@@ -69,4 +78,18 @@ var (
 	ErrUnknownGroup = errors.New("unknown group")
 	// ErrDuplicateMember: the group already has a member of that name.
 	ErrDuplicateMember = errors.New("already a member")
+	// ErrTooManyMembers: the group has max_runtime_members run-time
+	// members already.
+	ErrTooManyMembers = errors.New("too many run-time members")
 )
+
+// runtimeMembers counts the members of g added at run time.
+func (g *GroupConfig) runtimeMembers() int {
+	n := 0
+	for _, m := range g.Members {
+		if m.Runtime {
+			n++
+		}
+	}
+	return n
+}

@@ -231,6 +231,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		}
 	}
 	verifier := api.NewVerifier(h.SignatureWindow.D(), 0)
+	signed, err := admin.NewSignedRequests(reg)
+	if err != nil {
+		return err
+	}
 	reloader, err := daemon.NewReloader("dnsd", ld.name(), configLoad{ld, ctl, verifier}.reload, logger, reg)
 	if err != nil {
 		return err
@@ -284,7 +288,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		hs := &http.Server{
 			Handler: admin.NewHandler(admin.Options{
 				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-				Membership: events.Membership(ctl), Verifier: verifier,
+				Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed,
 				AdminToken: adminToken, Dashboard: dash,
 			}),
 			ReadHeaderTimeout: 5 * time.Second,

@@ -44,6 +44,9 @@ type Options struct {
 	Membership Membership
 	// Verifier checks signed writes (required with Membership).
 	Verifier *api.Verifier
+	// SignedRequests counts the signed writes accepted by the secret that
+	// signed them (NewSignedRequests); nil counts nothing.
+	SignedRequests *prometheus.CounterVec
 	// Now is the clock for signatures; nil means time.Now.
 	Now func() time.Time
 	// AdminToken returns the configured admin token, which drain and
@@ -75,7 +78,7 @@ func NewHandler(o Options) http.Handler {
 		if now == nil {
 			now = time.Now
 		}
-		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now, token: o.AdminToken}
+		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests}
 		api.register(mux)
 	}
 	if o.Dashboard != nil {

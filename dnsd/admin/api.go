@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/members"
@@ -28,7 +30,9 @@ type Membership interface {
 	Push(group, member string, r probe.Report) error
 	RefusedPush(err error)
 	PushRedirects(group string, r api.RedirectReport) error
-	Secret(group string) ([]byte, error)
+	// Secrets are the secrets the group's signed requests may be made
+	// with: the current one first, then, during a rotation, the previous.
+	Secrets(group string) ([][]byte, error)
 }
 
 var _ Membership = (*members.Controller)(nil)
@@ -46,6 +50,29 @@ type groupsAPI struct {
 	// token returns the admin token, which drains and undrains accept
 	// instead of a signature ("" for none; nil: none).
 	token func() string
+	// signedWith counts accepted signatures by the secret that made them
+	// (secretLabels); nil counts nothing.
+	signedWith *prometheus.CounterVec
+}
+
+// secretLabels are the values of the secret label of
+// transmirror_dnsd_signed_requests_total, by the index VerifyKeys returns.
+var secretLabels = [...]string{"current", "previous"}
+
+// NewSignedRequests returns transmirror_dnsd_signed_requests_total,
+// registered with reg, for Options.SignedRequests.
+func NewSignedRequests(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "signed_requests_total",
+		Help: "Signed admin API writes accepted, by the group secret that signed them: current, or previous (during a rotation).",
+	}, []string{"secret"})
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("admin: register metrics: %w", err)
+	}
+	for _, l := range secretLabels {
+		c.WithLabelValues(l)
+	}
+	return c, nil
 }
 
 func (a *groupsAPI) register(mux *http.ServeMux) {
@@ -133,17 +160,21 @@ func (a *groupsAPI) signedCounting(refused func(error), h func(http.ResponseWrit
 		if !ok {
 			return
 		}
-		secret, err := a.m.Secret(r.PathValue(api.GroupParam))
+		secrets, err := a.m.Secrets(r.PathValue(api.GroupParam))
 		if err != nil {
 			refused(err)
 			writeError(w, err)
 			return
 		}
-		if err := a.verify.VerifyRequest(r, body, secret, a.now()); err != nil {
+		which, err := a.verify.VerifyRequestKeys(r, body, secrets, a.now())
+		if err != nil {
 			refused(err)
 			w.Header().Set("WWW-Authenticate", api.SignatureScheme)
 			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: err.Error()})
 			return
+		}
+		if a.signedWith != nil {
+			a.signedWith.WithLabelValues(secretLabels[min(which, 1)]).Inc()
 		}
 		h(w, r, body)
 	}
@@ -175,7 +206,7 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusConflict
 	case errors.Is(err, probe.ErrReportFuture), errors.Is(err, probe.ErrReportStale), errors.Is(err, probe.ErrAbsurdLoad):
 		code = http.StatusBadRequest
-	case errors.Is(err, members.ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember):
+	case errors.Is(err, members.ErrStaticMember), errors.Is(err, zones.ErrDuplicateMember), errors.Is(err, zones.ErrTooManyMembers):
 		code = http.StatusConflict
 	case errors.Is(err, members.ErrNoSecret):
 		code = http.StatusForbidden

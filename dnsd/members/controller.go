@@ -228,6 +228,9 @@ func (c *Controller) merge(base *zones.Set, st persisted) (*zones.Set, error) {
 			if err == nil {
 				_, err = base.WithMembers(map[string][]zones.MemberConfig{g: {mc}})
 			}
+			if err == nil && len(extra[g]) >= base.Group(g).MaxRuntimeMembers {
+				err = fmt.Errorf("%w: max_runtime_members is %d", zones.ErrTooManyMembers, base.Group(g).MaxRuntimeMembers)
+			}
 			if err != nil {
 				c.log.Warn("run-time member not served", "group", g, "member", info.Name, "err", err)
 				continue
@@ -271,8 +274,11 @@ func memberInfo(m zones.MemberConfig) api.MemberInfo {
 	return info
 }
 
-// Add is GROUP-ADD: it validates info with the config's rules, persists it
-// and serves it. On any error nothing changes.
+// Add is GROUP-ADD: it validates info with the config's rules and those
+// of run-time members (zones.Set.WithMembers: globally reachable
+// addresses unless the group has allow_private, host names, bounds, at
+// most max_runtime_members), persists it and serves it. On any error
+// nothing changes.
 func (c *Controller) Add(group string, info api.MemberInfo) (api.MemberInfo, error) {
 	out, err := c.add(group, info)
 	c.count("add", err)
@@ -293,7 +299,7 @@ func (c *Controller) add(group string, info api.MemberInfo) (api.MemberInfo, err
 	}
 	set, err := cur.WithMembers(map[string][]zones.MemberConfig{group: {mc}})
 	if err != nil {
-		if errors.Is(err, zones.ErrDuplicateMember) {
+		if errors.Is(err, zones.ErrDuplicateMember) || errors.Is(err, zones.ErrTooManyMembers) {
 			return api.MemberInfo{}, err
 		}
 		return api.MemberInfo{}, fmt.Errorf("%w: %w", ErrInvalidMember, err)
@@ -560,8 +566,10 @@ func (c *Controller) PushRedirects(group string, r api.RedirectReport) error {
 	return err
 }
 
-// Secret returns the group's secret, for verifying signed requests.
-func (c *Controller) Secret(group string) ([]byte, error) {
+// Secrets returns the secrets that the group's signed requests may be
+// made with now: its secret, then, while a rotation's
+// previous_secret_until has not passed, the previous one.
+func (c *Controller) Secrets(group string) ([][]byte, error) {
 	set := c.current.Load()
 	if set == nil {
 		return nil, dnsd.ErrNoConfig
@@ -573,7 +581,7 @@ func (c *Controller) Secret(group string) ([]byte, error) {
 	if g.Secret == "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoSecret, g.Name)
 	}
-	return []byte(g.Secret), nil
+	return g.Secrets(c.now()), nil
 }
 
 // SignatureWindow is the configured window of signed requests.

@@ -32,6 +32,10 @@ type ClientOptions struct {
 	Secret []byte
 	// Clock gives the time of signatures (default time.Now).
 	Clock func() time.Time
+	// Rand is where the nonce of each signature comes from (default
+	// crypto/rand.Reader): every signed request has one of its own, so
+	// that two identical writes in one second are not a replay.
+	Rand io.Reader
 	// MaxResponse bounds an answer's body (default DefaultMaxResponse); a
 	// larger answer is an ErrResponse.
 	MaxResponse int64
@@ -217,7 +221,11 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if cl.signed {
-		SignRequest(req, c.o.Secret, cl.body, c.o.Clock())
+		nonce, err := NewNonce(c.o.Rand)
+		if err != nil {
+			return fmt.Errorf("%w: %s %s: %w", ErrRequest, method, path, err)
+		}
+		SignRequestNonce(req, c.o.Secret, cl.body, c.o.Clock(), nonce)
 	}
 	resp, err := c.o.HTTP.Do(req)
 	if err != nil {

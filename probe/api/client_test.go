@@ -301,3 +301,47 @@ func TestNewClient(t *testing.T) {
 		})
 	}
 }
+
+// TestClientRepeatsInOneSecond: drain, undrain, drain at one instant are
+// three writes (each signature has its nonce), not one and two replays;
+// the nonces come from ClientOptions.Rand, and a source that fails stops
+// the call before anything is sent.
+func TestClientRepeatsInOneSecond(t *testing.T) {
+	f := newFakeDNSD(t)
+	now := time.Now()
+	c, err := NewClient(f.srv.URL, ClientOptions{Secret: []byte(testSecret), Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		call func() (Drained, error)
+		want bool
+	}{
+		{"drain", func() (Drained, error) { return c.Drain(ctx, "www", "fra1") }, true},
+		{"undrain", func() (Drained, error) { return c.Undrain(ctx, "www", "fra1") }, false},
+		{"drain again", func() (Drained, error) { return c.Drain(ctx, "www", "fra1") }, true},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			d, err := s.call()
+			if err != nil || d.Drained != s.want {
+				t.Fatalf("%+v, %v; want drained %v", d, err, s.want)
+			}
+		})
+	}
+	t.Run("failing nonce source", func(t *testing.T) {
+		bad, err := NewClient(f.srv.URL, ClientOptions{Secret: []byte(testSecret), Rand: strings.NewReader("short")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := f.requests.Load()
+		if _, err := bad.Drain(ctx, "www", "fra1"); !errors.Is(err, ErrRequest) {
+			t.Errorf("Drain = %v, want ErrRequest", err)
+		}
+		if f.requests.Load() != before {
+			t.Error("a request was sent without a nonce")
+		}
+	})
+}

@@ -36,7 +36,8 @@ ns1  IN A   192.0.2.53
 // Config is a dnsd config with the zone example.org. (file
 // example.org.zone), a state file state.json, fast health checks and one
 // group www.example.org. with a static member fra1 (10.0.1.1) probed at
-// probeURL ("" for none).
+// probeURL ("" for none); the group allows private addresses, so that
+// run-time members may be on 10/8 and loopback too.
 func Config(probeURL string) string {
 	return `
 listen: ["127.0.0.1:0"]
@@ -48,6 +49,7 @@ zones:
 groups:
   - name: www.example.org.
     secret: ` + Secret + `
+    allow_private: true
     answers: 4
     members:
       - {name: fra1, host: fra1.example.org., addresses: [10.0.1.1], capacity: 1000, probe: "` + probeURL + `"}
