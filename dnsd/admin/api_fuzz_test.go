@@ -30,11 +30,12 @@ const fuzzGroup = "www.example.org."
 // fuzzAPI is the groups API in front of a real members.Controller,
 // dispatcher and watcher, driven in process: each request is signed with
 // the group's secret at a clock that moves on by more than the signature
-// window per request, so that the replay cache never fills and every
-// request reaches the body's decoder. State carries from one input to the
-// next (reports, redirect rates); the properties checked do not depend on
-// it.
+// window per request, so that every request reaches the body's decoder.
+// reset builds all of it afresh from the config's Set for each input, so
+// that an input behaves the same whatever ran before it (which the
+// fuzzer's minimizer relies on).
 type fuzzAPI struct {
+	set *zones.Set
 	h   http.Handler
 	now time.Time
 }
@@ -53,28 +54,34 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	if err != nil {
 		f.Fatal(err)
 	}
+	return &fuzzAPI{set: set}
+}
+
+// reset starts the API afresh: no run-time members, reports or redirect
+// rates, no signature seen, the clock at its start.
+func (a *fuzzAPI) reset(t testing.TB) {
+	t.Helper()
+	a.now = time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return a.now }
 	reg := prometheus.NewRegistry()
 	disp, err := dispatch.New(dispatch.Options{Registry: reg, Seed: 7})
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	a := &fuzzAPI{now: time.Unix(1_800_000_000, 0)}
-	clock := func() time.Time { return a.now }
 	w, err := probe.NewWatcher(probe.WatcherConfig{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2)), Now: clock,
 		Health: probe.HealthConfig{Rise: 2, Fall: 3, FlapLimit: -1}, OnUpdate: disp.Observe})
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	ctl, err := members.New(members.Options{Registry: reg, Answers: disp, Server: testenv.Server(f, reg, disp), Watcher: w, Now: clock})
+	ctl, err := members.New(members.Options{Registry: reg, Answers: disp, Server: testenv.Server(t, reg, disp), Watcher: w, Now: clock})
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
-	if err := ctl.Load(set); err != nil {
-		f.Fatal(err)
+	if err := ctl.Load(a.set); err != nil {
+		t.Fatal(err)
 	}
 	a.h = NewHandler(Options{Logger: testenv.DiscardLogger(), Gatherer: reg, Membership: ctl,
 		Verifier: api.NewVerifier(30*time.Second, 0), Now: clock})
-	return a
 }
 
 // do sends a signed request and returns the status and the body of the
@@ -123,6 +130,7 @@ func FuzzAddMember(f *testing.F) {
 	a := newFuzzAPI(f)
 	add := api.AddMember.Path(fuzzGroup)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		a.reset(t)
 		code, out := a.do(t, http.MethodPost, add, body)
 		wantStatus(t, "GROUP-ADD", code, out, http.StatusCreated, http.StatusBadRequest, http.StatusConflict)
 		var info api.MemberInfo
@@ -175,6 +183,7 @@ func FuzzPushRedirects(f *testing.F) {
 	a := newFuzzAPI(f)
 	push := api.PushRedirects.Path(fuzzGroup)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		a.reset(t)
 		code, out := a.do(t, http.MethodPost, push, body)
 		wantStatus(t, "redirect report", code, out, http.StatusAccepted, http.StatusBadRequest, http.StatusNotFound)
 		if code == http.StatusBadRequest {
@@ -227,6 +236,7 @@ func FuzzPushLoad(f *testing.F) {
 	a := newFuzzAPI(f)
 	push := api.PushLoad.Path(fuzzGroup, "fra1")
 	f.Fuzz(func(t *testing.T, body []byte) {
+		a.reset(t)
 		code, out := a.do(t, http.MethodPost, push, body)
 		if len(body) > MaxBody {
 			wantStatus(t, "LOAD-INFORM", code, out, http.StatusRequestEntityTooLarge)

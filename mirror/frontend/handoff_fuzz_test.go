@@ -68,13 +68,13 @@ func FuzzReadReport(f *testing.F) {
 	f.Add([]byte("x\x00"))                                     // an unknown record
 	f.Add([]byte("b\x0a/short"))                               // a key cut short
 	f.Add([]byte("e\x80\x00"))                                 // a size written in two bytes
-	w, r := socketPair(f)
-	rep := &handoffReports{uc: w}
-	br := bufio.NewReader(r)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 64<<10 {
 			return // the writes below must fit the socket's buffer
 		}
+		w, r := socketPair(t) // per input: no input sees another's bytes
+		rep := &handoffReports{uc: w}
+		br := bufio.NewReader(r)
 		in := bufio.NewReader(bytes.NewReader(data))
 		var recs []handoffRecord
 		for {
