@@ -10,7 +10,17 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # sizes targets that are much faster or slower than that, so that each one
 # runs for a few seconds.
 FUZZ_EXECS    ?= 20000
-FUZZ_EXECS_BY ?= FuzzReadRows=60000
+FUZZ_EXECS_BY ?= FuzzReadRows=60000 FuzzClientPrefix=60000 \
+	FuzzAddMember=4000 FuzzPushLoad=4000 FuzzPushRedirects=4000
+# fuzz-long gives every target FUZZ_LONG_TIME, a -fuzztime value: a duration
+# (an interactive run; see above for why smoke runs never use one) or a count
+# such as 2000000x. FUZZ_ONLY limits fuzz and fuzz-long to the targets it
+# names, e.g. make fuzz-long FUZZ_ONLY=FuzzRecvConn FUZZ_LONG_TIME=30m.
+FUZZ_LONG_TIME ?= 1m
+FUZZ_ONLY      ?=
+# Smoke runs also bound the minimizing of each new input to a count:
+# minimizing runs outside -fuzztime, for up to 60 s an input by default.
+FUZZ_MINIMIZE_EXECS ?= 1000
 # What the tests execute, as what:package, what being a command looked up
 # in PATH or, for a package with no command, a file it installs: dig (e2e),
 # unbound and unbound-checkconf (e2e), headless chromium (e2e dashboard),
@@ -24,7 +34,7 @@ BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:uti
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz bench bench-site bench-dns deps demo clean
+.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns deps demo clean
 
 all: build
 
@@ -59,15 +69,34 @@ lint:
 ## fuzz: every native fuzz target for a short while (seed corpora are
 ## committed under testdata/fuzz and also run by the unit tests).
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
-	    n=$(FUZZ_EXECS); \
-	    for kv in $(FUZZ_EXECS_BY); do [ "$${kv%%=*}" != "$$f" ] || n=$${kv#*=}; done; \
-	    echo "fuzz $$pkg $$f ($$n executions)"; \
-	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$${n}x $$pkg; \
-	  done; \
-	done
+	@$(call fuzz_each,)
+
+## fuzz-long: every native fuzz target for FUZZ_LONG_TIME each (1m: about
+## 20 minutes in all), on past a failure, naming the failed ones at the end.
+## A finding is written to the package's testdata/fuzz/FuzzXxx.
+fuzz-long:
+	@$(call fuzz_each,$(FUZZ_LONG_TIME))
+
+# fuzz_each runs go test -fuzz for every Fuzz function of every package, or
+# those FUZZ_ONLY names: with -fuzztime=$(1), or when $(1) is empty with the
+# target's count of executions (FUZZ_EXECS, FUZZ_EXECS_BY), stopping at the
+# first failure.
+define fuzz_each
+failed=""; for pkg in $$($(GO) list ./...); do \
+  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+    if [ -n "$(FUZZ_ONLY)" ]; then case " $(FUZZ_ONLY) " in *" $$f "*) ;; *) continue;; esac; fi; \
+    n=$(FUZZ_EXECS); \
+    for kv in $(FUZZ_EXECS_BY); do [ "$${kv%%=*}" != "$$f" ] || n=$${kv#*=}; done; \
+    t="$(1)"; [ -n "$$t" ] || t=$${n}x; \
+    echo "fuzz $$pkg $$f (-fuzztime=$$t)"; \
+    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$$t $(if $(1),,-fuzzminimizetime=$(FUZZ_MINIMIZE_EXECS)x) $$pkg && continue; \
+    [ -n "$(1)" ] || exit 1; \
+    failed="$$failed $$pkg.$$f"; \
+  done; \
+done; \
+if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
+endef
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
