@@ -1,0 +1,111 @@
+// Package connlimit caps the connections that one client address holds
+// open on a listener at once, so that a flood of idle or slow connections
+// from one host can not take every file descriptor and goroutine of a
+// server. The connections beyond the cap are closed as soon as they are
+// accepted, before a byte is read, and counted.
+package connlimit
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// Listener is a net.Listener whose Accept closes, instead of returning, a
+// connection from a client address that already holds Max open ones.
+// Clients are told apart by IP address (an IPv4-mapped IPv6 address is
+// its IPv4 address); a connection without an IP address (a Unix socket)
+// is never limited.
+type Listener struct {
+	net.Listener
+	max     int
+	refused func()
+
+	mu   sync.Mutex
+	open map[netip.Addr]int
+}
+
+var _ net.Listener = (*Listener)(nil)
+
+// New returns ln with at most max concurrent connections per client
+// address; max <= 0 is no limit. refused, when not nil, is called once
+// for each connection closed for the cap (a metric's Inc).
+func New(ln net.Listener, max int, refused func()) *Listener {
+	if refused == nil {
+		refused = func() {}
+	}
+	return &Listener{Listener: ln, max: max, refused: refused, open: make(map[netip.Addr]int)}
+}
+
+// Accept waits for the next connection whose client is under the cap and
+// returns it; closing it frees its client's place. Connections over the
+// cap are closed and counted meanwhile. Its errors are the inner
+// listener's.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip, ok := clientAddr(c)
+		if !ok || l.max <= 0 {
+			return c, nil
+		}
+		if !l.acquire(ip) {
+			c.Close()
+			l.refused()
+			continue
+		}
+		return &conn{Conn: c, release: sync.OnceFunc(func() { l.release(ip) })}, nil
+	}
+}
+
+// Open returns the number of connections that the client at ip holds.
+func (l *Listener) Open(ip netip.Addr) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open[ip.Unmap()]
+}
+
+func (l *Listener) acquire(ip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[ip] >= l.max {
+		return false
+	}
+	l.open[ip]++
+	return true
+}
+
+func (l *Listener) release(ip netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[ip] <= 1 {
+		delete(l.open, ip) // the map holds only clients with connections
+		return
+	}
+	l.open[ip]--
+}
+
+// clientAddr returns the IP address of c's remote end.
+func clientAddr(c net.Conn) (netip.Addr, bool) {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	ip, ok := netip.AddrFromSlice(a.IP)
+	return ip.Unmap(), ok
+}
+
+// conn frees its client's place once, on the first Close.
+type conn struct {
+	net.Conn
+	release func()
+}
+
+// Close closes the connection and frees its client's place.
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}

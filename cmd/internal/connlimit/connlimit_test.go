@@ -1,0 +1,129 @@
+package connlimit
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// serve accepts on l until it is closed, writes "A" on every accepted
+// connection and keeps it open until the test ends.
+func serve(t *testing.T, l *Listener) chan net.Conn {
+	t.Helper()
+	accepted := make(chan net.Conn, 64)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			c.Write([]byte("A"))
+			accepted <- c
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	})
+	return accepted
+}
+
+// dial connects to addr from the loopback address from and reports
+// whether the server accepted the connection (it wrote "A") or closed it.
+func dial(t *testing.T, from, addr string) (net.Conn, bool) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial from %s: %v", from, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b := make([]byte, 1)
+	_, err = io.ReadFull(c, b)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("from %s: neither accepted nor closed within 5s", from)
+	}
+	return c, err == nil && b[0] == 'A'
+}
+
+// TestPerClientCap: the N+1th connection from one address is closed at
+// once and counted while another address is served; closing one of the
+// N makes room again.
+func TestPerClientCap(t *testing.T) {
+	const max = 3
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused atomic.Int64
+	l := New(inner, max, func() { refused.Add(1) })
+	accepted := serve(t, l)
+	addr := inner.Addr().String()
+	client := netip.MustParseAddr("127.0.0.1")
+
+	var held []net.Conn // the server's ends
+	for i := range max {
+		if _, ok := dial(t, "127.0.0.1", addr); !ok {
+			t.Fatalf("connection %d of %d refused", i+1, max)
+		}
+		held = append(held, <-accepted)
+	}
+	if got := l.Open(client); got != max {
+		t.Errorf("Open = %d, want %d", got, max)
+	}
+	if _, ok := dial(t, "127.0.0.1", addr); ok {
+		t.Fatalf("connection %d from one client accepted, want it closed", max+1)
+	}
+	if got := refused.Load(); got != 1 {
+		t.Errorf("refused = %d, want 1", got)
+	}
+	if _, ok := dial(t, "127.0.0.2", addr); !ok {
+		t.Fatal("another client refused while the first is at its cap")
+	}
+	<-accepted
+
+	// The server closes one of the client's connections (twice: the
+	// place is freed once): there is room for one more, not two.
+	held[0].Close()
+	held[0].Close()
+	if got := l.Open(client); got != max-1 {
+		t.Errorf("Open after a close = %d, want %d", got, max-1)
+	}
+	if _, ok := dial(t, "127.0.0.1", addr); !ok {
+		t.Fatal("refused after a connection was closed")
+	}
+	<-accepted
+	if _, ok := dial(t, "127.0.0.1", addr); ok {
+		t.Fatal("accepted over the cap again")
+	}
+	if got := refused.Load(); got != 2 {
+		t.Errorf("refused = %d, want 2", got)
+	}
+}
+
+// TestNoLimit: max 0 returns the inner connections as they are.
+func TestNoLimit(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, 0, nil)
+	accepted := serve(t, l)
+	for range 5 {
+		if _, ok := dial(t, "127.0.0.1", inner.Addr().String()); !ok {
+			t.Fatal("refused without a limit")
+		}
+		if c := <-accepted; c.(*net.TCPConn) == nil {
+			t.Fatal("not a TCP conn")
+		}
+	}
+}
