@@ -1,0 +1,132 @@
+package yamlconf
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeSelfSigned writes a self-signed certificate and its key to
+// dir/name.crt and dir/name.key.
+func writeSelfSigned(t *testing.T, dir, name string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{
+		name + ".crt": {Type: "CERTIFICATE", Bytes: der},
+		name + ".key": {Type: "PRIVATE KEY", Bytes: kder},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTLSFilesCheck(t *testing.T) {
+	dir := t.TempDir()
+	writeSelfSigned(t, dir, "a")
+	writeSelfSigned(t, dir, "b")
+	pos := Positions{"admin_tls": {3, 1}, "admin_tls.cert_file": {4, 3}, "admin_tls.key_file": {5, 3}}
+	tests := []struct {
+		name string
+		t    TLSFiles
+		want string // "" is valid
+	}{
+		{"off", TLSFiles{}, ""},
+		{"pair", TLSFiles{"a.crt", "a.key"}, ""},
+		{"absolute", TLSFiles{filepath.Join(dir, "a.crt"), filepath.Join(dir, "a.key")}, ""},
+		{"no key", TLSFiles{CertFile: "a.crt"}, "c.yaml:3:1: admin_tls: key_file is required with cert_file"},
+		{"no cert", TLSFiles{KeyFile: "a.key"}, "c.yaml:3:1: admin_tls: cert_file is required with key_file"},
+		{"missing", TLSFiles{"none.crt", "a.key"}, `c.yaml:4:3: admin_tls.cert_file: cannot use "none.crt": no such file or directory`},
+		{"not a pair", TLSFiles{"a.crt", "b.key"}, `c.yaml:3:1: admin_tls: key pair "a.crt", "b.key": tls: private key does not match public key`},
+		{"swapped", TLSFiles{"a.key", "a.crt"}, `c.yaml:3:1: admin_tls: key pair "a.key", "a.crt"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := NewErrors("c.yaml", pos, "test")
+			tt.t.Check(errs, "admin_tls", dir)
+			err := errs.Err()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckCAFile(t *testing.T) {
+	dir := t.TempDir()
+	writeSelfSigned(t, dir, "ca")
+	for _, tt := range []struct{ name, file, want string }{
+		{"certificate", "ca.crt", ""},
+		{"a key", "ca.key", `"ca.key" holds no PEM certificate`},
+		{"missing", "none.crt", `cannot use "none.crt"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckCAFile(filepath.Join(dir, tt.file), tt.file); !strings.Contains(got, tt.want) || (tt.want == "") != (got == "") {
+				t.Errorf("CheckCAFile = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHTTPLimitsCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		written Positions
+		in      HTTPLimits
+		want    HTTPLimits
+		err     string
+	}{
+		{"defaults", nil, HTTPLimits{}, HTTPLimits{DefaultMaxConnsPerClient, DefaultMaxHeaderBytes}, ""},
+		{"written", Positions{"limits.max_conns_per_client": {2, 3}, "limits.max_header_bytes": {3, 3}},
+			HTTPLimits{0, 8 << 10}, HTTPLimits{0, 8 << 10}, ""},
+		{"negative cap", Positions{"limits.max_conns_per_client": {2, 3}}, HTTPLimits{MaxConnsPerClient: -1}, HTTPLimits{},
+			"c.yaml:2:3: limits.max_conns_per_client: must be >= 0 (0 is no cap), got -1"},
+		{"tiny headers", Positions{"limits.max_header_bytes": {3, 3}}, HTTPLimits{MaxHeaderBytes: 100}, HTTPLimits{},
+			"c.yaml:3:3: limits.max_header_bytes: must be in 4KiB..1MiB, got 100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := NewErrors("c.yaml", tt.written, "test")
+			l := tt.in
+			l.Check(errs, tt.written, "limits")
+			err := errs.Err()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Check = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || l != tt.want {
+				t.Fatalf("Check = %+v, %v; want %+v", l, err, tt.want)
+			}
+		})
+	}
+}
