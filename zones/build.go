@@ -312,7 +312,21 @@ func (b *builder) listen() {
 		if err := checkHostPort(b.c.Admin); err != nil {
 			b.errorf("admin", "admin %q: %v", b.c.Admin, err)
 		}
+	} else if b.c.AdminTLS.Enabled() {
+		b.errorf("admin_tls", "admin_tls: needs admin (the admin listen address)")
 	}
+	b.c.AdminTLS.Check(b.errs, "admin_tls", b.dir)
+	b.c.AdminLimits.Check(b.errs, b.c.pos, "admin_limits")
+}
+
+// AdminTLSFiles returns admin_tls with its files resolved against the
+// config file's directory (both "" without TLS).
+func (c *Config) AdminTLSFiles() TLSFiles {
+	dir := ""
+	if c.File != "" {
+		dir = filepath.Dir(c.File)
+	}
+	return c.AdminTLS.Resolve(dir)
 }
 
 // checkHostPort accepts "HOST:PORT" where HOST is empty, an IP address or

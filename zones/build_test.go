@@ -154,6 +154,13 @@ func TestLoadBad(t *testing.T) {
 		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
 		{"secret and secret_file", "secret_both.yaml", []string{`secret_both.yaml:12:5: group "www.example.org.": secret and secret_file are mutually exclusive`}},
 		{"listen without port", "bad_listen.yaml", []string{`bad_listen.yaml:1:10: listen "127.0.0.1": want HOST:PORT`}},
+		{"admin TLS and limits", "admin_tls.yaml", []string{
+			`admin_tls.yaml:2:1: admin_tls: needs admin (the admin listen address)`,
+			`admin_tls.yaml:2:13: admin_tls.cert_file: cannot use "missing.crt": no such file or directory`,
+			`admin_tls.yaml:2:37: admin_tls.key_file: cannot use "missing.key": no such file or directory`,
+			`admin_tls.yaml:3:16: admin_limits.max_conns_per_client: must be >= 0 (0 is no cap), got -1`,
+			`admin_tls.yaml:3:42: admin_limits.max_header_bytes: must be in 4KiB..1MiB, got 1024`,
+		}},
 		{"every error at once", "many.yaml", []string{
 			"many.yaml:2:3: server: max_udp_size 100 must be in 512..4096",
 			`many.yaml:9:9: group "www.example.org.": member "FRA_1": name must match [a-z0-9-]+`,

@@ -13,8 +13,17 @@ type Config struct {
 	// Listen are the DNS listen addresses; each serves UDP and TCP.
 	Listen []string `yaml:"listen"`
 	// Admin is the admin HTTP listen address (API, dashboard, /metrics).
-	// Empty disables the admin server.
+	// Empty disables the admin server. A bare port (":8053") listens on
+	// 127.0.0.1 only; write the host ("0.0.0.0:8053", "[::]:8053",
+	// "192.0.2.53:8053") to listen elsewhere.
 	Admin string `yaml:"admin"`
+	// AdminTLS serves the admin listener over TLS (1.2 or later) with
+	// this certificate and key, relative to the config file's directory;
+	// absent is plain HTTP. A reload reads both files again: a pair that
+	// does not load fails the reload and the old one keeps serving.
+	AdminTLS TLSFiles `yaml:"admin_tls"`
+	// AdminLimits bound what one client may hold of the admin listener.
+	AdminLimits HTTPLimits `yaml:"admin_limits"`
 	// Server holds protocol settings of the DNS edge.
 	Server ServerConfig `yaml:"server"`
 	// Zones are the authoritative zones served.
@@ -279,6 +288,13 @@ type NetworkConfig = yamlconf.Network
 
 // Location is a place: coordinates and/or country and continent codes.
 type Location = yamlconf.Location
+
+// TLSFiles is a TLS certificate and key (see yamlconf.TLSFiles).
+type TLSFiles = yamlconf.TLSFiles
+
+// HTTPLimits bound one client's share of an HTTP listener (see
+// yamlconf.HTTPLimits).
+type HTTPLimits = yamlconf.HTTPLimits
 
 // Duration is a time.Duration written as "10s", "1m30s" in YAML.
 type Duration = yamlconf.Duration

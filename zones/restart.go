@@ -10,9 +10,10 @@ import (
 var ErrNeedsRestart = errors.New("needs a restart")
 
 // RestartChanges returns an error for every key that dnsd can not apply
-// on a reload and that next changes from cur: the DNS listen addresses and
-// the admin address, whose sockets are opened once at start. Every other
-// key is applied by a reload. Each error names where next writes the key
+// on a reload and that next changes from cur: the DNS listen addresses,
+// the admin address, whether the admin listener has TLS, and its limits,
+// all set when the sockets are opened at start. Every other key is
+// applied by a reload (admin_tls's files are read again). Each error names where next writes the key
 // and both values, e.g.
 //
 //	dnsd.yaml:2:1: listen: changed from [127.0.0.1:53] to [127.0.0.1:5353]: needs a restart
@@ -36,5 +37,18 @@ func RestartChanges(cur, next *Config) error {
 	if cur.Admin != next.Admin {
 		changed("admin", fmt.Sprintf("%q", cur.Admin), fmt.Sprintf("%q", next.Admin))
 	}
+	if cur.AdminTLS.Enabled() != next.AdminTLS.Enabled() {
+		changed("admin_tls", onOff(cur.AdminTLS.Enabled()), onOff(next.AdminTLS.Enabled()))
+	}
+	if cur.AdminLimits != next.AdminLimits {
+		changed("admin_limits", fmt.Sprintf("%+v", cur.AdminLimits), fmt.Sprintf("%+v", next.AdminLimits))
+	}
 	return errors.Join(errs...)
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
