@@ -39,8 +39,12 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultMaxShare is redirect.max_share.
 	DefaultMaxShare = 0.5
-	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes).
-	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes),
+	// limits.max_header_bytes.
+	DefaultMaxHeaderBytes = yamlconf.DefaultMaxHeaderBytes
+	// DefaultMaxBodyBytes bounds request bodies (ServerOptions.MaxBodyBytes):
+	// a mirror serves GET and HEAD, whose requests have none.
+	DefaultMaxBodyBytes = 1 << 20
 )
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
@@ -50,8 +54,19 @@ type Config struct {
 	// Listen are the public HTTP listen addresses (HOST:PORT); at least one.
 	Listen []string `yaml:"listen"`
 	// Admin is the admin HTTP listen address (/metrics, /v1/load,
-	// /-/healthy); empty disables the admin server.
+	// /-/healthy); empty disables the admin server. A bare port (":9180")
+	// listens on 127.0.0.1 only; write the host ("0.0.0.0:9180",
+	// "192.0.2.10:9180") to listen elsewhere.
 	Admin string `yaml:"admin"`
+	// AdminTLS serves the admin listener over TLS (1.2 or later) with
+	// this certificate and key; absent is plain HTTP. After ParseConfig
+	// both paths are resolved against the config file's directory. A
+	// reload reads both files again: a pair that does not load fails the
+	// reload and the old one keeps serving.
+	AdminTLS TLSFiles `yaml:"admin_tls"`
+	// Limits bound what one client may hold of each HTTP listener, the
+	// public ones and the admin one.
+	Limits HTTPLimits `yaml:"limits"`
 	// Group is the group host name that clients use, e.g. www.example.org.
 	Group string `yaml:"group"`
 	// Member is this mirror's short name in the group, e.g. fra1.
@@ -109,6 +124,10 @@ type Config struct {
 type DNSDConfig struct {
 	// URL is dnsd's admin base URL, http or https.
 	URL string `yaml:"url"`
+	// CAFile holds PEM certificates that an https URL's certificate may
+	// chain to besides the system's roots (a private CA); relative to the
+	// config file, resolved by ParseConfig.
+	CAFile string `yaml:"ca_file"`
 	// Secret is the group's push secret. After ParseConfig it holds the
 	// secret whichever way it was given.
 	Secret string `yaml:"secret"`
@@ -129,7 +148,7 @@ func (d DNSDConfig) String() string {
 	if d.Secret != "" {
 		secret = "<redacted>"
 	}
-	return fmt.Sprintf("{URL:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
+	return fmt.Sprintf("{URL:%s CAFile:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, d.CAFile, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
 }
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
@@ -190,6 +209,13 @@ type NetworkConfig = yamlconf.Network
 
 // Location is a place: coordinates and/or country and continent codes.
 type Location = yamlconf.Location
+
+// TLSFiles is a TLS certificate and key (see yamlconf.TLSFiles).
+type TLSFiles = yamlconf.TLSFiles
+
+// HTTPLimits bound one client's share of an HTTP listener (see
+// yamlconf.HTTPLimits).
+type HTTPLimits = yamlconf.HTTPLimits
 
 // Duration is a time.Duration written as "10s", "1m30s" in YAML.
 type Duration = yamlconf.Duration
@@ -331,7 +357,14 @@ func (v *validator) listen() {
 		} else if seen[c.Admin] && !anyPort(c.Admin) {
 			v.errorf("admin", "%q is also a public listen address", c.Admin)
 		}
+	} else if c.AdminTLS.Enabled() {
+		v.errorf("admin_tls", "needs admin (the admin listen address)")
 	}
+	c.AdminTLS.Check(v.errs, "admin_tls", v.dir)
+	if c.AdminTLS.Enabled() {
+		c.AdminTLS = c.AdminTLS.Resolve(v.dir)
+	}
+	c.Limits.Check(v.errs, v.pos, "limits")
 }
 
 // anyPort reports whether addr asks for a port picked by the kernel (port
@@ -390,6 +423,15 @@ func (v *validator) dnsd() {
 		v.errorf("dnsd.url", "is required")
 	} else if err := yamlconf.CheckURL(d.URL); err != nil {
 		v.errorf("dnsd.url", "%v", err)
+	}
+	if d.CAFile != "" {
+		if !strings.HasPrefix(d.URL, "https://") {
+			v.errorf("dnsd.ca_file", "is only used with an https url")
+		} else if msg := yamlconf.CheckCAFile(v.resolve(d.CAFile), d.CAFile); msg != "" {
+			v.errorf("dnsd.ca_file", "%s", msg)
+		} else {
+			d.CAFile = v.resolve(d.CAFile)
+		}
 	}
 	switch {
 	case d.Secret != "" && d.SecretFile != "":

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 func TestLoadConfigGood(t *testing.T) {
@@ -95,6 +97,9 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"time_constant", cfg.Redirect.TimeConstant.D(), DefaultTimeConstant},
 		{"never", strings.Join(cfg.Redirect.Never, " "), "/"},
 		{"admin off", cfg.Admin, ""},
+		{"admin TLS off", cfg.AdminTLS.Enabled(), false},
+		{"max_conns_per_client", cfg.Limits.MaxConnsPerClient, yamlconf.DefaultMaxConnsPerClient},
+		{"max_header_bytes", cfg.Limits.MaxHeaderBytes, ByteSize(yamlconf.DefaultMaxHeaderBytes)},
 		{"dnsd off", cfg.DNSD.URL, ""},
 	}
 	for _, tt := range tests {
@@ -207,6 +212,14 @@ func TestParseConfigInline(t *testing.T) {
 		{"lon out of range", head + "root: .\nlocation: {lat: 0, lon: 181}\n", "mirror.yaml:6:20: location: lon 181 must be in -180..180"},
 		{"capacity infinite", head + "root: .\ncapacity: .inf\n", "capacity: must be > 0"},
 		{"bad port", "listen: [':http']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: ":http": invalid port "http"`},
+		{"admin_tls without admin", head + "root: .\nadmin_tls: {cert_file: a.crt, key_file: a.key}\n", "mirror.yaml:6:1: admin_tls: needs admin"},
+		{"admin_tls files missing", head + "root: .\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: a.crt, key_file: a.key}\n", `mirror.yaml:7:13: admin_tls.cert_file: cannot use "a.crt": no such file or directory`},
+		{"admin_tls without key", head + "root: .\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: a.crt}\n", "mirror.yaml:7:1: admin_tls: key_file is required with cert_file"},
+		{"limits", head + "root: .\nlimits: {max_conns_per_client: -2}\n", "mirror.yaml:6:10: limits.max_conns_per_client: must be >= 0 (0 is no cap), got -2"},
+		{"limits off", head + "root: .\nlimits: {max_conns_per_client: 0, max_header_bytes: 8KiB}\n", ""},
+		{"dnsd ca_file with http", head + "root: .\ndnsd: {url: 'http://a', secret: x, ca_file: empty.secret}\n", "dnsd.ca_file: is only used with an https url"},
+		{"dnsd ca_file not PEM", head + "root: .\ndnsd: {url: 'https://a', secret: x, ca_file: empty.secret}\n", `dnsd.ca_file: "empty.secret" holds no PEM certificate`},
+		{"dnsd ca_file missing", head + "root: .\ndnsd: {url: 'https://a', secret: x, ca_file: ca.crt}\n", `dnsd.ca_file: cannot use "ca.crt": no such file or directory`},
 		{"unknown nested key", head + "root: .\nredirect: {enabled: true, watermark: 1}\n", "mirror.yaml:6:27: redirect.watermark: unknown field"},
 	}
 	for _, tt := range tests {

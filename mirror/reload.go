@@ -60,11 +60,15 @@ func (r *Reload) Commit() {
 // reloadable reports whether a running mirror takes a change of the key
 // at path (e.g. "redirect.max_share", "geo.networks[0].prefix") on a
 // reload: the capacity and the bandwidth, the redirect rules (but
-// redirect.time_constant) and the host name in them, geo and location. Everything else is built once, at the start, so a
+// redirect.time_constant) and the host name in them, geo and location,
+// and admin_tls's files (read again by the reload). Everything else is built once, at the start, so a
 // key added later needs a restart until it is made reloadable here.
 func reloadable(path string) bool {
-	if path == "redirect.time_constant" {
+	switch path {
+	case "redirect.time_constant":
 		return false // the flow meter and the view's bookings are built with it
+	case "admin_tls.cert_file", "admin_tls.key_file":
+		return true // read again by every reload; RestartChanges refuses TLS on or off
 	}
 	top, _, _ := strings.Cut(path, ".")
 	top, _, _ = strings.Cut(top, "[")
@@ -87,6 +91,9 @@ func reloadable(path string) bool {
 // Each wraps ErrNeedsRestart; nil means next can be reloaded.
 func RestartChanges(cur, next *Config) error {
 	var errs []error
+	if was, is := cur.AdminTLS.Enabled(), next.AdminTLS.Enabled(); was != is {
+		errs = append(errs, fmt.Errorf("%s: admin_tls: changed from %s to %s: %w", next.File, onOff(was), onOff(is), ErrNeedsRestart))
+	}
 	diffKeys("", reflect.ValueOf(*cur), reflect.ValueOf(*next), func(path string, a, b reflect.Value) {
 		if reloadable(path) {
 			return
@@ -99,6 +106,13 @@ func RestartChanges(cur, next *Config) error {
 		errs = append(errs, fmt.Errorf("%s: %s: changed from %s to %s: %w", next.File, path, show(a), show(b), ErrNeedsRestart))
 	})
 	return errors.Join(errs...)
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // diffKeys calls changed for every key under path whose value differs

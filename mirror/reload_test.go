@@ -78,6 +78,7 @@ func TestRestartChanges(t *testing.T) {
 		{"dnsd secret not shown", edit("s3cret", "other"), []string{"mirror.yaml: dnsd.secret: changed: needs a restart"}, "s3cret"},
 		{"dnsd push interval", edit("s3cret}", "s3cret, push_interval: 1s}"), []string{"dnsd.push_interval: changed from 5s to 1s"}, ""},
 		{"timeouts", reloadBaseYAML + "timeouts: {idle: 10s}\n", []string{"timeouts.idle: changed from 2m0s to 10s"}, ""},
+		{"limits", reloadBaseYAML + "limits: {max_conns_per_client: 8}\n", []string{"limits.max_conns_per_client: changed from 256 to 8"}, ""},
 		{"load window", reloadBaseYAML + "load_window: 30s\n", []string{"load_window: changed from 10s to 30s"}, ""},
 		{"listing", reloadBaseYAML + "listing: true\n", []string{"listing: changed from false to true"}, ""},
 		{"site cache", reloadBaseYAML + "site: {cache: {memory: 1MiB}}\n", []string{"site.cache.memory: changed from 268435456 to 1048576"}, ""},

@@ -35,15 +35,20 @@ type ServerOptions struct {
 	// IdleTimeout closes keep-alive connections idle this long
 	// (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds the request headers (default DefaultMaxHeaderBytes).
+	// MaxHeaderBytes bounds the request headers (default DefaultMaxHeaderBytes);
+	// larger requests get 431.
 	MaxHeaderBytes int
+	// MaxBodyBytes bounds the request body that a handler may read
+	// (default DefaultMaxBodyBytes); reading past it fails, with 413
+	// from handlers that report it.
+	MaxBodyBytes int64
 	// ShutdownTimeout is the grace that Serve gives requests in flight
 	// once its context is done (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
 }
 
 // ServerOptionsFromConfig returns the ServerOptions that cfg's timeouts
-// describe, for handler h; the Logger and Registerer are left to the caller.
+// and limits describe, for handler h; the Logger and Registerer are left to the caller.
 func ServerOptionsFromConfig(cfg *Config, h http.Handler) ServerOptions {
 	t := cfg.Timeouts
 	return ServerOptions{
@@ -52,6 +57,7 @@ func ServerOptionsFromConfig(cfg *Config, h http.Handler) ServerOptions {
 		ReadTimeout:       t.Read.D(),
 		WriteTimeout:      t.Write.D(),
 		IdleTimeout:       t.Idle.D(),
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
 		ShutdownTimeout:   t.Shutdown.D(),
 	}
 }
@@ -80,10 +86,13 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	s := &Server{o: o, handler: o.Handler, log: o.Logger}
+	s := &Server{o: o, handler: http.MaxBytesHandler(o.Handler, o.MaxBodyBytes), log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -92,7 +101,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mirror: register metrics: %w", err)
 		}
-		s.handler = m.instrument(o.Handler)
+		s.handler = m.instrument(s.handler)
 	}
 	return s, nil
 }

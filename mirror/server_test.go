@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -323,6 +324,100 @@ func TestMetricLabels(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := methodLabel(tt.method) + " " + codeClass(tt.code); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestServerIdleTimeout: a keep-alive connection that sends nothing after
+// its response is closed by the server once it has been idle IdleTimeout.
+func TestServerIdleTimeout(t *testing.T) {
+	tr := newTree(t)
+	const idle = 200 * time.Millisecond
+	base := startServer(t, ServerOptions{Handler: tr.fileServer(t, FileServerOptions{}), IdleTimeout: idle})
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /public.txt HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("%s, close %v: want a kept-alive 200", resp.Status, resp.Close)
+	}
+	idleFrom := time.Now()
+	n, err := br.Read(make([]byte, 1))
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		t.Fatalf("idle connection still open after %v", time.Since(idleFrom))
+	case n > 0:
+		t.Fatal("server sent bytes on an idle connection")
+	}
+	if el := time.Since(idleFrom); el < idle/2 {
+		t.Errorf("closed after %v idle, want about %v", el, idle)
+	}
+}
+
+// TestServerLimits: headers over MaxHeaderBytes get 431, a body over
+// MaxBodyBytes can not be read by the handler.
+func TestServerLimits(t *testing.T) {
+	read := make(chan error, 1)
+	base := startServer(t, ServerOptions{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.Copy(io.Discard, r.Body)
+			read <- err
+			var mb *http.MaxBytesError
+			if errors.As(err, &mb) {
+				http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+			}
+		}),
+		MaxHeaderBytes: 4 << 10,
+		MaxBodyBytes:   1 << 10,
+	})
+	tests := []struct {
+		name    string
+		header  int // bytes of one extra header
+		body    int
+		code    int
+		readErr bool
+	}{
+		{"small", 100, 100, http.StatusOK, false},
+		{"headers too large", 64 << 10, 0, http.StatusRequestHeaderFieldsTooLarge, false},
+		{"body at the limit", 0, 1 << 10, http.StatusOK, false},
+		{"body too large", 0, 1<<10 + 1, http.StatusRequestEntityTooLarge, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, base+"/", strings.NewReader(strings.Repeat("b", tt.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-Pad", strings.Repeat("h", tt.header))
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.code {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.code)
+			}
+			if tt.code == http.StatusRequestHeaderFieldsTooLarge {
+				return // the handler never ran
+			}
+			if err := <-read; (err != nil) != tt.readErr {
+				t.Errorf("handler's read: %v, want an error: %v", err, tt.readErr)
 			}
 		})
 	}
