@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync/atomic"
 )
@@ -88,4 +89,16 @@ func ClientConfig(caFile string) (*tls.Config, error) {
 	}
 	conf.RootCAs = pool
 	return conf, nil
+}
+
+// Transport returns an HTTP transport like http.DefaultTransport whose
+// TLS settings are ClientConfig(caFile)'s.
+func Transport(caFile string) (*http.Transport, error) {
+	conf, err := ClientConfig(caFile)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = conf
+	return tr, nil
 }

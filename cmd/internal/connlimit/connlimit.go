@@ -52,8 +52,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		if !l.acquire(ip) {
+			l.refused() // before the close, which the client may see at once
 			c.Close()
-			l.refused()
 			continue
 		}
 		return &conn{Conn: c, release: sync.OnceFunc(func() { l.release(ip) })}, nil

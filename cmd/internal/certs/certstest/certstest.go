@@ -7,11 +7,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -108,4 +110,30 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Client returns an HTTP client that trusts only ca, opens a new
+// connection for every request (so each sees the certificate served at
+// that moment) and gives up after 5 s.
+func (ca *CA) Client() *http.Client {
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			TLSClientConfig:   &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12},
+		},
+	}
+}
+
+// Served returns the common name of the certificate that the TLS server
+// at addr presents now, verified against ca.
+func (ca *CA) Served(t testing.TB, addr string) string {
+	t.Helper()
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("TLS handshake with %s: %v", addr, err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName
 }
