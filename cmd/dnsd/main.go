@@ -20,15 +20,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/admin"
@@ -83,6 +82,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdout, stderr)
+}
+
+// runContext is run until ctx is done; tests cancel ctx instead of
+// sending a signal.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -122,8 +129,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if err := serve(ctx, ld, set, logger, stdout, o.demo); err != nil {
 		logger.Error("dnsd stopped", "err", err)
 		return 1
@@ -235,7 +240,15 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	reloader, err := daemon.NewReloader("dnsd", ld.name(), configLoad{ld, ctl, verifier}.reload, logger, reg)
+	var keypair *certs.Keypair // nil: the admin listener is plain HTTP
+	if f := set.Config.AdminTLSFiles(); f.Enabled() {
+		c, err := certs.Load(f.CertFile, f.KeyFile)
+		if err != nil {
+			return fmt.Errorf("dnsd: admin_tls: %w", err)
+		}
+		keypair = certs.New(c)
+	}
+	reloader, err := daemon.NewReloader("dnsd", ld.name(), configLoad{ld, ctl, verifier, keypair}.reload, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -265,10 +278,19 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	var adminLn net.Listener
 	if set.Config.Admin != "" {
-		if adminLn, err = net.Listen("tcp", set.Config.Admin); err != nil {
+		refused, err := daemon.Refused("dnsd", reg)
+		if err != nil {
+			return err
+		}
+		lo := daemon.ListenOptions{
+			MaxConnsPerClient: set.Config.AdminLimits.MaxConnsPerClient,
+			Refused:           refused.WithLabelValues(daemon.ListenerAdmin),
+			TLS:               keypair,
+		}
+		if adminLn, err = daemon.ListenAdmin(set.Config.Admin, lo, logger); err != nil {
 			return fmt.Errorf("dnsd: admin: %w", err)
 		}
-		logger.Info("admin listening", "addr", adminLn.Addr().String())
+		defer adminLn.Close() // already closed by the server when it ran
 	}
 	if demo {
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
@@ -285,16 +307,12 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		components = append(components, func(ctx context.Context) error { return srv.ServeTCP(ctx, sp.ln) })
 	}
 	if adminLn != nil {
-		hs := &http.Server{
-			Handler: admin.NewHandler(admin.Options{
-				Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-				Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed,
-				AdminToken: adminToken, Dashboard: dash,
-			}),
-			ReadHeaderTimeout: 5 * time.Second,
-			IdleTimeout:       60 * time.Second,
-		}
-		components = append(components, daemon.ServeHTTP("dnsd: admin", adminLn, hs, 5*time.Second))
+		hs := daemon.NewAdminServer(admin.NewHandler(admin.Options{
+			Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
+			Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed,
+			AdminToken: adminToken, Dashboard: dash,
+		}), int(set.Config.AdminLimits.MaxHeaderBytes), logger)
+		components = append(components, daemon.ServeHTTP("dnsd: admin", adminLn, hs, daemon.AdminShutdownGrace))
 	}
 	// SIGHUP is caught before "dnsd started" tells anyone that they may
 	// send it.
