@@ -24,6 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -53,6 +54,7 @@ type global struct {
 	server     string
 	output     string
 	secretFile string
+	caFile     string
 	http       *http.Client
 	stdout     io.Writer
 }
@@ -72,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&g.server, "server", def, "dnsd admin URL (or $TRANSMIRROR_ADMIN)")
 	fs.StringVar(&g.output, "o", "table", "output: table or json")
 	fs.StringVar(&g.secretFile, "secret-file", "", "file holding the group secret for signed commands (or $TRANSMIRROR_SECRET)")
+	fs.StringVar(&g.caFile, "ca-file", os.Getenv("TRANSMIRROR_CA"), "PEM CA certificates that an https -server's certificate may chain to, besides the system's (or $TRANSMIRROR_CA)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -85,6 +88,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return 2
+	}
+	if g.caFile != "" {
+		tr, err := certs.Transport(g.caFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "groupctl:", err)
+			return 2
+		}
+		g.http.Transport = tr
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

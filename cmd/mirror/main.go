@@ -44,11 +44,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/frontend"
@@ -168,10 +168,14 @@ func role(cfg *mirror.Config) string {
 }
 
 // build is what a start does before it serves, everything that can fail:
-// the site front end (with backends), then the mirror (the document root,
+// the client of dnsd (with dnsd.ca_file), the site front end (with backends), then the mirror (the document root,
 // the GeoIP database, the redirect rules, the metrics in reg). The
 // returned func releases them once nothing serves any more.
 func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*mirror.Mirror, func(), error) {
+	tr, err := certs.Transport(cfg.DNSD.CAFile) // dnsd.ca_file: a private CA of dnsd's admin_tls
+	if err != nil {
+		return nil, nil, fmt.Errorf("mirror: dnsd.ca_file: %w", err)
+	}
 	var (
 		content http.Handler
 		site    io.Closer
@@ -183,7 +187,11 @@ func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*
 		}
 		content, site = h, closer
 	}
-	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content, ReportWindow: cfg.LoadWindow.D()})
+	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content, ReportWindow: cfg.LoadWindow.D(),
+		Client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
+		}})
 	if err != nil {
 		if site != nil {
 			site.Close()
@@ -217,7 +225,19 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 		return err
 	}
 	defer release()
-	reloader, err := daemon.NewReloader("mirror", cfg.File, configLoad{ld, m}.reload, logger, reg)
+	var keypair *certs.Keypair // nil: the admin listener is plain HTTP
+	if cfg.AdminTLS.Enabled() {
+		c, err := certs.Load(cfg.AdminTLS.CertFile, cfg.AdminTLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("mirror: admin_tls: %w", err)
+		}
+		keypair = certs.New(c)
+	}
+	reloader, err := daemon.NewReloader("mirror", cfg.File, configLoad{ld, m, keypair}.reload, logger, reg)
+	if err != nil {
+		return err
+	}
+	refused, err := daemon.Refused("mirror", reg)
 	if err != nil {
 		return err
 	}
@@ -228,8 +248,12 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 			ln.Close() // already closed by Serve when it ran
 		}
 	}()
+	public := daemon.ListenOptions{
+		MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
+		Refused:           refused.WithLabelValues(daemon.ListenerPublic),
+	}
 	for _, addr := range cfg.Listen {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := daemon.Listen(addr, public)
 		if err != nil {
 			return fmt.Errorf("mirror: listen: %w", err)
 		}
@@ -251,22 +275,20 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 		components = append(components, func(ctx context.Context) error { return m.Serve(ctx, ln) })
 	}
 	if cfg.Admin != "" {
-		ln, err := net.Listen("tcp", cfg.Admin)
+		ln, err := daemon.ListenAdmin(cfg.Admin, daemon.ListenOptions{
+			MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
+			Refused:           refused.WithLabelValues(daemon.ListenerAdmin),
+			TLS:               keypair,
+		}, logger)
 		if err != nil {
 			return fmt.Errorf("mirror: admin: %w", err)
 		}
 		lns = append(lns, ln)
-		logger.Info("admin listening", "addr", ln.Addr().String())
 		admin := http.NewServeMux()
 		admin.Handle(api.Reload.Pattern(), api.ReloadHandler(reloader.Reload))
 		admin.Handle("/", m.AdminHandler())
-		hs := &http.Server{
-			Handler:           admin,
-			ReadHeaderTimeout: 5 * time.Second,
-			IdleTimeout:       60 * time.Second,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		components = append(components, daemon.ServeHTTP("mirror: admin", ln, hs, 5*time.Second))
+		hs := daemon.NewAdminServer(admin, int(cfg.Limits.MaxHeaderBytes), logger)
+		components = append(components, daemon.ServeHTTP("mirror: admin", ln, hs, daemon.AdminShutdownGrace))
 	}
 	// SIGHUP is caught before "mirror started" tells anyone that they may
 	// send it; without a handler it would kill the process.
