@@ -14,20 +14,22 @@
 // the mirror would start, 1 with the error otherwise.
 //
 // -listen (repeatable) replaces the config's listen addresses and -admin
-// its admin address; port 0 picks a free port. Once the sockets are open
-// the log says, in this order, msg="http listening" addr=HOST:PORT (one
-// per public address), msg="admin listening" addr=HOST:PORT and
+// its admin address; port 0 picks a free port, and an admin address
+// without a host (":9180") is 127.0.0.1. Once the sockets are open the
+// log says, in this order, msg="http listening" addr=HOST:PORT (one per
+// public address), msg="admin listening" addr=HOST:PORT tls=BOOL and
 // msg="mirror started".
 //
 // Signals: SIGINT and SIGTERM stop accepting connections and drain the
 // requests in flight for up to timeouts.shutdown. SIGHUP, and POST
 // /-/reload on the admin address (loopback callers only), reload the
 // config: it is read and validated again, what can fail is prepared (the
-// GeoIP database, the redirect rules), then the capacity, the redirect
-// rules, geo, location and host are swapped in at once. A config that is
-// invalid, or that changes a key the running mirror can not change
-// (listen, admin, group, member, root, backends, site, dispatcher, dnsd,
-// timeouts, listing, load_window), is refused with an error naming the
+// GeoIP database, the redirect rules, the admin certificate and key),
+// then the capacity, the redirect rules, geo, location, host and the
+// admin certificate are swapped in at once. A config that is invalid, or
+// that changes a key the running mirror can not change (listen, admin,
+// admin_tls on or off, limits, group, member, root, backends, site,
+// dispatcher, dnsd, timeouts, listing, load_window), is refused with an error naming the
 // key, in the log and in the reply, and the old config keeps serving;
 // transmirror_mirror_config_last_reload_successful says which happened.
 package main
