@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	groupctl [-server URL] [-o table|json] [-secret-file F] COMMAND ...
+//	groupctl [-server URL] [-ca-file F] [-o table|json] [-secret-file F] COMMAND ...
 //
 // See usage below for the commands. Writes are signed with the group's
 // secret (-secret-file, or $TRANSMIRROR_SECRET).
@@ -31,7 +31,7 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = `usage: groupctl [-server URL] [-o table|json] [-secret-file FILE] COMMAND ...
+const usage = `usage: groupctl [-server URL] [-ca-file FILE] [-o table|json] [-secret-file FILE] COMMAND ...
 
 commands:
   list                          the groups, with how many members are up
@@ -47,6 +47,8 @@ commands:
   load [-dns ADDR] [-subnet PREFIX] [-rate N] [-duration D] URL   bounded demo load, loopback only (load -h)
 
 The secret of signed commands comes from -secret-file or $TRANSMIRROR_SECRET.
+An https -server whose certificate a private CA signed is verified with
+-ca-file or $TRANSMIRROR_CA.
 `
 
 // global holds the flags that come before the command.

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -188,6 +190,40 @@ func TestCommands(t *testing.T) {
 			}
 			if got != string(want) {
 				t.Errorf("output differs from %s (go test -update to accept):\n--- got\n%s\n--- want\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+// TestCAFile: against an admin API with a certificate of a private CA,
+// groupctl fails without -ca-file and succeeds with it.
+func TestCAFile(t *testing.T) {
+	plain := fakeDNSD(t)
+	srv := httptest.NewUnstartedServer(plain.Config.Handler)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"system roots only", []string{"-server", srv.URL, "list"}, 1, "certificate"},
+		{"with the CA", []string{"-server", srv.URL, "-ca-file", ca, "list"}, 0, ""},
+		{"CA file missing", []string{"-server", srv.URL, "-ca-file", filepath.Join(dir, "none.crt"), "list"}, 2, "none.crt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("TRANSMIRROR_CA", "")
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.err) {
+				t.Errorf("exit %d, stderr %q; want %d with %q", code, stderr.String(), tt.code, tt.err)
 			}
 		})
 	}
