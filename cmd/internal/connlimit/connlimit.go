@@ -6,9 +6,11 @@
 package connlimit
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 )
 
 // Listener is a net.Listener whose Accept closes, instead of returning, a
@@ -101,6 +103,23 @@ func clientAddr(c net.Conn) (netip.Addr, bool) {
 type conn struct {
 	net.Conn
 	release func()
+}
+
+var _ syscall.Conn = (*conn)(nil)
+
+// errNoRawConn: the accepted connection has no file descriptor.
+var errNoRawConn = errors.New("connlimit: connection has no file descriptor")
+
+// SyscallConn returns the inner connection's raw descriptor, so that a
+// connection handed off to another process (mirror/frontend's handoff)
+// can be passed on. A handed-off connection is closed here, which frees
+// its client's place.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errNoRawConn
+	}
+	return sc.SyscallConn()
 }
 
 // Close closes the connection and frees its client's place.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -76,6 +77,12 @@ func TestPerClientCap(t *testing.T) {
 			t.Fatalf("connection %d of %d refused", i+1, max)
 		}
 		held = append(held, <-accepted)
+	}
+	// A connection handed off to another process needs its descriptor.
+	if sc, ok := held[0].(syscall.Conn); !ok {
+		t.Error("accepted connection is not a syscall.Conn")
+	} else if _, err := sc.SyscallConn(); err != nil {
+		t.Errorf("SyscallConn: %v", err)
 	}
 	if got := l.Open(client); got != max {
 		t.Errorf("Open = %d, want %d", got, max)
