@@ -124,6 +124,7 @@ func TestConfigRedactsSecrets(t *testing.T) {
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "config", c, "ptr", &c, "group", c.Groups[0], "key", c.Server.TSIG[0])
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", c, "ptr", &c, "group", c.Groups[0], "groups", c.Groups)
 	outputs := map[string]string{
+		//lint:ignore S1025 the test is of what fmt's verbs print, %s included
 		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", c), "%s": fmt.Sprintf("%s", &c),
 		"group %+v": fmt.Sprintf("%+v", c.Groups[0]), "groups %v": fmt.Sprintf("%v", c.Groups),
 		"tsig %+v": fmt.Sprintf("%+v", c.Server.TSIG), "slog": logged.String(),
