@@ -48,7 +48,8 @@ type faultMember struct {
 }
 
 // faultDNSD writes dnsd's config and zone into dir (the zone of the e2e
-// tests plus an A record for each member's own host name) and returns the
+// tests, a wildcard alias of the group, *.any, and an A record for each
+// member's own host name) and returns the
 // config's path. extra is appended to the top level (state_file, geo, …);
 // answers is the group's answer count.
 func faultDNSD(t *testing.T, dir string, answers int, extra string, members ...faultMember) string {
@@ -59,6 +60,8 @@ func faultDNSD(t *testing.T, dir string, answers int, extra string, members ...f
 	}
 	var zb, mb strings.Builder
 	zb.Write(zone)
+	// Names that a resolver has never seen, each an alias of the group.
+	zb.WriteString("\n*.any IN CNAME www\n")
 	zb.WriteString("\n; the fault scenario's mirrors\n")
 	for _, m := range members {
 		fmt.Fprintf(&zb, "%s.mirrors IN A %s\n", m.name, m.ip)
@@ -530,14 +533,8 @@ func launchFaultMirror(t *testing.T, dir string, m faultMember, listen string, c
 
 // memberStates returns the state of each member in dnsd's group view.
 func memberStates(admin string) (map[string]string, error) {
-	c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	var v corrView
-	resp, err := c.Get("http://" + admin + "/v1/groups/" + faultGroup)
+	v, err := groupView(admin)
 	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if err := jsonDecode(resp.Body, &v); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
@@ -547,4 +544,38 @@ func memberStates(admin string) (map[string]string, error) {
 	return out, nil
 }
 
+// faultView is the part of dnsd's group view the fault scenarios read.
+type faultView struct {
+	Members []struct {
+		Name   string `json:"name"`
+		State  string `json:"state"`
+		Source string `json:"source"`
+	} `json:"members"`
+}
+
+// groupView returns dnsd's group view (GROUP-QUERY).
+func groupView(admin string) (faultView, error) {
+	c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	var v faultView
+	resp, err := c.Get("http://" + admin + "/v1/groups/" + faultGroup)
+	if err != nil {
+		return v, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return v, fmt.Errorf("GET the group view: %s", resp.Status)
+	}
+	return v, jsonDecode(resp.Body, &v)
+}
+
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// readFileT returns the content of a file the test wrote.
+func readFileT(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
