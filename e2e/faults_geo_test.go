@@ -139,4 +139,3 @@ func postReload(t *testing.T, admin string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
-
