@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -436,24 +435,6 @@ func goroutines(admin string) (float64, error) {
 		return 0, fmt.Errorf("%s/metrics has no go_goroutines", admin)
 	}
 	return metricSum(string(b), "go_goroutines"), nil
-}
-
-// rssBytes reads the resident set size of a process from /proc.
-func rssBytes(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 1 {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
 }
 
 // faultContent is the file the scenarios' mirrors serve.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,4 +328,22 @@ redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.
 	if stops.Load() == 0 || drains.Load() == 0 {
 		t.Errorf("no flapping: %d stops, %d drains", stops.Load(), drains.Load())
 	}
+}
+
+// rssBytes reads the resident set size of a process from /proc.
+func rssBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
 }
