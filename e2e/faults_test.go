@@ -88,6 +88,7 @@ zones:
     ttl: {min: 1, max: 1}
     answers: %d
     secret: %s
+    allow_private: true # run-time members on loopback
     members:
 %s`, h.Interval, h.Timeout, h.Jitter, faultRise, h.Fall, extra, faultGroup, answers, faultSecret, mb.String()))
 }
