@@ -34,7 +34,7 @@ BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:uti
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns deps demo clean
+.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns soak deps demo clean
 
 all: build
 
@@ -114,6 +114,16 @@ bench-site:
 bench-dns: build
 	@$(MAKE) --no-print-directory deps TEST_DEPS="$(BENCH_DNS_DEPS)"
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkDNS -benchtime=1x -timeout=45m ./e2e/benchdns/ -args -dns -dnsd $(abspath $(BIN))/dnsd $(BENCH_DNS_ARGS)
+
+## soak: SOAK_DURATION (default 10m) of mixed DNS and HTTP load on dnsd and
+## three mirrors on loopback while members flap (a mirror stopped and started
+## again, drains and undrains); fails on any failed client request or on
+## goroutines or memory growing past the bounds stated in e2e/soak_test.go.
+## Not part of test (the build tag soak keeps it out of e2e).
+SOAK_DURATION ?= 10m
+SOAK_TIMEOUT  ?= 30m
+soak: build
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -tags soak -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) -v ./e2e/
 
 ## deps: install with apt-get the Debian packages of whatever the tests
 ## execute, only those that are missing (apt-get update only then).

@@ -24,6 +24,14 @@ type unboundProc struct {
 // the root or sends a packet anywhere but to dnsd.
 func startUnbound(t testing.TB, dnsdPort string, origins ...string) *unboundProc {
 	t.Helper()
+	return startUnboundStubs(t, []string{"127.0.0.1@" + dnsdPort}, "", origins...)
+}
+
+// startUnboundStubs is startUnbound with several stub addresses (ip@port)
+// for each origin, an NS set that unbound spreads its queries over and
+// retries the others of, and extra server options (indented lines).
+func startUnboundStubs(t testing.TB, stubs []string, extra string, origins ...string) *unboundProc {
+	t.Helper()
 	if _, err := exec.LookPath("unbound"); err != nil {
 		t.Fatalf("unbound is not installed (make deps installs it): %v", err)
 	}
@@ -55,12 +63,15 @@ func startUnbound(t testing.TB, dnsdPort string, origins ...string) *unboundProc
     prefetch: no
     local-zone: "." refuse
     local-zone: "test." nodefault
-remote-control:
+%sremote-control:
     control-enable: no
-`, port, dir, filepath.Join(dir, "unbound.pid"))
+`, port, dir, filepath.Join(dir, "unbound.pid"), extra)
 		for _, o := range origins {
 			conf = strings.Replace(conf, "remote-control:", fmt.Sprintf("    local-zone: %q transparent\nremote-control:", o), 1)
-			conf += fmt.Sprintf("stub-zone:\n    name: %q\n    stub-addr: 127.0.0.1@%s\n", o, dnsdPort)
+			conf += fmt.Sprintf("stub-zone:\n    name: %q\n", o)
+			for _, a := range stubs {
+				conf += fmt.Sprintf("    stub-addr: %s\n", a)
+			}
 		}
 		cf := writeFile(t, dir, "unbound.conf", conf)
 		if out, err := exec.Command("unbound-checkconf", cf).CombinedOutput(); err != nil {

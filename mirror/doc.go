@@ -87,4 +87,8 @@
 // mirror/frontend: its types are Config's backends and site sections,
 // and a mirror with backends mounts the handler of frontend.New as its
 // content (Options.Content), whose status it shows (SiteStatusSource).
+// While none of its back ends is up the front end is not serving
+// (SiteServing): its /-/healthy and its load report (GET /v1/load) answer
+// 503 and it pushes no load reports, so that dnsd's health checks take it
+// out of the answers; when a back end comes back, so does it.
 package mirror

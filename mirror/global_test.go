@@ -774,7 +774,7 @@ func TestDispatcher(t *testing.T) {
 }
 
 func TestPublicHealthPath(t *testing.T) {
-	h := withHealth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "content", http.StatusTeapot) }))
+	h := withHealth(nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "content", http.StatusTeapot) }))
 	cases := []struct {
 		name, method, path string
 		want               int

@@ -122,6 +122,9 @@ type AdminOptions struct {
 	// SiteReport, when set, serves api.SiteReport (a back end's report to
 	// its site front end).
 	SiteReport http.Handler
+	// Serving, when set and false, makes api.LoadReport and api.Healthy
+	// answer 503 (a site front end with no back end up, SiteServing).
+	Serving func() bool
 }
 
 // NewAdminHandler returns the admin server's handler: api.LoadReport (the
@@ -133,7 +136,17 @@ func NewAdminHandler(o AdminOptions) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(api.LoadReport.Pattern(), o.Reporter)
+	var report http.Handler = o.Reporter
+	if o.Serving != nil {
+		report = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !o.Serving() {
+				http.Error(w, ErrNotServing.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			o.Reporter.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle(api.LoadReport.Pattern(), report)
 	if o.Gatherer != nil {
 		mux.Handle(api.Metrics.Pattern(), promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
@@ -148,8 +161,7 @@ func NewAdminHandler(o AdminOptions) http.Handler {
 		}
 	}
 	mux.HandleFunc(api.Healthy.Pattern(), func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("OK\n"))
+		writeHealth(w, o.Serving, "OK\n")
 	})
 	return mux
 }

@@ -27,6 +27,9 @@ var (
 	// ErrPushRefused is returned when dnsd answers a load push with a
 	// status other than 2xx.
 	ErrPushRefused = errors.New("mirror: push refused")
+	// ErrNotServing is why a site front end with no back end up answers
+	// its health and load report endpoints 503 and skips its pushes.
+	ErrNotServing = errors.New("mirror: no back end is up: not serving")
 	// ErrBadView is returned when dnsd's group view can not be used: an
 	// error status, too large, not JSON, another group, unknown policy.
 	ErrBadView = errors.New("mirror: bad group view")
@@ -85,6 +88,7 @@ type Mirror struct {
 	files       *FileServer           // nil without root
 	completions *frontend.Completions // nil without root
 	site        SiteStatusSource      // nil unless a site front end
+	serving     func() bool           // nil: always serving
 	started     time.Time             // when New built the mirror (Status)
 	redirect    *Redirector
 	handler     http.Handler // without the server's metrics
@@ -141,6 +145,9 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	default:
 		content = o.Content
 		m.site, _ = o.Content.(SiteStatusSource)
+		if s, ok := o.Content.(SiteServing); ok {
+			m.serving = s.Serving
+		}
 	}
 
 	flows := NewFlowMeter(cfg.Redirect.TimeConstant.D())
@@ -181,7 +188,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		}
 		po := PusherOptions{
 			URL: d.URL, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
-			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot,
+			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot, Serving: m.serving,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		}
 		if cfg.Dispatcher {
@@ -214,7 +221,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if m.redirect, err = NewRedirector(ro); err != nil {
 		return nil, err
 	}
-	m.handler = withHealth(m.reporter.Wrap(m.redirect))
+	m.handler = withHealth(m.serving, m.reporter.Wrap(m.redirect))
 
 	po := ServerOptionsFromConfig(cfg, m.handler)
 	po.Logger, po.Registerer = o.Logger, o.Registry
@@ -227,7 +234,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 	m.admin, err = NewServer(ServerOptions{
 		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
-			SiteReport: m.siteReport(o.Clock)}),
+			SiteReport: m.siteReport(o.Clock), Serving: m.serving}),
 		Logger: o.Logger, ShutdownTimeout: adminShutdownTimeout,
 	})
 	if err != nil {
@@ -303,19 +310,47 @@ func (m *Mirror) Close() error {
 	return m.closeErr
 }
 
+// SiteServing is what the mirror needs of a site front end to know
+// whether it can serve: a back end up (or not yet checked). The handler of
+// frontend.New is one; New finds it in Options.Content. A mirror that is
+// not serving answers api.Healthy (on both listeners) and api.LoadReport
+// 503 and pushes no load reports, so that dnsd takes it out of the
+// answers however it watches it.
+type SiteServing interface {
+	Serving() bool
+}
+
+// Serving reports whether the mirror can serve: always, except for a site
+// front end whose back ends are all down (see SiteServing).
+func (m *Mirror) Serving() bool { return m.serving == nil || m.serving() }
+
 // HealthPath is answered 200 on the public listener too, so a site front
-// end (or any load balancer) can check a mirror where it sends requests.
-// It is not counted as load and never redirected.
+// end (or any load balancer) can check a mirror where it sends requests;
+// 503 while it is not serving (SiteServing). It is not counted as load
+// and never redirected.
 const HealthPath = api.HealthyPath
 
-func withHealth(next http.Handler) http.Handler {
+// withHealth answers HealthPath in front of next; serving, when set, says
+// whether to answer 200 or 503.
+func withHealth(serving func() bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-store")
-			_, _ = io.WriteString(w, "ok\n")
+			writeHealth(w, serving, "ok\n")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// writeHealth writes the answer of a health endpoint: 200 with ok, or 503
+// with the reason while not serving.
+func writeHealth(w http.ResponseWriter, serving func() bool, ok string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if serving != nil && !serving() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, ErrNotServing.Error()+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, ok)
 }

@@ -27,6 +27,7 @@ const (
 	pushRejected     = "rejected"     // any other 4xx
 	pushServerError  = "server_error" // 5xx or another status
 	pushNetwork      = "network"      // no answer: connect, timeout, reset
+	pushNotServing   = "not_serving"  // not sent: no back end up (SiteServing)
 )
 
 // PusherOptions configure a Pusher.
@@ -47,6 +48,11 @@ type PusherOptions struct {
 	// Snapshot makes the report to push, usually probe.Reporter.Snapshot
 	// (required unless Redirects); the report names Group and Member.
 	Snapshot func(now time.Time) probe.Report
+	// Serving, when set and false, skips the push (counted as
+	// not_serving): a site front end with no back end up reports nothing,
+	// so that dnsd's pushes go stale and its pull (api.LoadReport, 503
+	// then) takes the member out.
+	Serving func() bool
 	// Redirects makes a dispatcher's report of the redirects it sends
 	// (api.RedirectReport), pushed instead of a load report.
 	Redirects func(now time.Time) api.RedirectReport
@@ -109,7 +115,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 		log:    o.Logger,
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "pushes_total",
-			Help: "Load reports pushed to dnsd, by result (ok, unauthorized, rejected, server_error, network).",
+			Help: "Load reports pushed to dnsd, by result (ok, unauthorized, rejected, server_error, network, not_serving).",
 		}, []string{"result"}),
 		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "push_last_success_timestamp_seconds",
@@ -120,7 +126,7 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.spell = spell{log: p.log, what: "load push", target: p.target}
-	for _, r := range []string{pushOK, pushUnauthorized, pushRejected, pushServerError, pushNetwork} {
+	for _, r := range []string{pushOK, pushUnauthorized, pushRejected, pushServerError, pushNetwork, pushNotServing} {
 		p.pushes.WithLabelValues(r)
 	}
 	if o.Registerer != nil {
@@ -153,6 +159,9 @@ func (p *Pusher) Push(ctx context.Context) error {
 }
 
 func (p *Pusher) push(ctx context.Context) (string, error) {
+	if p.o.Serving != nil && !p.o.Serving() {
+		return pushNotServing, ErrNotServing
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	now := p.o.Clock()

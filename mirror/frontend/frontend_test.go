@@ -245,6 +245,9 @@ func TestSiteHealth(t *testing.T) {
 			base, h, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: fast},
 				Backend{Name: "a", URL: a.URL})
 			webtest.Eventually(t, 5*time.Second, "a down", func() bool { return !h.backends[0].routable.Load() })
+			if h.Serving() {
+				t.Error("Serving with every back end down")
+			}
 			resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/f", nil))
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("status %d, want 200 from the only back end", resp.StatusCode)

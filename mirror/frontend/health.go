@@ -92,6 +92,20 @@ func (h *backendHealth) request(ok bool, reason string) (from, to healthState) {
 	return from, h.state
 }
 
+// Serving reports whether the front end has a back end to send requests
+// to: one that is up, or not checked yet. With none it still tries them
+// all (pick fails open), but it should be sent no clients: the mirror says
+// so on its health endpoints and stops its load reports (see
+// mirror.SiteServing).
+func (h *handler) Serving() bool {
+	for _, b := range h.backends {
+		if b.routable.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // runHealthChecks checks b every interval until ctx is done, one check at
 // a time, the first one at once.
 func (h *handler) runHealthChecks(ctx context.Context, b *backend) {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/oschwald/geoip2-golang/v2"
+	"github.com/oschwald/maxminddb-golang/v2"
 
 	"github.com/transmirror/transmirror/scheduler"
 )
@@ -263,11 +264,34 @@ func (l *Locator) openDB(data []byte) error {
 		_ = db.Close()
 		return fmt.Errorf("%w %q: want a City or Country database", ErrDatabaseType, t)
 	}
+	if err := verifyDB(data); err != nil {
+		_ = db.Close()
+		return err
+	}
 	l.db, l.kind, l.dbType = db, k, t
 	if err := l.probeDB(db.Metadata().IPVersion); err != nil {
 		l.db, l.kind, l.dbType = nil, kindNone, ""
 		_ = db.Close()
 		return err
+	}
+	return nil
+}
+
+// verifyDB checks the whole database before it is used: metadata, every
+// node of the search tree and every record of the data section. A record
+// that does not decode would otherwise show only when a client in its
+// network asks, and then as Default (no error at query time): the client
+// answered from the wrong place with nothing logged. It reads the file
+// once, at load, off the query path (a reload keeps the old database
+// serving meanwhile).
+func verifyDB(data []byte) error {
+	r, err := maxminddb.OpenBytes(data)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Verify(); err != nil {
+		return fmt.Errorf("corrupt database: %w", err)
 	}
 	return nil
 }

@@ -171,6 +171,24 @@ func TestNewLocatorErrors(t *testing.T) {
 	writeRawDB(t, asn, "GeoLite2-ASN")
 	odd := filepath.Join(dir, "odd.mmdb")
 	writeRawDB(t, odd, "Transmirror-Odd")
+	// regions.mmdb with its data section inverted: the metadata and the
+	// search tree are intact, every record fails to decode.
+	good, err := os.ReadFile(filepath.Join("testdata", "regions.mmdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := bytes.LastIndex(good, []byte("\xab\xcd\xefMaxMind.com"))
+	data := bytes.Index(good, make([]byte, 16)) + 16
+	if meta < 0 || data < 16 || data >= meta {
+		t.Fatalf("regions.mmdb: metadata at %d, data section at %d", meta, data)
+	}
+	for i := data; i < meta; i++ {
+		good[i] ^= 0xff
+	}
+	badData := filepath.Join(dir, "bad-data.mmdb")
+	if err := os.WriteFile(badData, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	pfx := netip.MustParsePrefix
 	tests := []struct {
@@ -183,6 +201,7 @@ func TestNewLocatorErrors(t *testing.T) {
 		{"not a database", Options{MMDB: notMMDB}, nil, []string{"geo: ", "not.mmdb"}},
 		{"ASN database", Options{MMDB: asn}, ErrDatabaseType, []string{`"GeoLite2-ASN"`, "want a City or Country database"}},
 		{"unknown database type", Options{MMDB: odd}, ErrDatabaseType, []string{`"Transmirror-Odd"`}},
+		{"corrupt data section", Options{MMDB: badData}, nil, []string{"bad-data.mmdb: corrupt database"}},
 		{"static host bits", Options{Static: []Row{{Network: pfx("10.1.2.3/8"), Loc: paris}}}, nil,
 			[]string{"static network 1 (10.1.2.3/8): host bits set: want 10.0.0.0/8"}},
 		{"static invalid", Options{Static: []Row{{Loc: paris}}}, nil, []string{"static network 1 (invalid Prefix): not a valid prefix"}},

@@ -1,0 +1,129 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
+)
+
+// TestSiteNotServing: a site front end whose only back end fails its
+// health checks is not serving: /-/healthy on both listeners and its load
+// report answer 503, and it pushes nothing to dnsd; when the back end
+// passes them again, all of it is back.
+func TestSiteNotServing(t *testing.T) {
+	be := webtest.NewBackend(t, "be", nil)
+	d := newFakeDNSD(t, "fe")
+	yaml := fmt.Sprintf(`listen: ["127.0.0.1:0"]
+group: %s
+member: fe
+host: fe.mirrors.test
+dnsd: {url: %q, secret: %q, push_interval: 20ms, view_interval: 1h}
+site:
+  health: {interval: 10ms, timeout: 1s, rise: 1, fall: 1}
+backends:
+  - {name: be, url: %q}
+`, testGroup, d.url, testSecret, be.URL)
+	cfg, err := ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	if _, ok := h.(SiteServing); !ok {
+		t.Fatalf("the front end %T is no SiteServing", h)
+	}
+	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	public := webtest.Serve(t, m.Handler())
+	admin := webtest.Serve(t, m.AdminHandler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+
+	codes := func() [3]int {
+		var out [3]int
+		for i, u := range []string{public + HealthPath, admin + HealthPath, admin + "/v1/load"} {
+			resp, _ := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, u, nil))
+			out[i] = resp.StatusCode
+		}
+		return out
+	}
+	ok := [3]int{http.StatusOK, http.StatusOK, http.StatusOK}
+	down := [3]int{http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusServiceUnavailable}
+
+	webtest.Eventually(t, 5*time.Second, "pushes while the back end is up", func() bool { return len(d.pushes("fe")) >= 2 })
+	if got := codes(); got != ok {
+		t.Fatalf("with the back end up: public health, admin health, load report = %v, want %v", got, ok)
+	}
+
+	be.Healthy.Store(false)
+	webtest.Eventually(t, 5*time.Second, "not serving", func() bool { return !m.Serving() })
+	if got := codes(); got != down {
+		t.Errorf("with no back end up: public health, admin health, load report = %v, want %v", got, down)
+	}
+	// A push in flight when the back end went down may still land; none
+	// after it.
+	webtest.Eventually(t, 5*time.Second, "pushes skipped", func() bool {
+		return counterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 3
+	})
+	before := len(d.pushes("fe"))
+	webtest.Eventually(t, 5*time.Second, "more pushes skipped", func() bool {
+		return counterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 6
+	})
+	if n := len(d.pushes("fe")) - before; n != 0 {
+		t.Errorf("%d load reports pushed while not serving", n)
+	}
+
+	be.Healthy.Store(true)
+	webtest.Eventually(t, 5*time.Second, "serving again", func() bool { return m.Serving() })
+	if got := codes(); got != ok {
+		t.Errorf("with the back end back: public health, admin health, load report = %v, want %v", got, ok)
+	}
+	webtest.Eventually(t, 5*time.Second, "pushes again", func() bool { return len(d.pushes("fe")) > before })
+}
+
+// TestNotServingHandlers: the health and load report endpoints of a
+// mirror that is not serving, as a table.
+func TestNotServingHandlers(t *testing.T) {
+	rep := startMirror(t, newFakeDNSD(t, "a"), "a", "", Options{}).Reporter()
+	for _, tc := range []struct {
+		name    string
+		serving func() bool
+		want    int
+	}{
+		{"no site front end", nil, http.StatusOK},
+		{"serving", func() bool { return true }, http.StatusOK},
+		{"not serving", func() bool { return false }, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			admin := webtest.Serve(t, NewAdminHandler(AdminOptions{Reporter: rep, Serving: tc.serving}))
+			public := webtest.Serve(t, withHealth(tc.serving, http.NotFoundHandler()))
+			for _, u := range []string{admin + HealthPath, admin + "/v1/load", public + HealthPath} {
+				if resp, body := webtest.Do(t, webtest.NewRequest(t, http.MethodGet, u, nil)); resp.StatusCode != tc.want {
+					t.Errorf("GET %s: %d %q, want %d", u, resp.StatusCode, body, tc.want)
+				}
+			}
+		})
+	}
+}
