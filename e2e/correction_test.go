@@ -521,25 +521,12 @@ run_queue: none
 timeouts: {shutdown: 5s}
 redirect: {enabled: true, low_watermark: %g, high_watermark: %g, max_share: %g, min_size: 1KiB, never: ["/"]}
 `, net.JoinHostPort(m.ip, port), corrGroup, m.name, m.host, dnsdAdmin, corrSecret, corrCapacity, corrLow, corrHigh, corrMaxShare)
-	path := writeFile(t, dir, m.name+".yaml", cfg)
-	var public, admin string
-	p, err := launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
-		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && public == "" {
-			public = mm[1]
-		}
-		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
-			admin = mm[1]
-		}
-		return strings.Contains(line, `msg="mirror started"`)
-	})
+	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name)
 	if err != nil {
-		return nil, "", fmt.Errorf("mirror %s on %s: %w", m.name, net.JoinHostPort(m.ip, port), err)
+		return nil, "", fmt.Errorf("on %s: %w", net.JoinHostPort(m.ip, port), err)
 	}
-	if public == "" || admin == "" {
-		t.Fatalf("mirror %s did not report its addresses:\n%s", m.name, p.Logs())
-	}
-	m.proc, m.admin = p, admin
-	return p, public, nil
+	m.proc, m.admin = mp.proc, mp.Admin
+	return mp.proc, mp.HTTP, nil
 }
 
 // byHost returns the mirror whose own host name is host, or nil.

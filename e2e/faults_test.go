@@ -493,24 +493,11 @@ func startFaultMirrors(t *testing.T, dir string, members []faultMember, cfg func
 // ready (the address taken).
 func launchFaultMirror(t *testing.T, dir string, m faultMember, listen string, cfg func(faultMember, string) string) (*faultMirrorProc, string, error) {
 	t.Helper()
-	path := writeFile(t, dir, m.name+".yaml", cfg(m, listen))
-	var public, admin string
-	p, err := launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
-		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && public == "" {
-			public = mm[1]
-		}
-		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
-			admin = mm[1]
-		}
-		return strings.Contains(line, `msg="mirror started"`)
-	})
+	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg(m, listen)), m.name)
 	if err != nil {
-		return nil, "", fmt.Errorf("mirror %s on %s: %w", m.name, listen, err)
+		return nil, "", fmt.Errorf("on %s: %w", listen, err)
 	}
-	if public == "" || admin == "" {
-		t.Fatalf("mirror %s did not report its addresses:\n%s", m.name, p.Logs())
-	}
-	return &faultMirrorProc{proc: p, name: m.name, ip: m.ip, admin: admin}, public, nil
+	return &faultMirrorProc{proc: mp.proc, name: m.name, ip: m.ip, admin: mp.Admin}, mp.HTTP, nil
 }
 
 // memberStates returns the state of each member in dnsd's group view.
@@ -524,6 +511,23 @@ func memberStates(admin string) (map[string]string, error) {
 		out[m.Name] = m.State
 	}
 	return out, nil
+}
+
+// waitMembersUp waits until dnsd at admin has every one of members up.
+func waitMembersUp(t *testing.T, admin string, members []faultMember) {
+	t.Helper()
+	eventually(t, 15*time.Second, func() string {
+		st, err := memberStates(admin)
+		if err != nil {
+			return err.Error()
+		}
+		for _, m := range members {
+			if st[m.name] != "up" {
+				return fmt.Sprintf("members %v, want all up", st)
+			}
+		}
+		return ""
+	})
 }
 
 // faultView is the part of dnsd's group view the fault scenarios read.

@@ -36,16 +36,7 @@ func TestMirrorReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := writeFile(t, dir, "mirror.yaml", fmt.Sprintf(mirrorReloadYAML, "capacity: 1000\n"))
-	m := &mirrorProc{}
-	m.proc = start(t, bin("mirror"), []string{"-config", cfg}, func(line string) bool {
-		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {
-			m.HTTP = mm[1]
-		}
-		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
-			m.Admin = mm[1]
-		}
-		return strings.Contains(line, `msg="mirror started"`)
-	})
+	m := runMirror(t, cfg, "mirror")
 	hc := &http.Client{Timeout: 5 * time.Second}
 	capacity := func() (float64, error) {
 		resp, err := hc.Get("http://" + m.Admin + "/v1/load")

@@ -47,8 +47,19 @@ capacity: 1000
 // it has reported its public and admin addresses.
 func runMirror(t testing.TB, path, name string) *mirrorProc {
 	t.Helper()
+	m, err := launchMirror(t, path, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// launchMirror is runMirror returning an error, rather than failing the
+// test, when the process exits before it is ready (its address taken).
+func launchMirror(t testing.TB, path, name string) (*mirrorProc, error) {
+	t.Helper()
 	m := &mirrorProc{}
-	m.proc = start(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
+	p, err := launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
 		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {
 			m.HTTP = mm[1]
 		}
@@ -57,10 +68,14 @@ func runMirror(t testing.TB, path, name string) *mirrorProc {
 		}
 		return strings.Contains(line, `msg="mirror started"`)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: %w", name, err)
+	}
+	m.proc = p
 	if m.HTTP == "" || m.Admin == "" {
 		t.Fatalf("mirror %s did not report its addresses:\n%s", name, m.Logs())
 	}
-	return m
+	return m, nil
 }
 
 // groupctl runs the real groupctl against a dnsd admin address.

@@ -180,23 +180,11 @@ capacity: %g
 run_queue: none
 redirect: {enabled: %t, low_watermark: %g, high_watermark: %g, max_share: %g}
 `, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdAdmin, skewSecret, skewCapacity, correct, skewLow, skewHigh, skewMaxShare)
-	path := writeFile(t, dir, m.name+".yaml", cfg)
-	p, err = launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
-		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && http == "" {
-			http = mm[1]
-		}
-		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
-			admin = mm[1]
-		}
-		return strings.Contains(line, `msg="mirror started"`)
-	})
+	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("mirror %s on %s: %w", m.name, net.JoinHostPort(m.ip, port), err)
+		return nil, "", "", fmt.Errorf("on %s: %w", net.JoinHostPort(m.ip, port), err)
 	}
-	if http == "" || admin == "" {
-		t.Fatalf("mirror %s did not report its addresses:\n%s", m.name, p.Logs())
-	}
-	return p, http, admin, nil
+	return mp.proc, mp.HTTP, mp.Admin, nil
 }
 
 // runQueue returns the mean m the mirrors report (0 with run_queue: none).

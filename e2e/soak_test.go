@@ -96,18 +96,7 @@ redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.
 		defer mu.Unlock()
 		return ms[i]
 	}
-	eventually(t, 15*time.Second, func() string {
-		st, err := memberStates(d.Admin)
-		if err != nil {
-			return err.Error()
-		}
-		for _, m := range members {
-			if st[m.name] != "up" {
-				return fmt.Sprintf("members %v, want all up", st)
-			}
-		}
-		return ""
-	})
+	waitMembersUp(t, d.Admin, members)
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), duration)
