@@ -171,7 +171,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
 
-	if d := cfg.DNSD; d.URL != "" {
+	if d := cfg.DNSD; len(d.URLs) > 0 {
 		self := cfg.Member
 		if cfg.Dispatcher {
 			self = "" // not a member: every member is a candidate
@@ -180,14 +180,14 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		// taken over the same window as this mirror's, will show them.
 		booking := bookingFor(window, flows.TimeConstant())
 		m.view, err = NewViewWatcher(ViewWatcherOptions{
-			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
+			URLs: d.URLs, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		})
 		if err != nil {
 			return nil, err
 		}
 		po := PusherOptions{
-			URL: d.URL, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
+			URLs: d.URLs, One: d.Push == PushOne, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
 			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot, Serving: m.serving,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		}
