@@ -85,6 +85,7 @@ type Mirror struct {
 	meter       *LoadMeter
 	view        *ViewWatcher          // nil without dnsd
 	pusher      *Pusher               // nil without dnsd, and for a dispatcher
+	joiner      *Joiner               // nil without join
 	files       *FileServer           // nil without root
 	completions *frontend.Completions // nil without root
 	site        SiteStatusSource      // nil unless a site front end
@@ -207,6 +208,22 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		}
 	}
 
+	if j := cfg.Join; j.Enabled {
+		l := cfg.Location
+		m.joiner, err = NewJoiner(JoinerOptions{
+			URLs: cfg.DNSD.URLs, Group: cfg.Group, Secret: []byte(cfg.DNSD.Secret), LeaveWait: j.LeaveWait.D(),
+			Member: api.MemberInfo{
+				Name: cfg.Member, Host: cfg.Host, Addresses: j.Addresses, Probe: j.Probe,
+				Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
+				Location: api.LocationView{Lat: l.Lat, Lon: l.Lon, Country: l.Country, Continent: l.Continent},
+			},
+			View: m.groupView, Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
 	loc, err := geo.FromConfig(cfg.Geo)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
@@ -272,6 +289,22 @@ func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
 
 // Reporter returns the load Reporter that counts the public requests.
 func (m *Mirror) Reporter() *probe.Reporter { return m.reporter }
+
+// Joiner returns the mirror's own membership (join), nil without join:
+// run it beside Run, and call its Leave before the public listeners stop.
+func (m *Mirror) Joiner() *Joiner { return m.joiner }
+
+// groupView returns the latest group view, nil when there is none.
+func (m *Mirror) groupView() *api.GroupView {
+	if m.view == nil {
+		return nil
+	}
+	s := m.view.Snapshot()
+	if s == nil {
+		return nil
+	}
+	return &s.View
+}
 
 // View returns the group view watcher, nil when dnsd is not configured.
 func (m *Mirror) View() *ViewWatcher { return m.view }
