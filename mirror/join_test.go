@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -248,6 +249,20 @@ func TestJoinerRetriesUntilDNSDAnswers(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(j.state.WithLabelValues(JoinJoined)); n != 1 {
 		t.Errorf("join_state{state=joined} = %g", n)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	if len(mfs) != 3 {
+		t.Errorf("%d metric families, want 3", len(mfs))
 	}
 }
 
