@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,9 @@ const (
 	DefaultPushInterval = 5 * time.Second
 	// DefaultViewInterval is dnsd.view_interval.
 	DefaultViewInterval = 5 * time.Second
+	// MaxLeaveWait bounds join.leave_wait, and the group's ttl.max when
+	// leave_wait is 0: a leave never keeps a stopping mirror longer.
+	MaxLeaveWait = time.Hour
 	// DefaultCapacity is capacity, in load units.
 	DefaultCapacity = 100
 	// DefaultLowWatermark is redirect.low_watermark.
@@ -75,6 +79,9 @@ type Config struct {
 	Host string `yaml:"host"`
 	// DNSD is where load reports are pushed; absent disables pushing.
 	DNSD DNSDConfig `yaml:"dnsd"`
+	// Join makes the mirror add itself to the group at start (GROUP-ADD)
+	// and leave it gracefully on SIGTERM (see JoinConfig); it needs dnsd.
+	Join JoinConfig `yaml:"join"`
 	// Root is the document root served; relative to the config file's
 	// directory. Exactly one of Root, Backends and Dispatcher is given.
 	Root string `yaml:"root"`
@@ -120,10 +127,30 @@ type Config struct {
 	File string `yaml:"-"`
 }
 
+// Values of dnsd.push.
+const (
+	// PushAll pushes every report to every dnsd URL.
+	PushAll = "all"
+	// PushOne pushes every report to one dnsd URL, the last that accepted
+	// one, and to the next ones in turn when it fails.
+	PushOne = "one"
+)
+
 // DNSDConfig says where and how load reports are pushed to dnsd.
 type DNSDConfig struct {
-	// URL is dnsd's admin base URL, http or https.
+	// URL is dnsd's admin base URL, http or https. Exactly one of URL and
+	// URLs is given.
 	URL string `yaml:"url"`
+	// URLs are the admin base URLs of the dnsd of an NS set, in the order
+	// they are tried. After ParseConfig it holds the dnsd URLs whichever
+	// way they were given (URL alone is a list of one).
+	URLs []string `yaml:"urls"`
+	// Push says where each load report goes (default all): all pushes it
+	// to every URL, which is right whether or not the dnsd share their
+	// reports; one pushes it to one URL, the last that accepted one, and
+	// to the next in turn when that fails, which is enough when the dnsd
+	// share the reports (etcd). Metrics name a URL by its index in URLs.
+	Push string `yaml:"push"`
 	// CAFile holds PEM certificates that an https URL's certificate may
 	// chain to besides the system's roots (a private CA); relative to the
 	// config file, resolved by ParseConfig.
@@ -148,7 +175,35 @@ func (d DNSDConfig) String() string {
 	if d.Secret != "" {
 		secret = "<redacted>"
 	}
-	return fmt.Sprintf("{URL:%s CAFile:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, d.CAFile, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
+	return fmt.Sprintf("{URL:%s URLs:%v Push:%s CAFile:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, d.URLs, d.Push, d.CAFile, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
+}
+
+// JoinConfig makes the mirror a member that announces itself. At start it
+// sends a signed GROUP-ADD of itself (member, host, capacity, bandwidth,
+// location from the top of the config, addresses and probe from here) to
+// every dnsd URL, again with backoff while one does not answer; a member
+// of its name that is already there with the same settings (a restart) is
+// kept as it is. On SIGTERM it leaves: it drains itself on every dnsd (no
+// new answer carries its address), keeps serving for LeaveWait so that the
+// answers that resolvers cached run out, sends GROUP-EXIT, and only then
+// stops its listeners and drains the requests in flight (for up to
+// timeouts.shutdown). A supervisor that stops the mirror must allow
+// LeaveWait + timeouts.shutdown and a few seconds more before it kills it.
+type JoinConfig struct {
+	// Enabled turns joining on (default off).
+	Enabled bool `yaml:"enabled"`
+	// Addresses are the IPv4 and IPv6 addresses dnsd answers for this
+	// mirror (required with enabled): where clients reach its public
+	// listeners.
+	Addresses []string `yaml:"addresses"`
+	// Probe is the URL of this mirror's load report (GET /v1/load on its
+	// admin listener) that dnsd pulls; absent: dnsd relies on the pushed
+	// reports alone.
+	Probe string `yaml:"probe"`
+	// LeaveWait is how long the mirror keeps serving after its drain
+	// (0, the default: the group's ttl.max from the group view, or
+	// MaxLeaveWait when there is no view); at most MaxLeaveWait.
+	LeaveWait Duration `yaml:"leave_wait"`
 }
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
@@ -304,6 +359,7 @@ func (v *validator) validate() {
 	v.listen()
 	v.names()
 	v.dnsd()
+	v.join()
 	v.content()
 	v.timeouts()
 	v.redirect()
@@ -419,13 +475,38 @@ func (v *validator) dnsd() {
 		}
 		return
 	}
-	if d.URL == "" {
-		v.errorf("dnsd.url", "is required")
-	} else if err := yamlconf.CheckURL(d.URL); err != nil {
-		v.errorf("dnsd.url", "%v", err)
+	switch {
+	case d.URL != "" && len(d.URLs) > 0:
+		v.errorf("dnsd.urls", "url and urls are mutually exclusive")
+	case d.URL != "":
+		if err := yamlconf.CheckURL(d.URL); err != nil {
+			v.errorf("dnsd.url", "%v", err)
+		}
+		d.URLs = []string{d.URL}
+	case v.written("dnsd.urls") && len(d.URLs) == 0:
+		v.errorf("dnsd.urls", "at least one URL is required")
+	case len(d.URLs) == 0:
+		v.errorf("dnsd.url", "is required (or urls)")
+	default:
+		seen := make(map[string]bool)
+		for i, u := range d.URLs {
+			path := fmt.Sprintf("dnsd.urls[%d]", i)
+			if err := yamlconf.CheckURL(u); err != nil {
+				v.errorf(path, "%v", err)
+			} else if key := strings.TrimSuffix(u, "/"); seen[key] {
+				v.errorf(path, "%q is listed twice", u)
+			} else {
+				seen[key] = true
+			}
+		}
+	}
+	if !v.written("dnsd.push") {
+		d.Push = PushAll
+	} else if d.Push != PushAll && d.Push != PushOne {
+		v.errorf("dnsd.push", "%q: want all or one", d.Push)
 	}
 	if d.CAFile != "" {
-		if !strings.HasPrefix(d.URL, "https://") {
+		if !slices.ContainsFunc(d.URLs, func(u string) bool { return strings.HasPrefix(u, "https://") }) {
 			v.errorf("dnsd.ca_file", "is only used with an https url")
 		} else if msg := yamlconf.CheckCAFile(v.resolve(d.CAFile), d.CAFile); msg != "" {
 			v.errorf("dnsd.ca_file", "%s", msg)
@@ -459,6 +540,47 @@ func (v *validator) dnsd() {
 		d.ViewInterval = Duration(DefaultViewInterval)
 	} else if d.ViewInterval <= 0 {
 		v.errorf("dnsd.view_interval", "must be > 0, got %s", d.ViewInterval.D())
+	}
+}
+
+func (v *validator) join() {
+	j := &v.c.Join
+	if !j.Enabled {
+		if v.written("join") && (len(j.Addresses) > 0 || j.Probe != "" || j.LeaveWait != 0) {
+			v.errorf("join.enabled", "the join settings are written but enabled is not true")
+		}
+		return
+	}
+	switch {
+	case v.c.Dispatcher:
+		v.errorf("join.enabled", "a dispatcher is no member: it can not join")
+	case !v.written("dnsd"):
+		v.errorf("join.enabled", "needs dnsd (the dnsd to join)")
+	}
+	if len(j.Addresses) == 0 {
+		v.errorf("join.addresses", "at least one address is required")
+	}
+	seen := make(map[netip.Addr]bool)
+	for i, s := range j.Addresses {
+		path := fmt.Sprintf("join.addresses[%d]", i)
+		a, err := netip.ParseAddr(s)
+		switch {
+		case err != nil || a.Zone() != "":
+			v.errorf(path, "%q is not an IP address", s)
+		case seen[a.Unmap()]:
+			v.errorf(path, "%q is listed twice", s)
+		default:
+			seen[a.Unmap()] = true
+			j.Addresses[i] = a.Unmap().String()
+		}
+	}
+	if j.Probe != "" {
+		if err := yamlconf.CheckURL(j.Probe); err != nil {
+			v.errorf("join.probe", "%v", err)
+		}
+	}
+	if d := j.LeaveWait.D(); d < 0 || d > MaxLeaveWait {
+		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", MaxLeaveWait, d)
 	}
 }
 

@@ -221,6 +221,21 @@ func TestParseConfigInline(t *testing.T) {
 		{"dnsd ca_file not PEM", head + "root: .\ndnsd: {url: 'https://a', secret: x, ca_file: empty.secret}\n", `dnsd.ca_file: "empty.secret" holds no PEM certificate`},
 		{"dnsd ca_file missing", head + "root: .\ndnsd: {url: 'https://a', secret: x, ca_file: ca.crt}\n", `dnsd.ca_file: cannot use "ca.crt": no such file or directory`},
 		{"unknown nested key", head + "root: .\nredirect: {enabled: true, watermark: 1}\n", "mirror.yaml:6:27: redirect.watermark: unknown field"},
+		{"dnsd urls", head + "root: .\ndnsd: {urls: ['http://a', 'http://b'], secret: x, push: one}\n", ""},
+		{"dnsd url and urls", head + "root: .\ndnsd: {url: 'http://a', urls: ['http://b'], secret: x}\n", "mirror.yaml:6:25: dnsd.urls: url and urls are mutually exclusive"},
+		{"dnsd urls empty", head + "root: .\ndnsd: {urls: [], secret: x}\n", "mirror.yaml:6:8: dnsd.urls: at least one URL is required"},
+		{"dnsd urls twice", head + "root: .\ndnsd: {urls: ['http://a', 'http://a/'], secret: x}\n", `mirror.yaml:6:27: dnsd.urls[1]: "http://a/" is listed twice`},
+		{"dnsd urls bad", head + "root: .\ndnsd: {urls: ['http://a', 'ftp://b'], secret: x}\n", `mirror.yaml:6:27: dnsd.urls[1]: "ftp://b": want an http or https URL`},
+		{"dnsd push", head + "root: .\ndnsd: {url: 'http://a', secret: x, push: first}\n", `dnsd.push: "first": want all or one`},
+		{"join", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1, '2001:db8::1'], probe: 'http://192.0.2.1:9180/v1/load', leave_wait: 30s}\n", ""},
+		{"join without dnsd", head + "root: .\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "mirror.yaml:6:8: join.enabled: needs dnsd"},
+		{"join without addresses", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true}\n", "mirror.yaml:7:1: join.addresses: at least one address is required"},
+		{"join bad address", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1, www.example.org, '::ffff:192.0.2.1']}\n", `join.addresses[1]: "www.example.org" is not an IP address`},
+		{"join address twice", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1, '::ffff:192.0.2.1']}\n", `join.addresses[1]: "::ffff:192.0.2.1" is listed twice`},
+		{"join bad probe", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], probe: 'a:b'}\n", "join.probe: "},
+		{"join leave_wait", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], leave_wait: 2h}\n", "join.leave_wait: must be in 0..1h0m0s (0: the group's ttl.max), got 2h0m0s"},
+		{"join settings not enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {addresses: [192.0.2.1]}\n", "join.enabled: the join settings are written but enabled is not true"},
+		{"join dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "join.enabled: a dispatcher is no member: it can not join"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -589,7 +589,7 @@ func TestPush(t *testing.T) {
 		var logs syncBuffer
 		reg := prometheus.NewRegistry()
 		p, err := NewPusher(PusherOptions{
-			URL: url, Group: testGroup, Member: "a", Secret: []byte("s"),
+			URLs: []string{url}, Group: testGroup, Member: "a", Secret: []byte("s"),
 			Snapshot:   func(now time.Time) probe.Report { return probe.Report{Group: testGroup, Member: "a", Time: now} },
 			Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
 			Registerer: reg,
@@ -643,7 +643,7 @@ func TestViewWatcher(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			now := t0
 			w, err := NewViewWatcher(ViewWatcherOptions{
-				URL: srv.URL, Group: "www.example.org", Self: "fra1", Interval: time.Second,
+				URLs: []string{srv.URL}, Group: "www.example.org", Self: "fra1", Interval: time.Second,
 				Clock: func() time.Time { return now }, Registerer: reg,
 			})
 			if err != nil {
@@ -683,7 +683,7 @@ func TestViewWatcher(t *testing.T) {
 			_ = jsonEncode(w, testView(nil))
 		}))
 		defer srv.Close()
-		w, err := NewViewWatcher(ViewWatcherOptions{URL: srv.URL, Group: "www.example.org"})
+		w, err := NewViewWatcher(ViewWatcherOptions{URLs: []string{srv.URL}, Group: "www.example.org"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -417,9 +418,9 @@ func (s *GroupSnapshot) Booking() RedirectBooking { return s.booking }
 
 // ViewWatcherOptions configure a ViewWatcher.
 type ViewWatcherOptions struct {
-	// URL is dnsd's admin base URL (required); the view is its
-	// api.GetGroup route.
-	URL string
+	// URLs are the admin base URLs of dnsd (at least one); the view is
+	// their api.GetGroup route, taken from whichever answers.
+	URLs []string
 	// Group is the group's name (required).
 	Group string
 	// Self is this mirror's member name, left out of the candidates; ""
@@ -428,8 +429,8 @@ type ViewWatcherOptions struct {
 	// Interval is the time between refreshes (default DefaultViewInterval).
 	// A view is stale StaleViews intervals after it was fetched.
 	Interval time.Duration
-	// Timeout bounds one refresh (default the smaller of Interval and
-	// DefaultPushTimeout).
+	// Timeout bounds one attempt at one URL (default the smaller of
+	// Interval and DefaultPushTimeout).
 	Timeout time.Duration
 	// Client fetches the view (default: api.Client's, which follows no
 	// redirect).
@@ -439,34 +440,49 @@ type ViewWatcherOptions struct {
 	// Booking is how each snapshot books the redirects made on it (zero
 	// fields: BookingFor's defaults); see NewGroupSnapshot.
 	Booking RedirectBooking
-	// Logger gets failures, once per failing spell (default: discard).
+	// Logger gets failures, once per failing spell of each URL (default:
+	// discard).
 	Logger *slog.Logger
 	// Registerer, when set, gets transmirror_mirror_view_refreshes_total
-	// {result} and transmirror_mirror_view_last_success_timestamp_seconds.
+	// {dnsd,result} (dnsd is the URL's index in URLs) and
+	// transmirror_mirror_view_last_success_timestamp_seconds.
 	Registerer prometheus.Registerer
 }
 
 // ViewWatcher keeps the group view fresh (GROUP-QUERY): it fetches it from
 // dnsd every interval and keeps the last good one, with the time it was
-// fetched, as a GroupSnapshot. A failed refresh keeps the old snapshot,
-// which goes stale on its own. Snapshot is safe for concurrent use.
+// fetched, as a GroupSnapshot. With several dnsd URLs it asks the one that
+// answered last, and when that fails the next ones in turn, until one
+// gives a good view. A refresh that fails everywhere keeps the old
+// snapshot, which goes stale on its own. Snapshot is safe for concurrent
+// use.
 type ViewWatcher struct {
-	o      ViewWatcherOptions
-	api    *api.Client
-	target string // for logs
-	log    *slog.Logger
-	cur    atomic.Pointer[GroupSnapshot]
+	o       ViewWatcherOptions
+	sources []*viewSource
+	log     *slog.Logger
+	cur     atomic.Pointer[GroupSnapshot]
 
 	refreshes *prometheus.CounterVec
 	lastOK    prometheus.Gauge
-	mu        sync.Mutex // one refresh at a time; guards spell
-	spell     spell
+	mu        sync.Mutex // one refresh at a time; guards next and the spells
+	next      int        // the source asked first
+}
+
+// viewSource is one dnsd that the view is taken from.
+type viewSource struct {
+	label  string // the URL's index, the dnsd label
+	api    *api.Client
+	target string // the view's URL, for logs
+	spell  spell
 }
 
 // NewViewWatcher checks o and returns a ViewWatcher without a view yet.
 func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
-	if o.Group == "" {
+	switch {
+	case o.Group == "":
 		return nil, errors.New("mirror: view: group is required")
+	case len(o.URLs) == 0:
+		return nil, errors.New("mirror: view: a dnsd URL is required")
 	}
 	if o.Interval <= 0 {
 		o.Interval = DefaultViewInterval
@@ -477,19 +493,13 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	c, err := api.NewClient(o.URL, api.ClientOptions{HTTP: o.Client, Clock: o.Clock, MaxResponse: MaxViewSize})
-	if err != nil {
-		return nil, fmt.Errorf("mirror: view: %w", err)
-	}
 	w := &ViewWatcher{
-		o:      o,
-		api:    c,
-		target: c.URL(api.GetGroup, o.Group),
-		log:    o.Logger,
+		o:   o,
+		log: o.Logger,
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "view_refreshes_total",
-			Help: "Group view refreshes from dnsd, by result (ok, http_error, invalid, network).",
-		}, []string{"result"}),
+			Help: "Group view requests to dnsd, by dnsd (the index of its URL) and result (ok, http_error, invalid, network).",
+		}, []string{"dnsd", "result"}),
 		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "view_last_success_timestamp_seconds",
 			Help: "When the group view was last refreshed, in seconds since the epoch (0: never).",
@@ -498,9 +508,17 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
-	w.spell = spell{log: w.log, what: "group view refresh", target: w.target}
-	for _, r := range []string{viewOK, viewHTTPError, viewInvalid, viewNetwork} {
-		w.refreshes.WithLabelValues(r)
+	for i, u := range o.URLs {
+		c, err := api.NewClient(u, api.ClientOptions{HTTP: o.Client, Clock: o.Clock, MaxResponse: MaxViewSize})
+		if err != nil {
+			return nil, fmt.Errorf("mirror: view: %w", err)
+		}
+		src := &viewSource{label: strconv.Itoa(i), api: c, target: c.URL(api.GetGroup, o.Group)}
+		src.spell = spell{log: w.log, what: "group view refresh", target: src.target}
+		w.sources = append(w.sources, src)
+		for _, r := range []string{viewOK, viewHTTPError, viewInvalid, viewNetwork} {
+			w.refreshes.WithLabelValues(src.label, r)
+		}
 	}
 	if o.Registerer != nil {
 		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK} {
@@ -522,22 +540,40 @@ func (w *ViewWatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Refresh fetches the view now, bounded by the timeout, and swaps it in
-// when it is good. The result is counted and a change between failing
-// and working is logged.
+// Refresh fetches the view now and swaps it in when it is good: from the
+// dnsd that answered last, else from the next ones in turn, each attempt
+// bounded by the timeout. It returns nil once one gave a good view, else
+// every attempt's error. Each attempt is counted and a change between
+// failing and working is logged, by URL.
 func (w *ViewWatcher) Refresh(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	result, err := w.refresh(ctx)
-	w.refreshes.WithLabelValues(result).Inc()
-	w.spell.note(ctx, result, err)
-	return err
+	var errs []error
+	for k := range w.sources {
+		i := (w.next + k) % len(w.sources)
+		src := w.sources[i]
+		result, err := w.refresh(ctx, src)
+		w.refreshes.WithLabelValues(src.label, result).Inc()
+		src.spell.note(ctx, result, err)
+		if err == nil {
+			if i != w.next {
+				w.log.Info("group view now from another dnsd", "url", src.target)
+				w.next = i
+			}
+			return nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
 }
 
-func (w *ViewWatcher) refresh(ctx context.Context) (string, error) {
+func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
 	defer cancel()
-	v, err := w.api.Group(ctx, w.o.Group)
+	v, err := src.api.Group(ctx, w.o.Group)
 	var se *api.StatusError
 	switch {
 	case errors.As(err, &se):

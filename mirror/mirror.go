@@ -85,6 +85,7 @@ type Mirror struct {
 	meter       *LoadMeter
 	view        *ViewWatcher          // nil without dnsd
 	pusher      *Pusher               // nil without dnsd, and for a dispatcher
+	joiner      *Joiner               // nil without join
 	files       *FileServer           // nil without root
 	completions *frontend.Completions // nil without root
 	site        SiteStatusSource      // nil unless a site front end
@@ -171,7 +172,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
 
-	if d := cfg.DNSD; d.URL != "" {
+	if d := cfg.DNSD; len(d.URLs) > 0 {
 		self := cfg.Member
 		if cfg.Dispatcher {
 			self = "" // not a member: every member is a candidate
@@ -180,14 +181,14 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		// taken over the same window as this mirror's, will show them.
 		booking := bookingFor(window, flows.TimeConstant())
 		m.view, err = NewViewWatcher(ViewWatcherOptions{
-			URL: d.URL, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
+			URLs: d.URLs, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		})
 		if err != nil {
 			return nil, err
 		}
 		po := PusherOptions{
-			URL: d.URL, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
+			URLs: d.URLs, One: d.Push == PushOne, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
 			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot, Serving: m.serving,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		}
@@ -204,6 +205,22 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 			if m.pusher, err = NewPusher(po); err != nil {
 				return nil, err
 			}
+		}
+	}
+
+	if j := cfg.Join; j.Enabled {
+		l := cfg.Location
+		m.joiner, err = NewJoiner(JoinerOptions{
+			URLs: cfg.DNSD.URLs, Group: cfg.Group, Secret: []byte(cfg.DNSD.Secret), LeaveWait: j.LeaveWait.D(),
+			Member: api.MemberInfo{
+				Name: cfg.Member, Host: cfg.Host, Addresses: j.Addresses, Probe: j.Probe,
+				Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
+				Location: api.LocationView{Lat: l.Lat, Lon: l.Lon, Country: l.Country, Continent: l.Continent},
+			},
+			View: m.groupView, Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 
@@ -272,6 +289,22 @@ func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
 
 // Reporter returns the load Reporter that counts the public requests.
 func (m *Mirror) Reporter() *probe.Reporter { return m.reporter }
+
+// Joiner returns the mirror's own membership (join), nil without join:
+// run it beside Run, and call its Leave before the public listeners stop.
+func (m *Mirror) Joiner() *Joiner { return m.joiner }
+
+// groupView returns the latest group view, nil when there is none.
+func (m *Mirror) groupView() *api.GroupView {
+	if m.view == nil {
+		return nil
+	}
+	s := m.view.Snapshot()
+	if s == nil {
+		return nil
+	}
+	return &s.View
+}
 
 // View returns the group view watcher, nil when dnsd is not configured.
 func (m *Mirror) View() *ViewWatcher { return m.view }

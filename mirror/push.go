@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,9 +33,13 @@ const (
 
 // PusherOptions configure a Pusher.
 type PusherOptions struct {
-	// URL is dnsd's admin base URL (required); reports go to its
-	// api.PushLoad route, a dispatcher's to api.PushRedirects.
-	URL string
+	// URLs are the admin base URLs of dnsd (at least one); reports go to
+	// their api.PushLoad route, a dispatcher's to api.PushRedirects.
+	URLs []string
+	// One pushes each report to one URL only, the last that accepted one,
+	// trying the next ones in turn when it fails (dnsd.push: one); false
+	// pushes it to every URL (dnsd.push: all).
+	One bool
 	// Group and Member name this mirror (required; a dispatcher, which is
 	// no member, has no Member and pushes Redirects instead).
 	Group, Member string
@@ -42,8 +47,8 @@ type PusherOptions struct {
 	Secret []byte
 	// Interval is the time between pushes (default DefaultPushInterval).
 	Interval time.Duration
-	// Timeout bounds one push (default the smaller of Interval and
-	// DefaultPushTimeout).
+	// Timeout bounds one push to one URL (default the smaller of Interval
+	// and DefaultPushTimeout).
 	Timeout time.Duration
 	// Snapshot makes the report to push, usually probe.Reporter.Snapshot
 	// (required unless Redirects); the report names Group and Member.
@@ -61,31 +66,43 @@ type PusherOptions struct {
 	Client *http.Client
 	// Clock gives the time of reports and signatures (default time.Now).
 	Clock func() time.Time
-	// Logger gets failures, once per failing spell (default: discard).
+	// Logger gets failures, once per failing spell of each URL (default:
+	// discard).
 	Logger *slog.Logger
-	// Registerer, when set, gets transmirror_mirror_pushes_total{result}
-	// and transmirror_mirror_push_last_success_timestamp_seconds.
+	// Registerer, when set, gets transmirror_mirror_pushes_total{dnsd,result}
+	// and transmirror_mirror_push_last_success_timestamp_seconds{dnsd}, dnsd
+	// being the URL's index in URLs ("0" for the first).
 	Registerer prometheus.Registerer
 }
 
 // Pusher is LOAD-INFORM: it POSTs this mirror's signed load report to dnsd
-// every interval. A failing push is counted and retried at the next tick;
-// the first failure of a spell is logged at Warn, the recovery at Info.
+// every interval, to every URL or to one of them (PusherOptions.One). A
+// failing push is counted and retried at the next tick; the first failure
+// of a spell is logged at Warn, the recovery at Info, for each URL apart.
 type Pusher struct {
-	o      PusherOptions
-	api    *api.Client
-	target string // for logs
-	log    *slog.Logger
+	o       PusherOptions
+	targets []*pushTarget
+	log     *slog.Logger
 
 	pushes *prometheus.CounterVec
-	lastOK prometheus.Gauge
-	mu     sync.Mutex // one push at a time; guards spell
+	lastOK *prometheus.GaugeVec
+	mu     sync.Mutex // one push at a time; guards cur and the spells
+	cur    int        // with One: the target tried first
+}
+
+// pushTarget is one dnsd that reports go to.
+type pushTarget struct {
+	label  string // the URL's index, the dnsd label
+	api    *api.Client
+	target string // the push URL, for logs
 	spell  spell
 }
 
 // NewPusher checks o and returns a Pusher.
 func NewPusher(o PusherOptions) (*Pusher, error) {
 	switch {
+	case len(o.URLs) == 0:
+		return nil, errors.New("mirror: pusher: a dnsd URL is required")
 	case o.Redirects != nil && (o.Group == "" || len(o.Secret) == 0):
 		return nil, errors.New("mirror: pusher: group and secret are required")
 	case o.Redirects == nil && (o.Group == "" || o.Member == "" || len(o.Secret) == 0 || o.Snapshot == nil):
@@ -100,34 +117,36 @@ func NewPusher(o PusherOptions) (*Pusher, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	c, err := api.NewClient(o.URL, api.ClientOptions{HTTP: o.Client, Secret: o.Secret, Clock: o.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("mirror: pusher: %w", err)
-	}
-	target := c.URL(api.PushLoad, o.Group, o.Member)
-	if o.Redirects != nil {
-		target = c.URL(api.PushRedirects, o.Group)
-	}
 	p := &Pusher{
-		o:      o,
-		api:    c,
-		target: target,
-		log:    o.Logger,
+		o:   o,
+		log: o.Logger,
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "pushes_total",
-			Help: "Load reports pushed to dnsd, by result (ok, unauthorized, rejected, server_error, network, not_serving).",
-		}, []string{"result"}),
-		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Load reports pushed to dnsd, by dnsd (the index of its URL) and result (ok, unauthorized, rejected, server_error, network, not_serving).",
+		}, []string{"dnsd", "result"}),
+		lastOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "push_last_success_timestamp_seconds",
-			Help: "When a load report was last accepted by dnsd, in seconds since the epoch (0: never).",
-		}),
+			Help: "When a load report was last accepted by dnsd (the index of its URL), in seconds since the epoch (0: never).",
+		}, []string{"dnsd"}),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
-	p.spell = spell{log: p.log, what: "load push", target: p.target}
-	for _, r := range []string{pushOK, pushUnauthorized, pushRejected, pushServerError, pushNetwork, pushNotServing} {
-		p.pushes.WithLabelValues(r)
+	for i, u := range o.URLs {
+		c, err := api.NewClient(u, api.ClientOptions{HTTP: o.Client, Secret: o.Secret, Clock: o.Clock})
+		if err != nil {
+			return nil, fmt.Errorf("mirror: pusher: %w", err)
+		}
+		t := &pushTarget{label: strconv.Itoa(i), api: c, target: c.URL(api.PushLoad, o.Group, o.Member)}
+		if o.Redirects != nil {
+			t.target = c.URL(api.PushRedirects, o.Group)
+		}
+		t.spell = spell{log: p.log, what: "load push", target: t.target}
+		p.targets = append(p.targets, t)
+		for _, r := range []string{pushOK, pushUnauthorized, pushRejected, pushServerError, pushNetwork, pushNotServing} {
+			p.pushes.WithLabelValues(t.label, r)
+		}
+		p.lastOK.WithLabelValues(t.label)
 	}
 	if o.Registerer != nil {
 		for _, c := range []prometheus.Collector{p.pushes, p.lastOK} {
@@ -146,35 +165,80 @@ func (p *Pusher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Push sends one report now, bounded by the push timeout, and returns why
-// it failed, if it did. The result is counted and a change between
-// failing and working is logged.
+// Push sends one report now, each attempt bounded by the push timeout, and
+// returns why it failed, if it did: to every URL (nil when all accepted
+// it), or with One to the URL that last accepted one and, when that fails,
+// to the next ones in turn until one accepts it (nil then). Each attempt
+// is counted and a change between failing and working is logged, by URL.
 func (p *Pusher) Push(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	result, err := p.push(ctx)
-	p.pushes.WithLabelValues(result).Inc()
-	p.spell.note(ctx, result, err)
+	if p.o.Serving != nil && !p.o.Serving() {
+		// Counted once, on the URL it would have gone to first.
+		t := p.targets[p.cur]
+		p.pushes.WithLabelValues(t.label, pushNotServing).Inc()
+		t.spell.note(ctx, pushNotServing, ErrNotServing)
+		return ErrNotServing
+	}
+	now := p.o.Clock()
+	body, err := p.body(now)
+	if err != nil {
+		return err
+	}
+	if p.o.One {
+		var errs []error
+		for k := range p.targets {
+			i := (p.cur + k) % len(p.targets)
+			if err := p.pushTo(ctx, p.targets[i], body, now); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.cur = i
+			return nil
+		}
+		return errors.Join(errs...)
+	}
+	errs := make([]error, len(p.targets))
+	var wg sync.WaitGroup
+	for i, t := range p.targets {
+		wg.Go(func() { errs[i] = p.pushTo(ctx, t, body, now) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// body returns what one push sends: the report of now, one for every URL.
+func (p *Pusher) body(now time.Time) (any, error) {
+	if p.o.Redirects != nil {
+		return p.o.Redirects(now), nil
+	}
+	return p.o.Snapshot(now), nil
+}
+
+// pushTo sends body to t and counts and notes the outcome.
+func (p *Pusher) pushTo(ctx context.Context, t *pushTarget, body any, now time.Time) error {
+	result, err := p.send(ctx, t, body)
+	if err == nil {
+		p.lastOK.WithLabelValues(t.label).Set(float64(now.UnixNano()) / 1e9)
+	}
+	p.pushes.WithLabelValues(t.label, result).Inc()
+	t.spell.note(ctx, result, err)
 	return err
 }
 
-func (p *Pusher) push(ctx context.Context) (string, error) {
-	if p.o.Serving != nil && !p.o.Serving() {
-		return pushNotServing, ErrNotServing
-	}
+func (p *Pusher) send(ctx context.Context, t *pushTarget, body any) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	now := p.o.Clock()
 	var err error
-	if p.o.Redirects != nil {
-		err = p.api.PushRedirects(ctx, p.o.Group, p.o.Redirects(now))
-	} else {
-		err = p.api.PushLoad(ctx, p.o.Snapshot(now))
+	switch b := body.(type) {
+	case api.RedirectReport:
+		err = t.api.PushRedirects(ctx, p.o.Group, b)
+	case probe.Report:
+		err = t.api.PushLoad(ctx, b)
 	}
 	var se *api.StatusError
 	switch {
 	case err == nil:
-		p.lastOK.Set(float64(now.UnixNano()) / 1e9)
 		return pushOK, nil
 	case errors.As(err, &se):
 		result := pushServerError

@@ -251,6 +251,9 @@ type MemberConfig struct {
 	// Runtime marks a member added through the admin API (GROUP-ADD)
 	// rather than written in the config file.
 	Runtime bool `yaml:"-"`
+	// Joined marks a run-time member that added itself (a mirror with
+	// join on, api.MemberInfo.Joined); it changes nothing in the answers.
+	Joined bool `yaml:"-"`
 }
 
 // HealthConfig is how dnsd watches members: it pulls each member's load

@@ -320,8 +320,12 @@ func (g *global) status(ctx context.Context, args []string) error {
 		if m.Bandwidth > 0 {
 			bw, bwUtil = yamlconf.Bandwidth(m.Bandwidth).String(), fmt.Sprintf("%.2f", m.BandwidthUtilization)
 		}
+		source := m.Source
+		if m.Joined {
+			source = "joined" // a run-time member that added itself
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\n",
-			m.Name, m.State, m.Source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
+			m.Name, m.State, source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
 			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age)
 	}
 	return tw.Flush()

@@ -45,7 +45,7 @@ func testView() api.GroupView {
 			},
 			{
 				MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.mirrors.example.org.", Addresses: []string{"192.0.2.20"},
-					Location: api.LocationView{Country: "NL", Continent: "EU"}, Capacity: 500, Weight: 2},
+					Location: api.LocationView{Country: "NL", Continent: "EU"}, Capacity: 500, Weight: 2, Joined: true},
 				Source: "runtime", State: "unknown", AnswerShare: 0.25, CapacityShare: 0.333,
 			},
 		},

@@ -21,7 +21,12 @@
 // msg="mirror started".
 //
 // Signals: SIGINT and SIGTERM stop accepting connections and drain the
-// requests in flight for up to timeouts.shutdown. SIGHUP, and POST
+// requests in flight for up to timeouts.shutdown. With join on, the
+// mirror first leaves the group while it goes on serving: it drains
+// itself on every dnsd, waits join.leave_wait (by default the group's
+// ttl.max) so that cached answers run out, sends GROUP-EXIT, and only
+// then stops its listeners; a stop takes up to leave_wait +
+// timeouts.shutdown, and a second SIGINT or SIGTERM cuts the wait short. SIGHUP, and POST
 // /-/reload on the admin address (loopback callers only), reload the
 // config: it is read and validated again, what can fail is prepared (the
 // GeoIP database, the redirect rules, the admin certificate and key),
@@ -208,6 +213,43 @@ func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*
 	}, nil
 }
 
+// joinAndLeave is the Component of the mirror's own membership: it joins
+// the group until sig (the signal context) is done, then leaves it
+// gracefully (mirror.Joiner.Leave) while the other components go on
+// serving, and then calls stopServing. A second SIGINT or SIGTERM cuts
+// the leave's wait short. When another component fails first (ctx done,
+// not sig) the mirror leaves without waiting: it is about to stop serving.
+func joinAndLeave(sig context.Context, j *mirror.Joiner, stopServing func(), logger *slog.Logger) daemon.Component {
+	return func(ctx context.Context) error {
+		defer stopServing()
+		jctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(sig, cancel)()
+		_ = j.Run(jctx) // retries and logs by itself
+
+		lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer lcancel()
+		if ctx.Err() != nil {
+			lcancel() // a failure, not a signal: no wait
+		}
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(again)
+		go func() {
+			select {
+			case <-again:
+				logger.Warn("second signal: leaving the group without waiting")
+				lcancel()
+			case <-lctx.Done():
+			}
+		}()
+		if err := j.Leave(lctx); err != nil {
+			logger.Error("leaving the group", "err", err)
+		}
+		return nil
+	}
+}
+
 // check runs exactly a start's build, with private metrics, and releases
 // it: it serves nothing and opens no socket.
 func check(cfg *mirror.Config, logger *slog.Logger) error {
@@ -272,7 +314,17 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 		lns = append(lns, ln)
 		logger.Info("handoff listening", "socket", cfg.Site.HandoffSocket)
 	}
+	// With join the listeners outlive the signal: the leave (drain, wait,
+	// GROUP-EXIT) runs first, while the mirror still serves, and only then
+	// does everything stop and drain its requests.
+	serveCtx := ctx
 	components := []daemon.Component{m.Run}
+	if j := m.Joiner(); j != nil {
+		var stopServing context.CancelFunc
+		serveCtx, stopServing = context.WithCancel(context.WithoutCancel(ctx))
+		defer stopServing()
+		components = append(components, joinAndLeave(ctx, j, stopServing, logger))
+	}
 	for _, ln := range lns {
 		components = append(components, func(ctx context.Context) error { return m.Serve(ctx, ln) })
 	}
@@ -297,7 +349,7 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 	started := func() {
 		logger.Info("mirror started", "group", cfg.Group, "member", cfg.Member, "role", role(cfg))
 	}
-	if err := daemon.Run(ctx, reloader.Reload, started, components...); err != nil {
+	if err := daemon.Run(serveCtx, reloader.Reload, started, components...); err != nil {
 		return err
 	}
 	logger.Info("mirror stopped")

@@ -246,7 +246,7 @@ func (c *Controller) merge(base *zones.Set, st persisted) (*zones.Set, error) {
 func memberConfig(info api.MemberInfo) (zones.MemberConfig, error) {
 	mc := zones.MemberConfig{
 		Name: info.Name, Host: info.Host, Capacity: info.Capacity, Bandwidth: zones.Bandwidth(info.Bandwidth),
-		Weight: info.Weight, Probe: info.Probe,
+		Weight: info.Weight, Probe: info.Probe, Joined: info.Joined,
 		Location: zones.Location{Lat: info.Location.Lat, Lon: info.Location.Lon,
 			Country: info.Location.Country, Continent: info.Location.Continent},
 	}
@@ -264,7 +264,7 @@ func memberConfig(info api.MemberInfo) (zones.MemberConfig, error) {
 func memberInfo(m zones.MemberConfig) api.MemberInfo {
 	info := api.MemberInfo{
 		Name: m.Name, Host: m.Host, Capacity: m.Capacity, Bandwidth: m.Bandwidth.BytesPerSecond(),
-		Weight: m.Weight, Probe: m.Probe,
+		Weight: m.Weight, Probe: m.Probe, Joined: m.Joined,
 		Location: api.LocationView{Lat: m.Location.Lat, Lon: m.Location.Lon,
 			Country: m.Location.Country, Continent: m.Location.Continent},
 	}

@@ -315,3 +315,34 @@ func TestAdminAPIBadInput(t *testing.T) {
 		t.Errorf("members after refused writes: %+v", v.Members)
 	}
 }
+
+// TestControllerJoined: a member that added itself (joined) is shown so
+// in the view, before and after a restart; one added by an operator is
+// not.
+func TestControllerJoined(t *testing.T) {
+	dir := t.TempDir()
+	e := startCtl(t, dir, testenv.Config(""))
+	for _, add := range []string{
+		`{"name":"ams1","host":"ams1.example.org.","addresses":["10.0.1.2"],"capacity":500,"joined":true}`,
+		`{"name":"ams2","host":"ams2.example.org.","addresses":["10.0.1.3"],"capacity":500}`,
+	} {
+		if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
+			t.Fatalf("GROUP-ADD: %d %s", code, body)
+		}
+	}
+	want := map[string]bool{"fra1": false, "ams1": true, "ams2": false}
+	check := func(t *testing.T, c *members.Controller) {
+		v, err := c.View("www.example.org")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range v.Members {
+			if m.Joined != want[m.Name] {
+				t.Errorf("%s: joined %v, want %v", m.Name, m.Joined, want[m.Name])
+			}
+		}
+	}
+	t.Run("view", func(t *testing.T) { check(t, e.ctl) })
+	e.stop()
+	t.Run("after restart", func(t *testing.T) { check(t, startCtl(t, dir, testenv.Config("")).ctl) })
+}

@@ -59,7 +59,9 @@ type LocationView struct {
 // MemberInfo is a member as GROUP-ADD takes it (the body of AddMember)
 // and as a view shows it. Capacity, in load units, and Bandwidth, in
 // bytes per second (0 or absent: no limit), are the ones dnsd's policy
-// divides by.
+// divides by. Joined marks a member that sent its own GROUP-ADD (a
+// mirror with join on) rather than one an operator added; it changes
+// nothing in the answers.
 type MemberInfo struct {
 	Name      string       `json:"name"`
 	Host      string       `json:"host"`
@@ -69,12 +71,14 @@ type MemberInfo struct {
 	Bandwidth float64      `json:"bandwidth,omitempty"`
 	Weight    float64      `json:"weight,omitempty"`
 	Probe     string       `json:"probe,omitempty"`
+	Joined    bool         `json:"joined,omitempty"`
 }
 
 // MemberView is one member in a GroupView.
 type MemberView struct {
 	MemberInfo
-	// Source is "config" (the config file) or "runtime" (GROUP-ADD).
+	// Source is "config" (the config file) or "runtime" (GROUP-ADD; a
+	// member that added itself also has Joined).
 	Source string `json:"source"`
 	// State is unknown, up, down or draining.
 	State string `json:"state"`
