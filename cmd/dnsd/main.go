@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/admin"
+	"github.com/transmirror/transmirror/dnsd/cluster"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
@@ -218,9 +220,19 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	ctl, err := members.New(members.Options{
-		Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher,
-	})
+	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
+	var shared *cluster.Store // nil: a single node, its state file keeps the run-time state
+	if cc := set.Config.Cluster; cc.Enabled() {
+		shared, err = cluster.New(cluster.Options{Config: cc, Logger: logger, Registry: reg,
+			Cache: members.NewFileStore(set.StateFile)})
+		if err != nil {
+			return err
+		}
+		defer shared.Close()
+		mo.Store, mo.Reports = shared, shared
+		logger.Info("cluster node", "node", cc.Node, "etcd", strings.Join(cc.Etcd.Endpoints, ","), "prefix", cc.Etcd.Prefix)
+	}
+	ctl, err := members.New(mo)
 	if err != nil {
 		return err
 	}
@@ -300,6 +312,9 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		func(ctx context.Context) error {
 			return disp.RunScopeSaver(ctx, scopesFile, dispatch.DefaultScopeSaveInterval)
 		}}
+	if shared != nil {
+		components = append(components, func(ctx context.Context) error { return shared.Run(ctx, ctl) })
+	}
 	for _, sp := range socks {
 		for _, pc := range sp.pcs {
 			components = append(components, func(ctx context.Context) error { return srv.ServeUDP(ctx, pc) })
