@@ -239,6 +239,22 @@ func TestNSSet(t *testing.T) {
 			t.Errorf("node %d without etcd: push: %v", i+1, err)
 		}
 	}
+	var dash struct {
+		Cluster *struct {
+			Node     string   `json:"node"`
+			Degraded bool     `json:"degraded"`
+			Nodes    []string `json:"nodes"`
+		} `json:"cluster"`
+	}
+	if resp, err := http.Get("http://" + all[1].Admin + "/v1/dashboard"); err != nil {
+		t.Error(err)
+	} else {
+		err := jsonDecode(resp.Body, &dash)
+		resp.Body.Close()
+		if err != nil || dash.Cluster == nil || dash.Cluster.Node != "ns2" || !dash.Cluster.Degraded || len(dash.Cluster.Nodes) != 3 {
+			t.Errorf("ns2's dashboard without etcd: %+v (%v), want node ns2, degraded, the three nodes last seen", dash.Cluster, err)
+		}
+	}
 	out, err := nssetAdd(t, all[1], "fra2", "127.0.20.2")
 	if err == nil || !strings.Contains(out, "503") || !strings.Contains(out, "cluster store unavailable") {
 		t.Errorf("add without etcd: %v\n%s\nwant a 503 saying the cluster store is unavailable", err, out)

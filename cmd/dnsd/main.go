@@ -269,6 +269,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	dash, err := admin.NewDashboard(admin.DashboardOptions{
 		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
 		TokenAuth: func() bool { return adminToken() != "" },
+		Cluster:   clusterView(shared),
 	})
 	if err != nil {
 		return err
@@ -338,4 +339,20 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	err = daemon.Run(ctx, rl.Reload, started, components...)
 	logger.Info("dnsd stopped")
 	return err
+}
+
+// clusterView is what the dashboard shows of the NS set; nil for a single
+// node.
+func clusterView(s *cluster.Store) func() *admin.ClusterView {
+	if s == nil {
+		return nil
+	}
+	return func() *admin.ClusterView {
+		st := s.Status()
+		v := &admin.ClusterView{Node: st.Node, Degraded: st.Degraded, Since: st.Since, Error: st.Error, Nodes: []string{}}
+		for _, n := range st.Nodes {
+			v.Nodes = append(v.Nodes, n.Node)
+		}
+		return v
+	}
 }
