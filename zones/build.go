@@ -95,6 +95,7 @@ func Build(cfg *Config) (*Set, error) {
 	b.mmdb = b.c.Geo.Check(b.errs, "geo", b.dir)
 	b.health()
 	b.adminToken()
+	b.cluster()
 	if b.c.StateFile != "" {
 		b.stateFile = b.resolve(b.c.StateFile)
 	}
@@ -186,6 +187,7 @@ func cloneConfig(cfg *Config) *Config {
 		c.Zones[i].AllowTransfer = slices.Clone(c.Zones[i].AllowTransfer)
 	}
 	c.Geo = cfg.Geo.Clone()
+	c.Cluster.Etcd.Endpoints = slices.Clone(cfg.Cluster.Etcd.Endpoints)
 	c.Groups = slices.Clone(cfg.Groups)
 	for i := range c.Groups {
 		g := &c.Groups[i]

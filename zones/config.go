@@ -34,6 +34,9 @@ type Config struct {
 	Geo GeoConfig `yaml:"geo"`
 	// Health is how members' load reports are pulled and judged.
 	Health HealthConfig `yaml:"health"`
+	// Cluster makes dnsd a node of an NS set that shares its run-time
+	// state through etcd; absent, the state file keeps it.
+	Cluster ClusterConfig `yaml:"cluster"`
 	// StateFile keeps run-time state (members added through the admin API,
 	// drained members) across restarts, relative to the config file's
 	// directory; "" keeps it in memory only. Beside it dnsd keeps the

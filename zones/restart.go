@@ -3,6 +3,7 @@ package zones
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -11,8 +12,8 @@ var ErrNeedsRestart = errors.New("needs a restart")
 
 // RestartChanges returns an error for every key that dnsd can not apply
 // on a reload and that next changes from cur: the DNS listen addresses,
-// the admin address, whether the admin listener has TLS, and its limits,
-// all set when the sockets are opened at start. Every other key is
+// the admin address, whether the admin listener has TLS, its limits and
+// the cluster block, all set when the sockets are opened at start. Every other key is
 // applied by a reload (admin_tls's files are read again). Each error names where next writes the key
 // and both values, e.g.
 //
@@ -42,6 +43,9 @@ func RestartChanges(cur, next *Config) error {
 	}
 	if cur.AdminLimits != next.AdminLimits {
 		changed("admin_limits", fmt.Sprintf("%+v", cur.AdminLimits), fmt.Sprintf("%+v", next.AdminLimits))
+	}
+	if !reflect.DeepEqual(cur.Cluster, next.Cluster) {
+		changed("cluster", fmt.Sprintf("%+v", cur.Cluster), fmt.Sprintf("%+v", next.Cluster))
 	}
 	return errors.Join(errs...)
 }

@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/admin"
+	"github.com/transmirror/transmirror/dnsd/cluster"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
@@ -218,9 +220,19 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	ctl, err := members.New(members.Options{
-		Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher,
-	})
+	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
+	var shared *cluster.Store // nil: a single node, its state file keeps the run-time state
+	if cc := set.Config.Cluster; cc.Enabled() {
+		shared, err = cluster.New(cluster.Options{Config: cc, Logger: logger, Registry: reg,
+			Cache: members.NewFileStore(set.StateFile)})
+		if err != nil {
+			return err
+		}
+		defer shared.Close()
+		mo.Store, mo.Reports = shared, shared
+		logger.Info("cluster node", "node", cc.Node, "etcd", strings.Join(cc.Etcd.Endpoints, ","), "prefix", cc.Etcd.Prefix)
+	}
+	ctl, err := members.New(mo)
 	if err != nil {
 		return err
 	}
@@ -257,6 +269,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	dash, err := admin.NewDashboard(admin.DashboardOptions{
 		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
 		TokenAuth: func() bool { return adminToken() != "" },
+		Cluster:   clusterView(shared),
 	})
 	if err != nil {
 		return err
@@ -300,6 +313,9 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		func(ctx context.Context) error {
 			return disp.RunScopeSaver(ctx, scopesFile, dispatch.DefaultScopeSaveInterval)
 		}}
+	if shared != nil {
+		components = append(components, func(ctx context.Context) error { return shared.Run(ctx, ctl) })
+	}
 	for _, sp := range socks {
 		for _, pc := range sp.pcs {
 			components = append(components, func(ctx context.Context) error { return srv.ServeUDP(ctx, pc) })
@@ -323,4 +339,20 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	err = daemon.Run(ctx, rl.Reload, started, components...)
 	logger.Info("dnsd stopped")
 	return err
+}
+
+// clusterView is what the dashboard shows of the NS set; nil for a single
+// node.
+func clusterView(s *cluster.Store) func() *admin.ClusterView {
+	if s == nil {
+		return nil
+	}
+	return func() *admin.ClusterView {
+		st := s.Status()
+		v := &admin.ClusterView{Node: st.Node, Degraded: st.Degraded, Since: st.Since, Error: st.Error, Nodes: []string{}}
+		for _, n := range st.Nodes {
+			v.Nodes = append(v.Nodes, n.Node)
+		}
+		return v
+	}
 }

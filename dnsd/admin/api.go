@@ -215,6 +215,9 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, probe.ErrReportTooLarge):
 		code = http.StatusRequestEntityTooLarge
+	case errors.Is(err, members.ErrStoreUnavailable):
+		w.Header().Set("Retry-After", "5")
+		code = http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, api.ErrorReply{Error: err.Error()})
 }

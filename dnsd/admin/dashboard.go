@@ -69,6 +69,9 @@ type DashboardOptions struct {
 	StreamInterval  time.Duration
 	StreamHeartbeat time.Duration
 	MaxStreams      int
+	// Cluster is the NS set as this node sees it; nil (a single node)
+	// shows none.
+	Cluster func() *ClusterView
 	// TokenAuth reports whether an admin token is configured, so that the
 	// page offers drain buttons that use it; nil means no.
 	TokenAuth func() bool
@@ -91,6 +94,7 @@ type Dashboard struct {
 	every     time.Duration
 	heartbeat time.Duration
 	tokenAuth func() bool
+	cluster   func() *ClusterView
 	now       func() time.Time
 	web       fs.FS         // the page's files
 	slots     chan struct{} // one per stream allowed
@@ -114,7 +118,7 @@ func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	d := &Dashboard{
 		log: o.Logger, src: o.Source, flows: o.Flows, events: o.Events, history: o.History,
 		histEvery: o.HistoryInterval, every: o.StreamInterval, heartbeat: o.StreamHeartbeat,
-		tokenAuth: o.TokenAuth, now: o.Now, stop: make(chan struct{}),
+		tokenAuth: o.TokenAuth, cluster: o.Cluster, now: o.Now, stop: make(chan struct{}),
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -222,6 +226,8 @@ type DashboardSnapshot struct {
 	// TokenAuth is true when an admin token is configured (drains from
 	// the page need it).
 	TokenAuth bool `json:"token_auth"`
+	// Cluster is the NS set as this node sees it (absent: a single node).
+	Cluster *ClusterView `json:"cluster,omitempty"`
 	// Groups are the groups in config order.
 	Groups []DashboardGroup `json:"groups"`
 	// Events are the recent events, oldest first.
@@ -229,6 +235,18 @@ type DashboardSnapshot struct {
 	// History is the last hour per group and member; only in
 	// api.Dashboard and the stream's "history" events.
 	History *DashboardHistory `json:"history,omitempty"`
+}
+
+// ClusterView is what the dashboard shows of the NS set: which node
+// answered, whether it is degraded (etcd away: serving its last known
+// state, membership changes refused) since when and why, and the nodes
+// present in etcd.
+type ClusterView struct {
+	Node     string    `json:"node"`
+	Degraded bool      `json:"degraded"`
+	Since    time.Time `json:"since,omitzero"`
+	Error    string    `json:"error,omitempty"`
+	Nodes    []string  `json:"nodes"`
 }
 
 // DashboardGroup is one group of a snapshot: its view and the answer
@@ -258,6 +276,9 @@ func (d *Dashboard) Snapshot(withHistory bool) DashboardSnapshot {
 			continue
 		}
 		s.Groups = append(s.Groups, DashboardGroup{GroupView: v, Flows: d.flows.Flows(v.Name)})
+	}
+	if d.cluster != nil {
+		s.Cluster = d.cluster()
 	}
 	if withHistory {
 		s.History = d.historyData(s.Groups)

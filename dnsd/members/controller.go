@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -71,7 +72,26 @@ type Options struct {
 	Watcher Watcher
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Store keeps the run-time state; nil is the state file that the
+	// config names (a FileStore, opened again when a reload names
+	// another). A store shared by an NS set (package cluster) is given
+	// here, and reports changes made by other nodes through Apply.
+	Store Store
+	// Reports gets every pushed report this node accepted, to share with
+	// the other nodes of an NS set; nil shares none.
+	Reports ReportSink
 }
+
+// ReportSink is what the Controller needs to share pushed load reports:
+// Publish must not block (a store that can not be reached drops or
+// keeps them).
+type ReportSink interface {
+	Publish(probe.Report)
+}
+
+// maxSaveAttempts bounds how often a change is tried again after losing
+// a race with another node (each loss means another change was made).
+const maxSaveAttempts = 64
 
 // Controller owns the membership of the groups: the members of the config
 // file plus those added at run time (GROUP-ADD, persisted in the state
@@ -88,12 +108,15 @@ type Controller struct {
 	watch Watcher
 	now   func() time.Time
 
-	mu       sync.Mutex // serialises changes and state file writes
+	mu       sync.Mutex // serialises changes and store writes
 	base     *zones.Set // the config file's set
-	path     string     // state file, "" for none
-	state    persisted
+	fixed    Store      // Options.Store, nil: the config's state file
+	store    Store      // the store in use
+	path     string     // state file of the FileStore in use
+	state    State      // the run-time state served, as stored
 	current  atomic.Pointer[zones.Set]
 	watching map[string]probe.MemberSpec // "group\x00member" → spec
+	reports  ReportSink
 
 	changes *prometheus.CounterVec
 	refused *prometheus.CounterVec
@@ -104,6 +127,7 @@ type Controller struct {
 func New(o Options) (*Controller, error) {
 	c := &Controller{
 		log: o.Logger, disp: o.Answers, srv: o.Server, watch: o.Watcher, now: o.Now,
+		fixed: o.Store, reports: o.Reports, state: NewState(),
 		watching: make(map[string]probe.MemberSpec),
 	}
 	if c.log == nil {
@@ -177,19 +201,25 @@ func (c *Controller) Check(base *zones.Set) error {
 
 // prepare is Check, returning the commit; c.mu is held for both.
 func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
-	st := c.state
-	if c.base == nil || base.StateFile != c.path {
-		if base.StateFile == "" {
-			st = persisted{Members: map[string][]api.MemberInfo{}, Drained: map[string][]string{}}
-		} else if st, err = readState(base.StateFile); err != nil {
+	st, store, path := c.state, c.store, c.path
+	switch {
+	case c.fixed != nil && c.base == nil:
+		store = c.fixed
+		if st, err = store.Load(); err != nil {
 			return nil, err
 		}
+	case c.fixed == nil && (c.base == nil || base.StateFile != c.path):
+		fs := NewFileStore(base.StateFile)
+		if st, err = fs.Load(); err != nil {
+			return nil, err
+		}
+		store, path = fs, base.StateFile
 	}
 	set, err := c.merge(base, st)
 	if err != nil {
 		return nil, err
 	}
-	commitAnswers, err := c.disp.Prepare(set, st.Drained)
+	commitAnswers, err := c.disp.Prepare(set, drains(st))
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +230,7 @@ func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 	return func() {
 		commitAnswers()
 		commitServer()
-		c.base, c.path, c.state = base, base.StateFile, st
+		c.base, c.store, c.path, c.state = base, store, path, st
 		c.current.Store(set)
 		if c.watch != nil {
 			h := set.Config.Health
@@ -213,17 +243,10 @@ func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 
 // merge builds the served Set from base and the run-time members of st,
 // leaving out (with a log line) those that no longer fit.
-func (c *Controller) merge(base *zones.Set, st persisted) (*zones.Set, error) {
+func (c *Controller) merge(base *zones.Set, st State) (*zones.Set, error) {
 	extra := make(map[string][]zones.MemberConfig)
-	groups := slices.Sorted(func(yield func(string) bool) {
-		for g := range st.Members {
-			if !yield(g) {
-				return
-			}
-		}
-	})
-	for _, g := range groups {
-		for _, info := range st.Members[g] {
+	for _, g := range slices.Sorted(maps.Keys(st.Groups)) {
+		for _, info := range st.Groups[g].Members {
 			mc, err := memberConfig(info)
 			if err == nil {
 				_, err = base.WithMembers(map[string][]zones.MemberConfig{g: {mc}})
@@ -286,28 +309,25 @@ func (c *Controller) Add(group string, info api.MemberInfo) (api.MemberInfo, err
 }
 
 func (c *Controller) add(group string, info api.MemberInfo) (api.MemberInfo, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	group = dns.CanonicalName(group)
-	cur := c.current.Load()
-	if cur == nil || cur.Group(group) == nil {
-		return api.MemberInfo{}, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
-	}
 	mc, err := memberConfig(info)
 	if err != nil {
 		return api.MemberInfo{}, err
 	}
-	set, err := cur.WithMembers(map[string][]zones.MemberConfig{group: {mc}})
-	if err != nil {
-		if errors.Is(err, zones.ErrDuplicateMember) || errors.Is(err, zones.ErrTooManyMembers) {
-			return api.MemberInfo{}, err
+	var added zones.MemberConfig
+	err = c.update(group, func(cur *zones.Set, gs GroupState) (*zones.Set, GroupState, error) {
+		set, err := cur.WithMembers(map[string][]zones.MemberConfig{group: {mc}})
+		if err != nil {
+			if errors.Is(err, zones.ErrDuplicateMember) || errors.Is(err, zones.ErrTooManyMembers) {
+				return nil, gs, err
+			}
+			return nil, gs, fmt.Errorf("%w: %w", ErrInvalidMember, err)
 		}
-		return api.MemberInfo{}, fmt.Errorf("%w: %w", ErrInvalidMember, err)
-	}
-	added := set.Group(group).Members[len(set.Group(group).Members)-1]
-	st := c.state.clone()
-	st.Members[group] = append(st.Members[group], memberInfo(added))
-	if err := c.change(set, st); err != nil {
+		added = set.Group(group).Members[len(set.Group(group).Members)-1]
+		gs.Members = append(gs.Members, memberInfo(added))
+		return set, gs, nil
+	})
+	if err != nil {
 		return api.MemberInfo{}, err
 	}
 	c.log.Info("member added", "group", group, "member", added.Name)
@@ -323,32 +343,21 @@ func (c *Controller) Remove(group, member string) error {
 }
 
 func (c *Controller) remove(group, member string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	group = dns.CanonicalName(group)
-	cur := c.current.Load()
-	g := cur.Group(group)
-	if g == nil {
-		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
-	}
-	i := slices.IndexFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member })
-	if i < 0 {
-		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
-	}
-	if !g.Members[i].Runtime {
-		return fmt.Errorf("%w: %s in %s", ErrStaticMember, member, group)
-	}
-	st := c.state.clone()
-	st.Members[group] = slices.DeleteFunc(st.Members[group], func(m api.MemberInfo) bool { return m.Name == member })
-	if len(st.Members[group]) == 0 {
-		delete(st.Members, group)
-	}
-	st.Drained[group] = slices.DeleteFunc(st.Drained[group], func(m string) bool { return m == member })
-	set, err := c.merge(c.base, st)
+	err := c.update(group, func(cur *zones.Set, gs GroupState) (*zones.Set, GroupState, error) {
+		g := cur.Group(group)
+		i := slices.IndexFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member })
+		if i < 0 {
+			return nil, gs, fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
+		}
+		if !g.Members[i].Runtime {
+			return nil, gs, fmt.Errorf("%w: %s in %s", ErrStaticMember, member, group)
+		}
+		gs.Members = slices.DeleteFunc(gs.Members, func(m api.MemberInfo) bool { return m.Name == member })
+		gs.Drained = slices.DeleteFunc(gs.Drained, func(m string) bool { return m == member })
+		return nil, gs, nil
+	})
 	if err != nil {
-		return err
-	}
-	if err := c.change(set, st); err != nil {
 		return err
 	}
 	c.log.Info("member removed", "group", group, "member", member)
@@ -368,44 +377,134 @@ func (c *Controller) Drain(group, member string, on bool) error {
 }
 
 func (c *Controller) drain(group, member string, on bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	group = dns.CanonicalName(group)
-	cur := c.current.Load()
-	g := cur.Group(group)
-	if g == nil {
-		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
-	}
-	if !slices.ContainsFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
-		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
-	}
-	st := c.state.clone()
-	st.Drained[group] = slices.DeleteFunc(st.Drained[group], func(m string) bool { return m == member })
-	if on {
-		st.Drained[group] = append(st.Drained[group], member)
-	}
-	if len(st.Drained[group]) == 0 {
-		delete(st.Drained, group)
-	}
-	if err := c.change(cur, st); err != nil {
+	err := c.update(group, func(cur *zones.Set, gs GroupState) (*zones.Set, GroupState, error) {
+		if !slices.ContainsFunc(cur.Group(group).Members, func(m zones.MemberConfig) bool { return m.Name == member }) {
+			return nil, gs, fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
+		}
+		gs.Drained = slices.DeleteFunc(gs.Drained, func(m string) bool { return m == member })
+		if on {
+			gs.Drained = append(gs.Drained, member)
+		}
+		return cur, gs, nil
+	})
+	if err != nil {
 		return err
 	}
 	c.log.Info("member drain changed", "group", group, "member", member, "drained", on)
 	return nil
 }
 
-// change is a membership change: prepare the answers for set with the
-// drains of st, persist st, then commit. Called with c.mu held. On error
-// nothing changed.
-func (c *Controller) change(set *zones.Set, st persisted) error {
-	commit, err := c.disp.PrepareMembers(set, st.Drained)
+// update is a membership change of group: edit gets the served set and
+// a copy of the group's run-time state and returns the new state, with
+// the set it serves (nil: merged again from the config). Then prepare
+// the answers (everything that can fail), save the state to the store,
+// commit (swaps that can not fail). When another node saved the group
+// first, its state is served and edit runs again on it: two concurrent
+// changes never lose one. On any other error nothing changed.
+func (c *Controller) update(group string, edit func(cur *zones.Set, gs GroupState) (*zones.Set, GroupState, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		cur := c.current.Load()
+		if cur == nil || cur.Group(group) == nil {
+			return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
+		}
+		set, gs, err := edit(cur, c.state.Groups[group].Clone())
+		if err != nil {
+			return err
+		}
+		st := c.state.Clone()
+		if gs.Empty() {
+			delete(st.Groups, group)
+		} else {
+			st.Groups[group] = gs
+		}
+		if set == nil {
+			if set, err = c.merge(c.base, st); err != nil {
+				return err
+			}
+		}
+		commit, err := c.disp.PrepareMembers(set, drains(st))
+		if err != nil {
+			return err
+		}
+		rev, err := c.store.Save(group, c.state.Revisions[group], gs)
+		var conflict *ConflictError
+		if errors.As(err, &conflict) && attempt < maxSaveAttempts {
+			c.log.Debug("membership change lost a race: again on the newer state", "group", group, "revision", conflict.Revision)
+			next := c.state.Clone()
+			next.Groups[group], next.Revisions[group] = conflict.State, conflict.Revision
+			if conflict.State.Empty() {
+				delete(next.Groups, group)
+			}
+			if err := c.applyLocked(next); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st.Revisions[group] = rev
+		commit()
+		c.state = st
+		c.current.Store(set)
+		c.syncWatcher(set)
+		return nil
+	}
+}
+
+// Apply serves the groups of st whose revision is newer than the one
+// served: changes another node of an NS set made, as the shared store
+// reports them (watched). The store has them already, so nothing is
+// persisted: prepare, then commit. A state that does not prepare is
+// returned as the error and not served.
+func (c *Controller) Apply(st State) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.state.Clone()
+	changed := false
+	for g, rev := range st.Revisions {
+		if rev <= next.Revisions[g] {
+			continue
+		}
+		changed = true
+		next.Revisions[g] = rev
+		if gs := st.Groups[g]; gs.Empty() {
+			delete(next.Groups, g)
+		} else {
+			next.Groups[g] = gs.Clone()
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return c.applyLocked(next)
+}
+
+// Replace serves st whole, whatever the revisions: the shared store's
+// state read again after it was away (a store started afresh counts
+// from the start again).
+func (c *Controller) Replace(st State) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.applyLocked(st.Clone())
+}
+
+// applyLocked serves st, a state already stored; c.mu held.
+func (c *Controller) applyLocked(st State) error {
+	if c.base == nil {
+		c.state = st // not loaded yet: Load serves it
+		return nil
+	}
+	set, err := c.merge(c.base, st)
 	if err != nil {
 		return err
 	}
-	if c.path != "" {
-		if err := writeState(c.path, st); err != nil {
-			return err
-		}
+	commit, err := c.disp.PrepareMembers(set, drains(st))
+	if err != nil {
+		return err
 	}
 	commit()
 	c.state = st
@@ -414,13 +513,14 @@ func (c *Controller) change(set *zones.Set, st persisted) error {
 	return nil
 }
 
-func (st persisted) clone() persisted {
-	out := persisted{Version: stateVersion, Members: map[string][]api.MemberInfo{}, Drained: map[string][]string{}}
-	for g, ms := range st.Members {
-		out.Members[g] = slices.Clone(ms)
-	}
-	for g, ms := range st.Drained {
-		out.Drained[g] = slices.Clone(ms)
+// drains are the drained members of st by group, as the dispatcher takes
+// them.
+func drains(st State) map[string][]string {
+	out := make(map[string][]string, len(st.Groups))
+	for g, gs := range st.Groups {
+		if len(gs.Drained) > 0 {
+			out[g] = slices.Clone(gs.Drained)
+		}
 	}
 	return out
 }
@@ -441,8 +541,22 @@ func (c *Controller) Push(group, member string, r probe.Report) error {
 	err := c.push(group, member, r)
 	if err != nil {
 		c.RefusedPush(err)
+		return err
 	}
-	return err
+	if c.reports != nil {
+		r.Group = dns.CanonicalName(r.Group)
+		c.reports.Publish(r)
+	}
+	return nil
+}
+
+// PushShared takes a report that another node of the NS set accepted
+// (and authenticated) and shared through the store: it is believed as a
+// push to this node would be (its time, its load, its order), and not
+// shared again. A refusal is returned, not counted: a report that reaches
+// several nodes, or one that arrives late, is no client's fault.
+func (c *Controller) PushShared(r probe.Report) error {
+	return c.push(r.Group, r.Member, r)
 }
 
 func (c *Controller) push(group, member string, r probe.Report) error {

@@ -201,9 +201,21 @@
     }
     if (s.groups.length === 0) $("#groups").innerHTML = '<p class="empty">No groups configured.</p>';
     renderSummary(s);
+    renderCluster(s.cluster);
     renderEvents(s.events || []);
     $("#token-button").textContent = getToken() ? "token: set" : "token: none";
     $("#token-button").hidden = !s.token_auth;
+  }
+
+  // renderCluster shows the NS set: this node, degraded or not, the
+  // nodes etcd knows.
+  function renderCluster(c) {
+    const el = $("#cluster");
+    el.hidden = !c;
+    if (!c) return;
+    el.textContent = "node " + c.node + " · " + (c.degraded ? "DEGRADED (etcd away" + (c.error ? ": " + c.error : "") + ")" : "etcd ok") +
+      " · nodes: " + ((c.nodes || []).join(" ") || "none");
+    el.title = c.degraded ? "Serving the last known state; membership changes are refused until etcd is back." : "";
   }
 
   function renderSummary(s) {

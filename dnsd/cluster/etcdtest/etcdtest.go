@@ -1,0 +1,194 @@
+// Package etcdtest starts a real etcd server (the etcd binary of Debian's
+// etcd-server package, which make deps installs) on loopback for the tests
+// of dnsd's packages: one member, a data directory of the test's own, ports
+// that were free a moment ago (etcd can not report a port it chose), and
+// stopped by its PID when the test ends. Tests only.
+package etcdtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary is the etcd server executable, looked up in PATH.
+const Binary = "etcd"
+
+// Server is a running etcd.
+type Server struct {
+	t       testing.TB
+	dir     string
+	client  string // http://127.0.0.1:PORT
+	peer    string
+	mu      sync.Mutex
+	logs    bytes.Buffer
+	cmd     *exec.Cmd
+	done    chan struct{}
+	stopped bool
+}
+
+// Start starts etcd with a fresh data directory and waits until it serves
+// clients; it retries with other ports when one was taken meanwhile.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	base := t.TempDir()
+	s := &Server{t: t}
+	var err error
+	for i := range 5 {
+		s.dir = fmt.Sprintf("%s/%d", base, i) // a failed start may leave a member behind
+		s.client = "http://" + freeAddr(t)
+		s.peer = "http://" + freeAddr(t)
+		if err = s.run(); err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("etcdtest: %v", err)
+	return nil
+}
+
+// Endpoint is the client URL.
+func (s *Server) Endpoint() string { return s.client }
+
+// Logs are what etcd wrote so far.
+func (s *Server) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+// Stop stops etcd (SIGTERM, then SIGKILL after 10 s) and waits for it;
+// it is idempotent. The data directory stays, for Restart.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// Kill stops etcd at once with SIGKILL, as a crash would.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// Restart starts etcd again on the same ports and data directory.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	var err error
+	for range 10 { // the old sockets may linger a moment
+		if err = s.run(); err == nil {
+			return
+		}
+	}
+	s.t.Fatalf("etcdtest: restart: %v", err)
+}
+
+func (s *Server) run() error {
+	cmd := exec.Command(Binary,
+		"--name", "default",
+		"--data-dir", s.dir,
+		"--listen-client-urls", s.client, "--advertise-client-urls", s.client,
+		"--listen-peer-urls", s.peer, "--initial-advertise-peer-urls", s.peer,
+		"--initial-cluster", "default="+s.peer,
+		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "info")
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s (make deps installs it): %w", Binary, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.logs.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		pw.Close()
+		close(done)
+	}()
+	// Ready is etcd's own health endpoint saying true (it has a leader
+	// and serves), polled until a deadline.
+	deadline := time.Now().Add(30 * time.Second)
+	hc := &http.Client{Timeout: time.Second}
+	for {
+		select {
+		case <-done:
+			return fmt.Errorf("etcd exited before it was ready:\n%s", tail(s.Logs()))
+		default:
+		}
+		if healthy(hc, s.client) {
+			s.mu.Lock()
+			s.cmd, s.done, s.stopped = cmd, done, false
+			s.mu.Unlock()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("etcd not ready within 30s:\n%s", tail(s.Logs()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// healthy reports whether etcd at url answers its /health with true.
+func healthy(hc *http.Client, url string) bool {
+	resp, err := hc.Get(url + "/health")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"true"`)
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+// freeAddr is a loopback host:port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

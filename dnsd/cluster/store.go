@@ -1,0 +1,614 @@
+// Package cluster shares dnsd's run-time state among the name servers of an
+// NS set through etcd: run-time members and drains (one key per group,
+// written with a transaction that compares its mod revision, so that two
+// concurrent edits can not lose one), pushed load reports and the list of
+// nodes (under this node's lease, so that they expire with it). Every node
+// watches the deployment's prefix and hands what others changed to the
+// member registry. Losing etcd never stops answering: the node serves from
+// its last known state, says it is degraded, refuses membership changes
+// (members.ErrStoreUnavailable), keeps taking pushes locally, and reads
+// everything again when etcd is back.
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/transmirror/transmirror/dnsd/members"
+	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// Applier is what the Store needs from the member registry (implemented
+// by members.Controller): serve state others changed, serve the whole
+// state read again, take a report another node accepted.
+type Applier interface {
+	Apply(members.State) error
+	Replace(members.State) error
+	PushShared(probe.Report) error
+}
+
+var (
+	_ members.Store      = (*Store)(nil)
+	_ members.ReportSink = (*Store)(nil)
+	_ Applier            = (*members.Controller)(nil)
+)
+
+// retryInterval is the pause between two attempts to reach etcd again.
+const retryInterval = 500 * time.Millisecond
+
+// Options configure a Store.
+type Options struct {
+	// Config is the cluster block (zones.Build defaulted it).
+	Config zones.ClusterConfig
+	Logger *slog.Logger
+	// Registry gets the store's metrics; nil keeps them private.
+	Registry prometheus.Registerer
+	// Cache is the local copy of the shared state (the state file): kept
+	// up to date, and served when dnsd starts while etcd is away. Nil
+	// keeps none.
+	Cache *members.FileStore
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is the etcd store of an NS set.
+type Store struct {
+	log     *slog.Logger
+	cli     *clientv3.Client
+	node    string
+	prefix  string
+	timeout time.Duration
+	ttl     time.Duration
+	cache   *members.FileStore
+	now     func() time.Time
+
+	mu       sync.Mutex
+	degraded bool
+	since    time.Time // of the current degraded or connected spell
+	lastErr  string
+	known    members.State       // the shared state as this node last saw it
+	nodes    map[string]NodeInfo // the nodes present in etcd, by name
+	pending  map[string]probe.Report
+	kick     chan struct{}
+
+	degradedGauge prometheus.Gauge
+	conflicts     prometheus.Counter
+	resyncs       prometheus.Counter
+	shared        *prometheus.CounterVec
+}
+
+// NodeInfo is a node's entry in etcd, under its lease.
+type NodeInfo struct {
+	Node  string    `json:"node"`
+	Since time.Time `json:"since"`
+}
+
+// Status is what the dashboard shows of the cluster.
+type Status struct {
+	// Node is this node's name.
+	Node string
+	// Degraded is true while etcd can not be reached; Since is when that
+	// (or the connected spell) began, Error the last failure.
+	Degraded bool
+	Since    time.Time
+	Error    string
+	// Nodes are the nodes present in etcd, as last seen, by name.
+	Nodes []NodeInfo
+}
+
+// sharedReport is a pushed load report in etcd.
+type sharedReport struct {
+	Node   string       `json:"node"`
+	Report probe.Report `json:"report"`
+}
+
+// New returns a Store for the config's etcd; it connects lazily.
+func New(o Options) (*Store, error) {
+	e := o.Config.Etcd
+	cfg := clientv3.Config{
+		Endpoints: slices.Clone(e.Endpoints), DialTimeout: e.DialTimeout.D(),
+		Username: e.Username, Password: e.Password,
+		Logger: zap.NewNop(), // the errors that matter come back to dnsd's own log
+	}
+	if e.TLS() {
+		tc, err := tlsConfig(e)
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = tc
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd client: %w", err)
+	}
+	s := &Store{
+		log: o.Logger, cli: cli, node: o.Config.Node, prefix: e.Prefix,
+		timeout: e.RequestTimeout.D(), ttl: e.LeaseTTL.D(), cache: o.Cache, now: o.Now,
+		degraded: true, known: members.NewState(), nodes: map[string]NodeInfo{},
+		pending: map[string]probe.Report{}, kick: make(chan struct{}, 1),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.since = s.now()
+	s.degradedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_degraded",
+		Help: "1 while this node can not reach etcd and serves from its last known state (membership changes refused), else 0.",
+	})
+	s.conflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_conflicts_total",
+		Help: "Membership changes that lost a race with another node's and were made again on the newer state.",
+	})
+	s.resyncs = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_resyncs_total",
+		Help: "Times this node read the whole shared state from etcd (at start and each time etcd came back).",
+	})
+	s.shared = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_reports_total",
+		Help: "Pushed load reports shared through etcd, by direction (out: published, in: taken from another node) and result (ok, error).",
+	}, []string{"direction", "result"})
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared} {
+		if err := reg.Register(c); err != nil {
+			cli.Close()
+			return nil, fmt.Errorf("cluster: register metrics: %w", err)
+		}
+	}
+	for _, d := range []string{"in", "out"} {
+		for _, r := range []string{"ok", "error"} {
+			s.shared.WithLabelValues(d, r)
+		}
+	}
+	s.degradedGauge.Set(1)
+	return s, nil
+}
+
+func tlsConfig(e zones.EtcdConfig) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if e.CAFile != "" {
+		pem, err := os.ReadFile(e.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: etcd ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cluster: etcd ca_file %s: no PEM certificate", e.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if e.CertFile != "" {
+		c, err := tls.LoadX509KeyPair(e.CertFile, e.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: etcd client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{c}
+	}
+	return tc, nil
+}
+
+// Close closes the etcd client; Run must have returned.
+func (s *Store) Close() { _ = s.cli.Close() }
+
+func (s *Store) groupKey(group string) string { return s.prefix + "groups/" + group }
+func (s *Store) reportKey(group, member string) string {
+	return s.prefix + "reports/" + group + "/" + member
+}
+func (s *Store) nodeKey(node string) string { return s.prefix + "nodes/" + node }
+
+// Load reads the shared state from etcd. When etcd can not be reached it
+// serves the local copy (the state file as last written), or an empty
+// state without one, and the node starts degraded: answering never waits
+// for etcd.
+func (s *Store) Load() (members.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	resp, err := s.cli.Get(ctx, s.prefix+"groups/", clientv3.WithPrefix())
+	if err != nil {
+		s.setDegraded(true, err)
+		st := members.NewState()
+		if s.cache != nil {
+			if st, err = s.cache.Load(); err != nil {
+				return st, err
+			}
+		}
+		s.mu.Lock()
+		s.known = st.Clone()
+		s.mu.Unlock()
+		s.log.Warn("etcd unreachable at start: serving the last known state", "groups", len(st.Groups), "err", s.Status().Error)
+		return st, nil
+	}
+	st := members.NewState()
+	for _, kv := range resp.Kvs {
+		s.decodeGroup(st, kv)
+	}
+	s.remember(st, true)
+	s.setDegraded(false, nil)
+	return st, nil
+}
+
+// decodeGroup puts the group of kv (a key under groups/) into st; a value
+// that does not decode is logged and left out.
+func (s *Store) decodeGroup(st members.State, kv *mvccpb.KeyValue) {
+	group := strings.TrimPrefix(string(kv.Key), s.prefix+"groups/")
+	var gs members.GroupState
+	if len(kv.Value) > 0 {
+		if err := json.Unmarshal(kv.Value, &gs); err != nil {
+			s.log.Error("cluster: group state in etcd does not decode: left out", "key", string(kv.Key), "err", err)
+			return
+		}
+	}
+	st.Groups[group], st.Revisions[group] = gs, kv.ModRevision
+}
+
+// remember records st as the shared state (whole: replacing what was
+// known, else merged in) and writes the local copy.
+func (s *Store) remember(st members.State, whole bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if whole {
+		s.known = st.Clone()
+	} else {
+		for g, rev := range st.Revisions {
+			s.known.Groups[g], s.known.Revisions[g] = st.Groups[g].Clone(), rev
+		}
+	}
+	if s.cache != nil {
+		if err := s.cache.Replace(s.known); err != nil {
+			s.log.Warn("cluster: local copy of the shared state not written", "err", err)
+		}
+	}
+}
+
+// Save writes group's state with a transaction that compares the key's
+// mod revision with rev: it loses (a *members.ConflictError carrying the
+// state now stored) when another node wrote the group since. While the
+// node is degraded it refuses at once.
+func (s *Store) Save(group string, rev int64, gs members.GroupState) (int64, error) {
+	if st := s.Status(); st.Degraded {
+		return 0, fmt.Errorf("%w (etcd: %s)", members.ErrStoreUnavailable, st.Error)
+	}
+	data, err := json.Marshal(gs)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	key := s.groupKey(group)
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, string(data))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		if unavailable(err) {
+			s.kickCheck()
+			return 0, fmt.Errorf("%w (etcd: %v)", members.ErrStoreUnavailable, err)
+		}
+		return 0, fmt.Errorf("cluster: save %s: %w", group, err)
+	}
+	if !resp.Succeeded {
+		s.conflicts.Inc()
+		ce := &members.ConflictError{Group: group}
+		cur := members.NewState()
+		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
+			s.decodeGroup(cur, r.Kvs[0])
+			ce.State, ce.Revision = cur.Groups[group], cur.Revisions[group]
+		}
+		return 0, ce
+	}
+	saved := members.NewState()
+	saved.Groups[group], saved.Revisions[group] = gs, resp.Header.Revision
+	s.remember(saved, false)
+	return resp.Header.Revision, nil
+}
+
+// unavailable reports whether err says etcd can not be reached (rather
+// than refusing the request).
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// Publish shares a report this node accepted: the newest one of each
+// member waits for the session to put it under the node's lease. It never
+// blocks; while etcd is away the newest report of each member waits.
+func (s *Store) Publish(r probe.Report) {
+	s.mu.Lock()
+	s.pending[r.Group+"\x00"+r.Member] = r
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// kickCheck wakes the session to publish and check etcd now.
+func (s *Store) kickCheck() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns the cluster as this node sees it.
+func (s *Store) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Node: s.node, Degraded: s.degraded, Since: s.since, Error: s.lastErr}
+	for _, n := range s.nodes {
+		st.Nodes = append(st.Nodes, n)
+	}
+	slices.SortFunc(st.Nodes, func(a, b NodeInfo) int { return strings.Compare(a.Node, b.Node) })
+	return st
+}
+
+func (s *Store) setDegraded(on bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.lastErr = err.Error()
+	}
+	if on == s.degraded {
+		return
+	}
+	s.degraded, s.since = on, s.now()
+	if on {
+		s.degradedGauge.Set(1)
+		s.log.Warn("cluster degraded: etcd unreachable; serving the last known state, membership changes refused", "node", s.node, "err", s.lastErr)
+		return
+	}
+	s.lastErr = ""
+	s.degradedGauge.Set(0)
+	s.log.Info("cluster connected: sharing state through etcd", "node", s.node)
+}
+
+// Run keeps a session with etcd until ctx is done, starting a new one
+// (after a pause) whenever one ends: each reads the whole shared state,
+// hands it to app, then follows the watch.
+func (s *Store) Run(ctx context.Context, app Applier) error {
+	for {
+		err := s.session(ctx, app)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.setDegraded(true, err)
+		t := time.NewTimer(retryInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Store) session(ctx context.Context, app Applier) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rctx, rcancel := context.WithTimeout(ctx, s.timeout)
+	defer rcancel()
+	lease, err := s.cli.Grant(rctx, int64(s.ttl/time.Second))
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	ka, err := s.cli.KeepAlive(ctx, lease.ID)
+	if err != nil {
+		return fmt.Errorf("lease keep-alive: %w", err)
+	}
+	defer func() { // leave at once rather than when the lease runs out
+		c, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		_, _ = s.cli.Revoke(c, lease.ID)
+	}()
+	info, _ := json.Marshal(NodeInfo{Node: s.node, Since: s.now()})
+	if _, err := s.cli.Put(rctx, s.nodeKey(s.node), string(info), clientv3.WithLease(lease.ID)); err != nil {
+		return fmt.Errorf("node entry: %w", err)
+	}
+	resp, err := s.cli.Get(rctx, s.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("read state: %w", err)
+	}
+	st := members.NewState()
+	nodes := map[string]NodeInfo{}
+	var reports []sharedReport
+	for _, kv := range resp.Kvs {
+		switch k := string(kv.Key); {
+		case strings.HasPrefix(k, s.prefix+"groups/"):
+			s.decodeGroup(st, kv)
+		case strings.HasPrefix(k, s.prefix+"nodes/"):
+			if n, ok := s.decodeNode(kv); ok {
+				nodes[n.Node] = n
+			}
+		case strings.HasPrefix(k, s.prefix+"reports/"):
+			if r, ok := s.decodeReport(kv); ok {
+				reports = append(reports, r)
+			}
+		}
+	}
+	s.resyncs.Inc()
+	if err := app.Replace(st); err != nil {
+		s.log.Error("cluster: shared state not served", "err", err)
+	}
+	s.remember(st, true)
+	for _, r := range reports {
+		s.take(app, r)
+	}
+	s.mu.Lock()
+	s.nodes = nodes
+	s.mu.Unlock()
+	s.setDegraded(false, nil)
+	s.kickCheck() // what was pushed while etcd was away
+
+	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	check := time.NewTicker(min(time.Second, s.ttl/3))
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case wr, ok := <-wch:
+			if !ok {
+				return errors.New("watch ended")
+			}
+			if err := wr.Err(); err != nil {
+				return fmt.Errorf("watch: %w", err)
+			}
+			s.events(app, wr.Events)
+		case _, ok := <-ka:
+			if !ok {
+				return errors.New("lease lost")
+			}
+		case <-check.C:
+			if err := s.ping(ctx); err != nil {
+				return err
+			}
+		case <-s.kick:
+			if err := s.publish(ctx, lease.ID); err != nil {
+				return err
+			}
+			if err := s.ping(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ping reads this node's entry: a linearizable read, which needs a
+// leader of a quorum; a node whose entry is gone (its lease expired while
+// the watch was stuck) starts again.
+func (s *Store) ping(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	resp, err := s.cli.Get(c, s.nodeKey(s.node))
+	if err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return errors.New("node entry gone (lease expired)")
+	}
+	return nil
+}
+
+// publish puts the waiting reports under the lease.
+func (s *Store) publish(ctx context.Context, lease clientv3.LeaseID) error {
+	s.mu.Lock()
+	batch := s.pending
+	s.pending = map[string]probe.Report{}
+	s.mu.Unlock()
+	for key, r := range batch {
+		data, err := json.Marshal(sharedReport{Node: s.node, Report: r})
+		if err != nil {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, s.timeout)
+		_, err = s.cli.Put(c, s.reportKey(r.Group, r.Member), string(data), clientv3.WithLease(lease))
+		cancel()
+		if err != nil {
+			s.shared.WithLabelValues("out", "error").Inc()
+			s.mu.Lock()
+			if _, newer := s.pending[key]; !newer {
+				s.pending[key] = r
+			}
+			s.mu.Unlock()
+			return fmt.Errorf("publish report: %w", err)
+		}
+		s.shared.WithLabelValues("out", "ok").Inc()
+	}
+	return nil
+}
+
+// events hands a batch of watched changes to app.
+func (s *Store) events(app Applier, evs []*clientv3.Event) {
+	st := members.NewState()
+	for _, ev := range evs {
+		k := string(ev.Kv.Key)
+		switch {
+		case strings.HasPrefix(k, s.prefix+"groups/"):
+			if ev.Type == mvccpb.DELETE {
+				g := strings.TrimPrefix(k, s.prefix+"groups/")
+				st.Groups[g], st.Revisions[g] = members.GroupState{}, ev.Kv.ModRevision
+				continue
+			}
+			s.decodeGroup(st, ev.Kv)
+		case strings.HasPrefix(k, s.prefix+"nodes/"):
+			s.mu.Lock()
+			if ev.Type == mvccpb.DELETE {
+				delete(s.nodes, strings.TrimPrefix(k, s.prefix+"nodes/"))
+			} else if n, ok := s.decodeNode(ev.Kv); ok {
+				s.nodes[n.Node] = n
+			}
+			s.mu.Unlock()
+		case strings.HasPrefix(k, s.prefix+"reports/") && ev.Type == mvccpb.PUT:
+			if r, ok := s.decodeReport(ev.Kv); ok {
+				s.take(app, r)
+			}
+		}
+	}
+	if len(st.Revisions) == 0 {
+		return
+	}
+	if err := app.Apply(st); err != nil {
+		s.log.Error("cluster: watched state not served", "err", err)
+	}
+	s.remember(st, false)
+}
+
+// take hands another node's report to app.
+func (s *Store) take(app Applier, r sharedReport) {
+	if r.Node == s.node {
+		return
+	}
+	if err := app.PushShared(r.Report); err != nil {
+		s.shared.WithLabelValues("in", "error").Inc()
+		s.log.Debug("shared report not taken", "group", r.Report.Group, "member", r.Report.Member, "from", r.Node, "err", err)
+		return
+	}
+	s.shared.WithLabelValues("in", "ok").Inc()
+}
+
+func (s *Store) decodeNode(kv *mvccpb.KeyValue) (NodeInfo, bool) {
+	var n NodeInfo
+	if err := json.Unmarshal(kv.Value, &n); err != nil || n.Node == "" {
+		return n, false
+	}
+	return n, true
+}
+
+func (s *Store) decodeReport(kv *mvccpb.KeyValue) (sharedReport, bool) {
+	var r sharedReport
+	if err := json.Unmarshal(kv.Value, &r); err != nil {
+		s.log.Debug("shared report does not decode", "key", string(kv.Key), "err", err)
+		return r, false
+	}
+	return r, true
+}

@@ -1,0 +1,177 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/transmirror/transmirror/dnsd/cluster"
+	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
+	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/internal/testenv"
+	"github.com/transmirror/transmirror/dnsd/members"
+	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// node is one dnsd's member registry on a shared etcd: a Controller with
+// a cluster Store, the store's session running until the test ends (or
+// stop).
+type node struct {
+	ctl   *members.Controller
+	store *cluster.Store
+	reg   *prometheus.Registry
+	stop  func()
+}
+
+func startNode(t *testing.T, dir, name, endpoint string) *node {
+	t.Helper()
+	cfg := strings.Replace(testenv.Config(""), "groups:", fmt.Sprintf(`cluster:
+  node: %s
+  etcd: {endpoints: [%q], prefix: /test/, request_timeout: 500ms, dial_timeout: 500ms, lease_ttl: 2s}
+groups:`, name, endpoint), 1)
+	cfg = strings.Replace(cfg, "allow_private: true", "allow_private: true\n    max_runtime_members: 200", 1)
+	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := zones.Load(filepath.Join(dir, "dnsd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{reg: prometheus.NewRegistry()}
+	disp, err := dispatch.New(dispatch.Options{Registry: n.reg, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.store, err = cluster.New(cluster.Options{Config: set.Config.Cluster, Registry: n.reg,
+		Logger: testenv.DiscardLogger(), Cache: members.NewFileStore(set.StateFile)}); err != nil {
+		t.Fatal(err)
+	}
+	if n.ctl, err = members.New(members.Options{Registry: n.reg, Answers: disp, Server: testenv.Server(t, n.reg, disp),
+		Store: n.store, Reports: n.store}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ctl.Load(set); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.store.Run(ctx, n.ctl) }()
+	var once sync.Once
+	n.stop = func() { once.Do(func() { cancel(); <-done; n.store.Close() }) }
+	t.Cleanup(n.stop)
+	if problems, err := promlint.NewWithMetricFamilies(testenv.Gather(t, n.reg)).Lint(); err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
+	}
+	return n
+}
+
+func (n *node) runtime() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range n.ctl.Current().Group("www.example.org.").Members {
+		if m.Runtime {
+			out[m.Name] = true
+		}
+	}
+	return out
+}
+
+func info(name string, i int) api.MemberInfo {
+	return api.MemberInfo{Name: name, Host: name + ".example.org.", Addresses: []string{fmt.Sprintf("10.9.%d.%d", i/250, 1+i%250)}, Capacity: 100}
+}
+
+// TestConcurrentChanges: two nodes add members and drain them at once;
+// none is lost (the losers of each race are made again on the newer
+// state), and both nodes serve the same state.
+func TestConcurrentChanges(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	a := startNode(t, t.TempDir(), "a", etcd.Endpoint())
+	b := startNode(t, t.TempDir(), "b", etcd.Endpoint())
+	nodes := []*node{a, b}
+	const n = 60
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			nd, name := nodes[i%2], fmt.Sprintf("m%02d", i)
+			if _, err := nd.ctl.Add("www.example.org", info(name, i)); err != nil {
+				t.Errorf("add %s: %v", name, err)
+				return
+			}
+			if i%3 == 0 { // drained on the other node
+				if err := nodes[(i+1)%2].ctl.Drain("www.example.org", name, true); err != nil && !errors.Is(err, dispatch.ErrUnknownMember) {
+					t.Errorf("drain %s: %v", name, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	testenv.WaitFor(t, 5*time.Second, "both nodes with every member", func() bool {
+		return len(a.runtime()) == n && len(b.runtime()) == n
+	})
+	conflicts := counter(t, a.reg, "transmirror_dnsd_cluster_conflicts_total") + counter(t, b.reg, "transmirror_dnsd_cluster_conflicts_total")
+	t.Logf("%d adds over 2 nodes: %g races lost and made again", n, conflicts)
+	if err := a.ctl.Remove("www.example.org", "m01"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 2*time.Second, "m01 gone from b", func() bool { return !b.runtime()["m01"] })
+}
+
+// counter is the value of the registered counter named name.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	for _, mf := range testenv.Gather(t, reg) {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestDegraded: a node started while etcd is away serves its local copy
+// of the shared state and refuses changes; once etcd is back it connects
+// and takes changes again.
+func TestDegraded(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	dir := t.TempDir()
+	a := startNode(t, dir, "a", etcd.Endpoint())
+	if _, err := a.ctl.Add("www.example.org", info("kept", 1)); err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	etcd.Stop()
+
+	again := startNode(t, dir, "a", etcd.Endpoint())
+	if !again.runtime()["kept"] {
+		t.Fatalf("started without etcd: run-time members %v, want kept from the local copy", again.runtime())
+	}
+	if st := again.store.Status(); !st.Degraded {
+		t.Errorf("status %+v, want degraded", st)
+	}
+	if _, err := again.ctl.Add("www.example.org", info("refused", 2)); !errors.Is(err, members.ErrStoreUnavailable) {
+		t.Errorf("add while degraded = %v, want ErrStoreUnavailable", err)
+	}
+	etcd.Restart()
+	testenv.WaitFor(t, 10*time.Second, "connected again", func() bool { return !again.store.Status().Degraded })
+	if _, err := again.ctl.Add("www.example.org", info("later", 3)); err != nil {
+		t.Fatalf("add after etcd came back: %v", err)
+	}
+	if got := again.runtime(); !got["kept"] || !got["later"] || got["refused"] {
+		t.Errorf("run-time members %v, want kept and later", got)
+	}
+	if st := again.store.Status(); len(st.Nodes) != 1 || st.Nodes[0].Node != "a" {
+		t.Errorf("nodes %+v, want a", st.Nodes)
+	}
+}

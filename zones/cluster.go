@@ -1,0 +1,189 @@
+package zones
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Defaults of the cluster block.
+const (
+	// DefaultEtcdPrefix is the key prefix of a deployment in etcd.
+	DefaultEtcdPrefix = "/transmirror/"
+	// DefaultEtcdDialTimeout bounds connecting to an etcd endpoint.
+	DefaultEtcdDialTimeout = 2 * time.Second
+	// DefaultEtcdRequestTimeout bounds one request to etcd (a membership
+	// change waits at most this long before it is refused).
+	DefaultEtcdRequestTimeout = 2 * time.Second
+	// DefaultEtcdLeaseTTL is the lifetime of a node's lease in etcd, which
+	// its shared load reports and its presence hang on.
+	DefaultEtcdLeaseTTL = 10 * time.Second
+)
+
+// ClusterConfig makes this dnsd one node of an NS set whose run-time
+// membership, drains and pushed load reports are shared through etcd.
+// Absent (the default), dnsd is a single node and keeps them in its
+// state file. A change of it needs a restart.
+type ClusterConfig struct {
+	// Node is this dnsd's name in the NS set, unique in it (default
+	// server.nsid, else server.identity, else the host name).
+	Node string `yaml:"node"`
+	// Etcd is the store the nodes share.
+	Etcd EtcdConfig `yaml:"etcd"`
+}
+
+// Enabled reports whether the cluster block asks for a shared store.
+func (c ClusterConfig) Enabled() bool { return len(c.Etcd.Endpoints) > 0 }
+
+// EtcdConfig is how dnsd talks to etcd (API v3).
+type EtcdConfig struct {
+	// Endpoints are the client URLs of the etcd members
+	// (http://host:port, https://host:port).
+	Endpoints []string `yaml:"endpoints"`
+	// Prefix is where this deployment's keys live (default
+	// DefaultEtcdPrefix); deployments sharing an etcd use different ones.
+	Prefix string `yaml:"prefix"`
+	// CAFile verifies the etcd servers' certificates (default: the
+	// system's roots); CertFile and KeyFile are this node's client
+	// certificate, both or neither. Relative to the config file.
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// Username and Password authenticate to etcd (its auth); the password
+	// may be read from PasswordFile instead. After Build Password holds
+	// it whichever way it was given.
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+	// DialTimeout bounds connecting (default 2s).
+	DialTimeout Duration `yaml:"dial_timeout"`
+	// RequestTimeout bounds one request (default 2s).
+	RequestTimeout Duration `yaml:"request_timeout"`
+	// LeaseTTL is the lifetime of this node's lease (default 10s, 2s..5m):
+	// its shared load reports and its entry in the node list go when it
+	// has not renewed the lease for that long.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+
+	passwordFromFile bool // Password was read from PasswordFile by Build
+}
+
+// TLS reports whether the etcd connection uses TLS.
+func (e EtcdConfig) TLS() bool {
+	if e.CAFile != "" || e.CertFile != "" {
+		return true
+	}
+	for _, ep := range e.Endpoints {
+		if strings.HasPrefix(ep, "https://") {
+			return true
+		}
+	}
+	return false
+}
+
+// String returns the block as %+v shows it, with the password redacted.
+func (e EtcdConfig) String() string {
+	type plain EtcdConfig
+	p := plain(e)
+	p.Password = redact(p.Password)
+	return fmt.Sprintf("%+v", p)
+}
+
+// cluster defaults and validates the cluster block.
+func (b *builder) cluster() {
+	c := &b.c.Cluster
+	if !b.written("cluster") && !c.Enabled() {
+		return
+	}
+	e := &c.Etcd
+	if len(e.Endpoints) == 0 {
+		b.errorf("cluster", "cluster: etcd.endpoints: at least one etcd client URL is required")
+		return
+	}
+	if c.Node == "" {
+		c.Node = cmp.Or(b.c.Server.NSID, b.c.Server.Identity)
+	}
+	if c.Node == "" {
+		if h, err := os.Hostname(); err == nil {
+			c.Node = h
+		}
+	}
+	if c.Node == "" || strings.ContainsAny(c.Node, "/ \t\n") || len(c.Node) > 255 {
+		b.errorf("cluster.node", "cluster: node %q: want a name without slashes or white space, at most 255 bytes", c.Node)
+	}
+	seen := map[string]bool{}
+	for i, ep := range e.Endpoints {
+		path := fmt.Sprintf("cluster.etcd.endpoints[%d]", i)
+		u, err := url.Parse(ep)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Port() == "":
+			b.errorf(path, "cluster: etcd endpoint %q: want http://host:port or https://host:port", ep)
+		case u.User != nil || (u.Path != "" && u.Path != "/"):
+			b.errorf(path, "cluster: etcd endpoint %q: a host and port only (credentials go in username/password)", ep)
+		case seen[ep]:
+			b.errorf(path, "cluster: etcd endpoint %q: listed twice", ep)
+		}
+		seen[ep] = true
+	}
+	if e.Prefix == "" {
+		e.Prefix = DefaultEtcdPrefix
+	}
+	if !strings.HasPrefix(e.Prefix, "/") || strings.ContainsAny(e.Prefix, " \t\n") {
+		b.errorf("cluster.etcd.prefix", "cluster: etcd prefix %q: want a key path starting with /", e.Prefix)
+	}
+	if !strings.HasSuffix(e.Prefix, "/") {
+		e.Prefix += "/"
+	}
+	for _, f := range []struct {
+		key  string
+		file *string
+	}{{"ca_file", &e.CAFile}, {"cert_file", &e.CertFile}, {"key_file", &e.KeyFile}} {
+		if *f.file == "" {
+			continue
+		}
+		r := b.resolve(*f.file)
+		if _, err := os.Stat(r); err != nil {
+			b.errorf("cluster.etcd."+f.key, "cluster: etcd %s: %v", f.key, err)
+		}
+		*f.file = r
+	}
+	if (e.CertFile == "") != (e.KeyFile == "") {
+		b.errorf("cluster.etcd", "cluster: etcd cert_file and key_file go together")
+	}
+	switch {
+	case e.PasswordFile != "" && e.Password != "" && !e.passwordFromFile:
+		b.errorf("cluster.etcd.password_file", "cluster: etcd password and password_file are mutually exclusive")
+	case e.PasswordFile != "":
+		data, err := os.ReadFile(b.resolve(e.PasswordFile))
+		if err != nil {
+			b.errorf("cluster.etcd.password_file", "cluster: etcd password_file: %v", err)
+			break
+		}
+		e.Password, e.passwordFromFile = strings.TrimSpace(string(data)), true
+	}
+	if e.Password != "" && e.Username == "" {
+		b.errorf("cluster.etcd.username", "cluster: etcd username is required with a password")
+	}
+	for _, d := range []struct {
+		key      string
+		v        *Duration
+		def      time.Duration
+		min, max time.Duration
+	}{
+		{"dial_timeout", &e.DialTimeout, DefaultEtcdDialTimeout, 10 * time.Millisecond, time.Minute},
+		{"request_timeout", &e.RequestTimeout, DefaultEtcdRequestTimeout, 10 * time.Millisecond, time.Minute},
+		{"lease_ttl", &e.LeaseTTL, DefaultEtcdLeaseTTL, 2 * time.Second, 5 * time.Minute},
+	} {
+		if *d.v == 0 {
+			*d.v = Duration(d.def)
+		}
+		if d.v.D() < d.min || d.v.D() > d.max {
+			b.errorf("cluster.etcd."+d.key, "cluster: etcd %s %s must be within %s..%s", d.key, d.v.D(), d.min, d.max)
+		}
+	}
+	if e.LeaseTTL.D()%time.Second != 0 {
+		b.errorf("cluster.etcd.lease_ttl", "cluster: etcd lease_ttl %s: etcd counts whole seconds", e.LeaseTTL.D())
+	}
+}
