@@ -98,7 +98,7 @@ func TestWatcherPushRefused(t *testing.T) {
 		{"stale", rep(8, now.Add(-2*time.Hour), 2), ErrReportStale, "time: 2h0m0s behind dnsd's clock"},
 		{"above 1000× the configured capacity", func() Report { r := rep(8, now, 20e3); r.Capacity = 1e9; return r }(),
 			ErrAbsurdLoad, "load: 200000 is more than 1000× the capacity 100"},
-		{"a replay", first, ErrReportOutOfOrder, "time: "},
+		{"the newest report's seq and time, another load", rep(7, first.Time, 3), ErrReportOutOfOrder, "time: "},
 		{"seq backwards, time too", rep(3, t0.Add(-2*time.Second), 2), ErrReportOutOfOrder, "seq: 3 after 7, and time: "},
 		{"same time, next seq", rep(8, first.Time, 2), ErrReportOutOfOrder, "not after the newest report's"},
 	}
@@ -118,6 +118,20 @@ func TestWatcherPushRefused(t *testing.T) {
 			}
 		})
 	}
+	// The newest report itself again (a mirror pushing to every dnsd of an
+	// NS set that also shares the reports) is taken with no effect.
+	t.Run("the newest report again", func(t *testing.T) {
+		n := testutil.ToFloat64(env.w.met.pushes.WithLabelValues("www", "duplicate"))
+		if err := env.w.Push(first, now); err != nil {
+			t.Fatalf("Push of the newest report again = %v, want nil", err)
+		}
+		if got := testutil.ToFloat64(env.w.met.pushes.WithLabelValues("www", "duplicate")); got != n+1 {
+			t.Errorf("pushes_total{duplicate} = %g, want %g", got, n+1)
+		}
+		if after, _ := env.w.State("www", "fra1"); !sameStatus(before, after) {
+			t.Errorf("a duplicate changed the member:\n%+v\nwant\n%+v", after, before)
+		}
+	})
 }
 
 // sameStatus compares what a push may change of a member's status.
@@ -150,7 +164,7 @@ func TestWatcherPushRestartedMirror(t *testing.T) {
 		{"restarted: seq 1, newer time", rep(1, t0.Add(3*time.Second)), nil},
 		{"restarted, next", rep(2, t0.Add(4*time.Second)), nil},
 		{"the first run's report again", rep(42, t0.Add(time.Second)), ErrReportOutOfOrder},
-		{"the new run's report again", rep(2, t0.Add(4*time.Second)), ErrReportOutOfOrder},
+		{"the new run's report again: a duplicate, taken with no effect", rep(2, t0.Add(4*time.Second)), nil},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

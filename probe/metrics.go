@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"group", "to"}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "pushes_total",
-			Help: "Pushed load reports, by group (empty when unknown) and result (accepted, rejected).",
+			Help: "Pushed load reports, by group (empty when unknown) and result (accepted; duplicate: the newest report again, taken with no effect; rejected).",
 		}, []string{"group", "result"}),
 		retimed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "retimed_reports_total",

@@ -394,6 +394,15 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 		w.met.pushes.WithLabelValues(group, "rejected").Inc()
 		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, r.Group, r.Member)
 	}
+	if m.hasRep && r.Seq == m.report.Seq && r.Time.Equal(m.report.Time) && r.Load == m.report.Load {
+		// The member's newest report again: a mirror that pushes to every
+		// dnsd of an NS set, whose reports also come shared through the
+		// cluster. Taken, with no effect; a replay of the HTTP request is
+		// the signature's to refuse.
+		w.mu.Unlock()
+		w.met.pushes.WithLabelValues(r.Group, "duplicate").Inc()
+		return nil
+	}
 	if err := w.believe(m, r, now); err != nil {
 		w.mu.Unlock()
 		w.met.pushes.WithLabelValues(r.Group, "rejected").Inc()

@@ -101,7 +101,7 @@ func TestPushRefused(t *testing.T) {
 		{"above 1000× the configured capacity", path, absurd, now, 400, "load: 2e+06 is more than 1000× the capacity 1000", "absurd_load"},
 		{"negative", path, report(6, now, -1), now, 400, "r: -1 is negative", "invalid"},
 		{"NaN", path, []byte(strings.Replace(string(report(6, now, 2)), `"r":2`, `"r":NaN`, 1)), now, 400, "malformed report", "invalid"},
-		{"the accepted report again, signed anew", path, accepted, now.Add(time.Second), 409, "time: ", "out_of_order"},
+		{"the accepted report's seq and time with another load", path, report(5, now.Add(-time.Second), 3), now.Add(time.Second), 409, "time: ", "out_of_order"},
 		{"seq backwards, older", path, report(2, now.Add(-3*time.Second), 2), now, 409, "seq: 2 after 5", "out_of_order"},
 		{"an unknown member", "/v1/groups/www.example.org./members/ghost/load", report(6, now, 2), now, 404, "unknown member", "unknown_member"},
 		{"an unknown group", "/v1/groups/nope.example.org./members/fra1/load", report(6, now, 2), now, 404, "unknown group", "unknown_group"},
