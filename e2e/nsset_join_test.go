@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The addresses of the NS-set join scenario's mirrors: static1 is the
+// group's member from the config (startNSSet), joi1 joins by itself.
+const (
+	nssetStaticIP = "127.0.10.1"
+	nssetJoinIP   = "127.0.10.77"
+)
+
+// TestNSSetJoinAndLeave: a mirror that joins by itself, given the three
+// nodes of an NS set, is in the answers of all three; on SIGTERM it
+// leaves all three's answers before it stops serving, and clients that
+// fetch through the group name, each resolving through its own node and
+// honouring the TTL, get every file meanwhile.
+func TestNSSetJoinAndLeave(t *testing.T) {
+	t.Parallel()
+	s := startNSSet(t, 3)
+	dir := t.TempDir()
+	content := faultContent()
+	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "root"), "f.bin", string(content))
+	var urls []string
+	for _, d := range s.nodes {
+		urls = append(urls, fmt.Sprintf("%q", "http://"+d.Admin))
+	}
+	mirrorCfg := func(m faultMember, listen string) string {
+		join := ""
+		if m.name == "joi1" {
+			join = fmt.Sprintf("join: {enabled: true, addresses: [%s]}\n", m.ip)
+		}
+		return fmt.Sprintf(`listen: [%q]
+admin: 127.0.0.1:0
+group: %s
+member: %s
+host: %s.mirrors.example.test
+root: root
+capacity: 1000
+redirect: {enabled: false}
+dnsd: {urls: [%s], secret: %s, push_interval: 300ms, view_interval: 300ms}
+%s`, listen, nssetGroup, m.name, m.name, strings.Join(urls, ", "), faultSecret, join)
+	}
+	port, _ := startFaultMirrors(t, dir, []faultMember{{name: "static1", ip: nssetStaticIP}}, mirrorCfg)
+
+	began := time.Now()
+	m, _, err := launchFaultMirror(t, dir, faultMember{name: "joi1", ip: nssetJoinIP}, net.JoinHostPort(nssetJoinIP, port), mirrorCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := waitAnswered(t, s.nodes, nssetJoinIP, true, 5*time.Second)
+	t.Logf("figure: start → in the answers of all three nodes: %v (seen %v after the wait began)",
+		time.Since(began).Round(time.Millisecond), in.Round(time.Millisecond))
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var clients []*ttlClients
+	for _, d := range s.nodes {
+		clients = append(clients, runTTLClients(ctx, 2, d.Addr, port, content))
+	}
+	from := func() (n int) {
+		for _, c := range clients {
+			n += c.from(nssetJoinIP)
+		}
+		return n
+	}
+	eventually(t, 5*time.Second, func() string {
+		if n := from(); n < 20 {
+			return fmt.Sprintf("%d files fetched from %s", n, nssetJoinIP)
+		}
+		return ""
+	})
+	term := time.Now()
+	m.Signal(syscall.SIGTERM)
+	out := waitAnswered(t, s.nodes, nssetJoinIP, false, 5*time.Second)
+	if m.Exited() {
+		t.Fatalf("the mirror exited before it left every node's answers:\n%s", m.Logs())
+	}
+	if code, err := getFile(nssetJoinIP, port, content); err != nil || code != http.StatusOK {
+		t.Errorf("the leaving mirror does not serve during its wait: %d %v", code, err)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the mirror did not exit within 15 s of SIGTERM:\n%s", m.Logs())
+	}
+	exitAt := time.Since(term)
+	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0:\n%s", code, m.Logs())
+	}
+	// The clients go on, on static1, after the exit.
+	total := func() (n int) {
+		for _, c := range clients {
+			n += c.total()
+		}
+		return n
+	}
+	after := total()
+	eventually(t, 5*time.Second, func() string {
+		if total() < after+20 {
+			return "clients stalled after the exit"
+		}
+		return ""
+	})
+	stop()
+	failed := 0
+	for _, c := range clients {
+		c.wait()
+		if f := int(c.failed.Load()); f > 0 {
+			failed += f
+			t.Errorf("%d fetches failed through one node during the leave: %s", f, c.firstErrors())
+		}
+	}
+	t.Logf("figure: leave after SIGTERM: out of all three nodes' answers %v, exit %v; %d fetches, %d from the leaving mirror, %d failed",
+		out.Round(time.Millisecond), exitAt.Round(time.Millisecond), total(), from(), failed)
+	for i, d := range s.nodes {
+		if st, err := memberStates(d.Admin); err != nil || st["joi1"] != "" {
+			t.Errorf("node %d still lists joi1 after its leave: %v %v", i+1, st, err)
+		}
+	}
+}
