@@ -142,18 +142,7 @@ dnsd: {url: "http://%s", secret: %s, push_interval: 300ms, view_interval: 300ms}
 	if m.Exited() {
 		t.Fatalf("the mirror exited before its wait:\n%s", m.Logs())
 	}
-	if code, err := getFile(joinIP, port, content); err != nil || code != http.StatusOK {
-		t.Errorf("the leaving mirror does not serve during its wait: %d %v", code, err)
-	}
-	select {
-	case <-m.done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("the mirror did not exit within 15 s of SIGTERM:\n%s", m.Logs())
-	}
-	exitAt := time.Since(term)
-	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0:\n%s", code, m.Logs())
-	}
+	exitAt := waitLeft(t, m, joinIP, port, content, term)
 	lastAnswered, _ := alog.lastNamed(joinIP)
 	lastAnswered -= term.Sub(alog.start)
 	served := clients.lastFrom(joinIP).Sub(term)
@@ -180,6 +169,26 @@ dnsd: {url: "http://%s", secret: %s, push_interval: 300ms, view_interval: 300ms}
 	if st, err := memberStates(d.Admin); err != nil || st["joi1"] != "" {
 		t.Errorf("joi1 still in the view after its leave: %v %v", st, err)
 	}
+}
+
+// waitLeft checks that a mirror leaving since term still serves at
+// ip:port, waits until it exits, wants exit code 0 and returns when it
+// exited, after term.
+func waitLeft(t *testing.T, m *faultMirrorProc, ip, port string, content []byte, term time.Time) time.Duration {
+	t.Helper()
+	if code, err := getFile(ip, port, content); err != nil || code != http.StatusOK {
+		t.Errorf("the leaving mirror does not serve during its wait: %d %v", code, err)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the mirror did not exit within 15 s of SIGTERM:\n%s", m.Logs())
+	}
+	exitAt := time.Since(term)
+	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0:\n%s", code, m.Logs())
+	}
+	return exitAt
 }
 
 // joinedInStatus reports whether groupctl status shows member's source as

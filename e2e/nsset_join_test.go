@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,18 +88,7 @@ dnsd: {urls: [%s], secret: %s, push_interval: 300ms, view_interval: 300ms}
 	if m.Exited() {
 		t.Fatalf("the mirror exited before it left every node's answers:\n%s", m.Logs())
 	}
-	if code, err := getFile(nssetJoinIP, port, content); err != nil || code != http.StatusOK {
-		t.Errorf("the leaving mirror does not serve during its wait: %d %v", code, err)
-	}
-	select {
-	case <-m.done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("the mirror did not exit within 15 s of SIGTERM:\n%s", m.Logs())
-	}
-	exitAt := time.Since(term)
-	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0:\n%s", code, m.Logs())
-	}
+	exitAt := waitLeft(t, m, nssetJoinIP, port, content, term)
 	// The clients go on, on static1, after the exit.
 	total := func() (n int) {
 		for _, c := range clients {
