@@ -235,7 +235,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
 	if shared != nil {
-		mo.Store, mo.Reports = shared, shared
+		mo.Store, mo.Reports, mo.Watcher = shared, shared, shared.Watching(watcher)
 	}
 	ctl, err := members.New(mo)
 	if err != nil {

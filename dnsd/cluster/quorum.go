@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -57,13 +58,20 @@ type quorum struct {
 	own    map[memberRef]probe.Update           // this node's watcher's newest update
 	views  map[string]map[memberRef]probe.State // other nodes' views, by node
 	served map[memberRef]probe.State            // what the sink was last given
-	queued map[memberRef]probe.State            // own views waiting to be published
+	queued map[memberRef]queuedView             // own views waiting to be published
+}
+
+// queuedView is an own view waiting to be put in etcd, or deleted (gone:
+// the member is no longer watched).
+type queuedView struct {
+	state probe.State
+	gone  bool
 }
 
 func newQuorum() quorum {
 	return quorum{
 		own: map[memberRef]probe.Update{}, views: map[string]map[memberRef]probe.State{},
-		served: map[memberRef]probe.State{}, queued: map[memberRef]probe.State{},
+		served: map[memberRef]probe.State{}, queued: map[memberRef]queuedView{},
 	}
 }
 
@@ -105,7 +113,7 @@ func (s *Store) Observe(u probe.Update) {
 	s.q.own[ref] = u
 	changed := !had || prev.State != u.State
 	if changed {
-		s.q.queued[ref] = u.State
+		s.q.queued[ref] = queuedView{state: u.State}
 	}
 	u.State = s.verdictLocked(ref)
 	s.q.served[ref] = u.State
@@ -151,8 +159,41 @@ func (s *Store) reconsider() {
 	}
 }
 
-// verdictLocked is the Verdict for ref from what the Store knows; s.mu
-// held.
+// Forget drops what the Store knows of a member that this node no
+// longer watches: its view is deleted from etcd, its down votes gauge
+// goes.
+func (s *Store) Forget(group, member string) {
+	if !s.quorumCfg.Enabled {
+		return
+	}
+	ref := memberRef{group, member}
+	s.mu.Lock()
+	delete(s.q.own, ref)
+	delete(s.q.served, ref)
+	s.q.queued[ref] = queuedView{gone: true}
+	s.downVotes.DeleteLabelValues(group, member)
+	s.mu.Unlock()
+	s.kickCheck()
+}
+
+// Watching returns w, whose Remove also makes the Store forget the member
+// (Forget): the Controller's watcher in an NS set.
+func (s *Store) Watching(w members.Watcher) members.Watcher { return forgetting{w, s} }
+
+// forgetting is a members.Watcher whose Remove also forgets the member.
+type forgetting struct {
+	members.Watcher
+	s *Store
+}
+
+func (f forgetting) Remove(group, member string) error {
+	err := f.Watcher.Remove(group, member)
+	f.s.Forget(group, member)
+	return err
+}
+
+// verdictLocked is the Verdict for ref from what the Store knows, and
+// sets its down votes gauge; s.mu held.
 func (s *Store) verdictLocked(ref memberRef) probe.State {
 	var others []probe.State
 	live := len(s.nodes)
@@ -169,7 +210,18 @@ func (s *Store) verdictLocked(ref memberRef) probe.State {
 		}
 		others = append(others, v)
 	}
-	return Verdict(s.quorumCfg, !s.degraded, s.q.own[ref].State, others, live)
+	u, watched := s.q.own[ref]
+	own := u.State
+	if watched { // a series only for the members Forget will be told of
+		down := 0
+		for _, v := range append(others, own) {
+			if v == probe.StateDown {
+				down++
+			}
+		}
+		s.downVotes.WithLabelValues(ref.group, ref.member).Set(float64(down))
+	}
+	return Verdict(s.quorumCfg, !s.degraded, own, others, live)
 }
 
 // healthKey is where node's view of a member lives in etcd.
@@ -214,11 +266,16 @@ func (s *Store) setViewLocked(node string, ref memberRef, st probe.State, put bo
 func (s *Store) publishViews(ctx context.Context, lease clientv3.LeaseID) error {
 	s.mu.Lock()
 	batch := s.q.queued
-	s.q.queued = map[memberRef]probe.State{}
+	s.q.queued = map[memberRef]queuedView{}
 	s.mu.Unlock()
-	for ref, st := range batch {
+	for ref, v := range batch {
 		c, cancel := context.WithTimeout(ctx, s.timeout)
-		_, err := s.cli.Put(c, s.healthKey(s.node, ref), st.String(), clientv3.WithLease(lease))
+		var err error
+		if v.gone {
+			_, err = s.cli.Delete(c, s.healthKey(s.node, ref))
+		} else {
+			_, err = s.cli.Put(c, s.healthKey(s.node, ref), v.state.String(), clientv3.WithLease(lease))
+		}
 		cancel()
 		if err != nil {
 			s.mu.Lock()

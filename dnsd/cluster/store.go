@@ -106,6 +106,7 @@ type Store struct {
 	conflicts     prometheus.Counter
 	resyncs       prometheus.Counter
 	shared        *prometheus.CounterVec
+	downVotes     *prometheus.GaugeVec
 }
 
 // NodeInfo is a node's entry in etcd, under its lease.
@@ -182,11 +183,15 @@ func New(o Options) (*Store, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_reports_total",
 		Help: "Pushed load reports shared through etcd, by direction (out: published, in: taken from another node) and result (ok, error).",
 	}, []string{"direction", "result"})
+	s.downVotes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_member_down_votes",
+		Help: "With quorum on: the live nodes (this one included) that see the member down, as this node last saw their views; a member's series goes when this node stops watching it.",
+	}, []string{"group", "member"})
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared} {
+	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared, s.downVotes} {
 		if err := reg.Register(c); err != nil {
 			cli.Close()
 			return nil, fmt.Errorf("cluster: register metrics: %w", err)
@@ -459,7 +464,7 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	s.mu.Lock()
 	s.q.views = map[string]map[memberRef]probe.State{}
 	for ref, u := range s.q.own { // all of this node's views, under the new lease
-		s.q.queued[ref] = u.State
+		s.q.queued[ref] = queuedView{state: u.State}
 	}
 	s.mu.Unlock()
 	for _, kv := range resp.Kvs {

@@ -268,8 +268,21 @@ func TestQuorum(t *testing.T) {
 	observe(a, "m2", probe.StateDown)
 	observe(b, "m2", probe.StateUp)
 	waitAll("m2 down on both (two of three see it down)", "m2", probe.StateDown, a, b)
+	if got := downVotes(t, a.reg); got["m2"] != 2 || got["m1"] != 1 {
+		t.Errorf("a's down votes %v, want m1 1 (b), m2 2 (a, c)", got)
+	}
 	testenv.WaitFor(t, 10*time.Second, "c's lease expired", func() bool { return len(a.store.Status().Nodes) == 2 })
 	waitAll("m2 up on both (c's vote gone with its lease)", "m2", probe.StateUp, a, b)
+
+	// a stops watching m1: its view leaves etcd, its series its registry.
+	a.store.Forget(group, "m1")
+	testenv.WaitFor(t, 5*time.Second, "a's view of m1 gone from etcd", func() bool {
+		resp, err := cli.Get(ctx, "/test/health/a/"+group+"/m1")
+		return err == nil && len(resp.Kvs) == 0
+	})
+	if got := downVotes(t, a.reg); len(got) != 1 {
+		t.Errorf("a's down votes %v after forgetting m1, want m2 only", got)
+	}
 
 	etcd.Stop()
 	testenv.WaitFor(t, 10*time.Second, "both nodes degraded", func() bool {
@@ -277,4 +290,23 @@ func TestQuorum(t *testing.T) {
 	})
 	waitAll("without etcd, a serves its own view of m2", "m2", probe.StateDown, a)
 	waitAll("without etcd, b serves its own view of m2", "m2", probe.StateUp, b)
+}
+
+// downVotes is transmirror_dnsd_cluster_member_down_votes by member.
+func downVotes(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, mf := range testenv.Gather(t, reg) {
+		if mf.GetName() != "transmirror_dnsd_cluster_member_down_votes" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "member" {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
