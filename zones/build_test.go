@@ -173,6 +173,8 @@ func TestLoadBad(t *testing.T) {
 			`cluster.yaml:9:5: cluster: etcd lease_ttl 1.5s must be within 2s..5m0s`,
 			`cluster.yaml:9:5: cluster: etcd lease_ttl 1.5s: etcd counts whole seconds`,
 		}},
+		{"quorum share of all nodes", "cluster_quorum.yaml", []string{`cluster_quorum.yaml:5:27: cluster: quorum down_share 1 must be within (0,1)`}},
+		{"quorum share of no node", "cluster_quorum_zero.yaml", []string{`cluster_quorum_zero.yaml:7:5: cluster: quorum down_share 0 must be within (0,1)`}},
 		{"cluster without etcd", "cluster_empty.yaml", []string{`cluster_empty.yaml:2:1: cluster: etcd.endpoints: at least one etcd client URL is required`}},
 		{"every error at once", "many.yaml", []string{
 			"many.yaml:2:3: server: max_udp_size 100 must be in 512..4096",

@@ -21,6 +21,9 @@ const (
 	// DefaultEtcdLeaseTTL is the lifetime of a node's lease in etcd, which
 	// its shared load reports and its presence hang on.
 	DefaultEtcdLeaseTTL = 10 * time.Second
+	// DefaultQuorumDownShare is the share of the live nodes that must see
+	// a member down, and be more than, for quorum to take it out.
+	DefaultQuorumDownShare = 0.5
 )
 
 // ClusterConfig makes this dnsd one node of an NS set whose run-time
@@ -33,6 +36,22 @@ type ClusterConfig struct {
 	Node string `yaml:"node"`
 	// Etcd is the store the nodes share.
 	Etcd EtcdConfig `yaml:"etcd"`
+	// Quorum, when enabled, takes a member out of the answers only when
+	// enough of the nodes see it down (off by default: each node serves
+	// its own probes' view).
+	Quorum QuorumConfig `yaml:"quorum"`
+}
+
+// QuorumConfig is the multi-vantage health check of an NS set: every node
+// shares its view of each member, and a member is down only when more
+// than DownShare of the live nodes (those present in etcd) see it down.
+// While etcd can not be reached each node serves its own view.
+type QuorumConfig struct {
+	// Enabled turns quorum on (default off).
+	Enabled bool `yaml:"enabled"`
+	// DownShare is the share of the live nodes, within (0,1), that a
+	// member's down votes must exceed (default 0.5: a strict majority).
+	DownShare float64 `yaml:"down_share"`
 }
 
 // Enabled reports whether the cluster block asks for a shared store.
@@ -185,5 +204,12 @@ func (b *builder) cluster() {
 	}
 	if e.LeaseTTL.D()%time.Second != 0 {
 		b.errorf("cluster.etcd.lease_ttl", "cluster: etcd lease_ttl %s: etcd counts whole seconds", e.LeaseTTL.D())
+	}
+	q := &c.Quorum
+	if q.DownShare == 0 && !b.written("cluster.quorum.down_share") {
+		q.DownShare = DefaultQuorumDownShare
+	}
+	if !(q.DownShare > 0 && q.DownShare < 1) {
+		b.errorf("cluster.quorum.down_share", "cluster: quorum down_share %g must be within (0,1), both excluded", q.DownShare)
 	}
 }

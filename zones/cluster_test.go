@@ -22,13 +22,19 @@ func TestClusterDefaults(t *testing.T) {
 		{"defaults", "cluster: {etcd: {endpoints: ['http://127.0.0.1:2379']}}\nserver: {nsid: ns1-nsid, identity: ns1.example.org}\n", func(t *testing.T, c ClusterConfig) {
 			e := c.Etcd
 			if !c.Enabled() || c.Node != "ns1-nsid" || e.Prefix != DefaultEtcdPrefix || e.DialTimeout.D() != DefaultEtcdDialTimeout ||
-				e.RequestTimeout.D() != DefaultEtcdRequestTimeout || e.LeaseTTL.D() != DefaultEtcdLeaseTTL || e.TLS() {
+				e.RequestTimeout.D() != DefaultEtcdRequestTimeout || e.LeaseTTL.D() != DefaultEtcdLeaseTTL || e.TLS() ||
+				c.Quorum.Enabled || c.Quorum.DownShare != DefaultQuorumDownShare {
 				t.Errorf("cluster = %+v", c)
 			}
 		}},
 		{"node from identity, prefix ends with a slash", "cluster: {etcd: {endpoints: ['https://etcd1:2379'], prefix: /tm/prod}}\nserver: {identity: ns2.example.org}\n", func(t *testing.T, c ClusterConfig) {
 			if c.Node != "ns2.example.org" || c.Etcd.Prefix != "/tm/prod/" || !c.Etcd.TLS() {
 				t.Errorf("cluster = %+v", c)
+			}
+		}},
+		{"quorum", "cluster: {node: a, etcd: {endpoints: ['http://127.0.0.1:2379']}, quorum: {enabled: true, down_share: 0.6}}\n", func(t *testing.T, c ClusterConfig) {
+			if !c.Quorum.Enabled || c.Quorum.DownShare != 0.6 {
+				t.Errorf("quorum = %+v", c.Quorum)
 			}
 		}},
 		{"password file", "cluster: {node: a, etcd: {endpoints: ['http://127.0.0.1:2379'], username: dnsd, password_file: etcd.pass}}\n", func(t *testing.T, c ClusterConfig) {

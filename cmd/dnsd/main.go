@@ -208,6 +208,19 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
+	var shared *cluster.Store // nil: a single node, its state file keeps the run-time state
+	health := disp.Observe    // where the members' states go: the dispatcher, or through the NS set's quorum
+	if cc := set.Config.Cluster; cc.Enabled() {
+		shared, err = cluster.New(cluster.Options{Config: cc, Logger: logger, Registry: reg,
+			Cache: members.NewFileStore(set.StateFile), Health: disp})
+		if err != nil {
+			return err
+		}
+		defer shared.Close()
+		health = shared.Observe
+		logger.Info("cluster node", "node", cc.Node, "etcd", strings.Join(cc.Etcd.Endpoints, ","), "prefix", cc.Etcd.Prefix,
+			"quorum", cc.Quorum.Enabled, "down_share", cc.Quorum.DownShare)
+	}
 	h := set.Config.Health
 	watcher, err := probe.NewWatcher(probe.WatcherConfig{
 		Registerer: reg,
@@ -215,22 +228,14 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		Logger:     logger,
 		Health:     probe.HealthConfig{Rise: h.Rise, Fall: h.Fall},
 		OnEvent:    events.ProbeEvent,
-		OnUpdate:   disp.Observe,
+		OnUpdate:   health,
 	})
 	if err != nil {
 		return err
 	}
 	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
-	var shared *cluster.Store // nil: a single node, its state file keeps the run-time state
-	if cc := set.Config.Cluster; cc.Enabled() {
-		shared, err = cluster.New(cluster.Options{Config: cc, Logger: logger, Registry: reg,
-			Cache: members.NewFileStore(set.StateFile)})
-		if err != nil {
-			return err
-		}
-		defer shared.Close()
-		mo.Store, mo.Reports = shared, shared
-		logger.Info("cluster node", "node", cc.Node, "etcd", strings.Join(cc.Etcd.Endpoints, ","), "prefix", cc.Etcd.Prefix)
+	if shared != nil {
+		mo.Store, mo.Reports, mo.Watcher = shared, shared, shared.Watching(watcher)
 	}
 	ctl, err := members.New(mo)
 	if err != nil {

@@ -7,7 +7,10 @@
 // member registry. Losing etcd never stops answering: the node serves from
 // its last known state, says it is degraded, refuses membership changes
 // (members.ErrStoreUnavailable), keeps taking pushes locally, and reads
-// everything again when etcd is back.
+// everything again when etcd is back. With quorum on, every node also
+// publishes its own view of each member's health under its lease, and
+// serves a member as down only when more than a share of the live nodes
+// see it down (Verdict); without etcd each node serves its own view.
 package cluster
 
 import (
@@ -31,6 +34,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones"
@@ -49,6 +53,7 @@ var (
 	_ members.Store      = (*Store)(nil)
 	_ members.ReportSink = (*Store)(nil)
 	_ Applier            = (*members.Controller)(nil)
+	_ HealthSink         = (*dispatch.Dispatcher)(nil)
 )
 
 // retryInterval is the pause between two attempts to reach etcd again.
@@ -67,6 +72,9 @@ type Options struct {
 	Cache *members.FileStore
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Health gets the state to serve of each member (see Observe); nil
+	// gives it to nobody.
+	Health HealthSink
 }
 
 // Store is the etcd store of an NS set.
@@ -80,6 +88,10 @@ type Store struct {
 	cache   *members.FileStore
 	now     func() time.Time
 
+	quorumCfg zones.QuorumConfig
+	sink      HealthSink
+	fwd       sync.Mutex // keeps the sink's updates in the order of the verdicts
+
 	mu       sync.Mutex
 	degraded bool
 	since    time.Time // of the current degraded or connected spell
@@ -88,11 +100,13 @@ type Store struct {
 	nodes    map[string]NodeInfo // the nodes present in etcd, by name
 	pending  map[string]probe.Report
 	kick     chan struct{}
+	q        quorum
 
 	degradedGauge prometheus.Gauge
 	conflicts     prometheus.Counter
 	resyncs       prometheus.Counter
 	shared        *prometheus.CounterVec
+	downVotes     *prometheus.GaugeVec
 }
 
 // NodeInfo is a node's entry in etcd, under its lease.
@@ -144,6 +158,7 @@ func New(o Options) (*Store, error) {
 		timeout: e.RequestTimeout.D(), ttl: e.LeaseTTL.D(), cache: o.Cache, now: o.Now,
 		degraded: true, known: members.NewState(), nodes: map[string]NodeInfo{},
 		pending: map[string]probe.Report{}, kick: make(chan struct{}, 1),
+		quorumCfg: o.Config.Quorum, sink: o.Health, q: newQuorum(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -168,11 +183,15 @@ func New(o Options) (*Store, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_reports_total",
 		Help: "Pushed load reports shared through etcd, by direction (out: published, in: taken from another node) and result (ok, error).",
 	}, []string{"direction", "result"})
+	s.downVotes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_member_down_votes",
+		Help: "With quorum on: the live nodes (this one included) that see the member down, as this node last saw their views; a member's series goes when this node stops watching it.",
+	}, []string{"group", "member"})
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared} {
+	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared, s.downVotes} {
 		if err := reg.Register(c); err != nil {
 			cli.Close()
 			return nil, fmt.Errorf("cluster: register metrics: %w", err)
@@ -402,6 +421,7 @@ func (s *Store) Run(ctx context.Context, app Applier) error {
 			return nil
 		}
 		s.setDegraded(true, err)
+		s.reconsider() // each node on its own view
 		t := time.NewTimer(retryInterval)
 		select {
 		case <-ctx.Done():
@@ -441,6 +461,12 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	st := members.NewState()
 	nodes := map[string]NodeInfo{}
 	var reports []sharedReport
+	s.mu.Lock()
+	s.q.views = map[string]map[memberRef]probe.State{}
+	for ref, u := range s.q.own { // all of this node's views, under the new lease
+		s.q.queued[ref] = queuedView{state: u.State}
+	}
+	s.mu.Unlock()
 	for _, kv := range resp.Kvs {
 		switch k := string(kv.Key); {
 		case strings.HasPrefix(k, s.prefix+"groups/"):
@@ -452,6 +478,12 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 		case strings.HasPrefix(k, s.prefix+"reports/"):
 			if r, ok := s.decodeReport(kv); ok {
 				reports = append(reports, r)
+			}
+		case strings.HasPrefix(k, s.prefix+"health/"):
+			if n, ref, v, ok := s.view(k, kv.Value); ok {
+				s.mu.Lock()
+				s.setViewLocked(n, ref, v, true)
+				s.mu.Unlock()
 			}
 		}
 	}
@@ -467,7 +499,8 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	s.nodes = nodes
 	s.mu.Unlock()
 	s.setDegraded(false, nil)
-	s.kickCheck() // what was pushed while etcd was away
+	s.reconsider()
+	s.kickCheck() // what was pushed while etcd was away, and this node's views
 
 	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	check := time.NewTicker(min(time.Second, s.ttl/3))
@@ -494,6 +527,9 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 			}
 		case <-s.kick:
 			if err := s.publish(ctx, lease.ID); err != nil {
+				return err
+			}
+			if err := s.publishViews(ctx, lease.ID); err != nil {
 				return err
 			}
 			if err := s.ping(ctx); err != nil {
@@ -550,6 +586,7 @@ func (s *Store) publish(ctx context.Context, lease clientv3.LeaseID) error {
 // events hands a batch of watched changes to app.
 func (s *Store) events(app Applier, evs []*clientv3.Event) {
 	st := members.NewState()
+	votes := false // the live nodes or their views changed
 	for _, ev := range evs {
 		k := string(ev.Kv.Key)
 		switch {
@@ -560,7 +597,19 @@ func (s *Store) events(app Applier, evs []*clientv3.Event) {
 				continue
 			}
 			s.decodeGroup(st, ev.Kv)
+		case strings.HasPrefix(k, s.prefix+"health/"):
+			var value []byte
+			if ev.Type == mvccpb.PUT {
+				value = ev.Kv.Value
+			}
+			if n, ref, v, ok := s.view(k, value); ok {
+				s.mu.Lock()
+				s.setViewLocked(n, ref, v, ev.Type == mvccpb.PUT)
+				s.mu.Unlock()
+				votes = true
+			}
 		case strings.HasPrefix(k, s.prefix+"nodes/"):
+			votes = true
 			s.mu.Lock()
 			if ev.Type == mvccpb.DELETE {
 				delete(s.nodes, strings.TrimPrefix(k, s.prefix+"nodes/"))
@@ -573,6 +622,9 @@ func (s *Store) events(app Applier, evs []*clientv3.Event) {
 				s.take(app, r)
 			}
 		}
+	}
+	if votes {
+		s.reconsider()
 	}
 	if len(st.Revisions) == 0 {
 		return

@@ -13,12 +13,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/transmirror/transmirror/dnsd/cluster"
 	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/dnsd/members"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -27,18 +30,44 @@ import (
 // a cluster Store, the store's session running until the test ends (or
 // stop).
 type node struct {
-	ctl   *members.Controller
-	store *cluster.Store
-	reg   *prometheus.Registry
-	stop  func()
+	ctl    *members.Controller
+	store  *cluster.Store
+	reg    *prometheus.Registry
+	health *served
+	stop   func()
+}
+
+// served records the states a Store gives its dispatcher.
+type served struct {
+	mu sync.Mutex
+	st map[string]probe.State // "group/member"
+}
+
+func (s *served) Observe(u probe.Update) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st[u.Group+"/"+u.Member] = u.State
+}
+
+func (s *served) state(group, member string) probe.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st[group+"/"+member]
 }
 
 func startNode(t *testing.T, dir, name, endpoint string) *node {
 	t.Helper()
+	return startNodeWith(t, dir, name, endpoint, "")
+}
+
+// startNodeWith is startNode with more of the cluster block (indented
+// lines after etcd).
+func startNodeWith(t *testing.T, dir, name, endpoint, extra string) *node {
+	t.Helper()
 	cfg := strings.Replace(testenv.Config(""), "groups:", fmt.Sprintf(`cluster:
   node: %s
   etcd: {endpoints: [%q], prefix: /test/, request_timeout: 500ms, dial_timeout: 500ms, lease_ttl: 2s}
-groups:`, name, endpoint), 1)
+%sgroups:`, name, endpoint, extra), 1)
 	cfg = strings.Replace(cfg, "allow_private: true", "allow_private: true\n    max_runtime_members: 200", 1)
 	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644); err != nil {
 		t.Fatal(err)
@@ -50,13 +79,13 @@ groups:`, name, endpoint), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{reg: prometheus.NewRegistry()}
+	n := &node{reg: prometheus.NewRegistry(), health: &served{st: map[string]probe.State{}}}
 	disp, err := dispatch.New(dispatch.Options{Registry: n.reg, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n.store, err = cluster.New(cluster.Options{Config: set.Config.Cluster, Registry: n.reg,
-		Logger: testenv.DiscardLogger(), Cache: members.NewFileStore(set.StateFile)}); err != nil {
+		Logger: testenv.DiscardLogger(), Cache: members.NewFileStore(set.StateFile), Health: n.health}); err != nil {
 		t.Fatal(err)
 	}
 	if n.ctl, err = members.New(members.Options{Registry: n.reg, Answers: disp, Server: testenv.Server(t, n.reg, disp),
@@ -174,4 +203,110 @@ func TestDegraded(t *testing.T) {
 	if st := again.store.Status(); len(st.Nodes) != 1 || st.Nodes[0].Node != "a" {
 		t.Errorf("nodes %+v, want a", st.Nodes)
 	}
+}
+
+// TestQuorum: with quorum on, a member one node sees down and another up
+// stays up on both; seen down by both it is down on both; the votes of a
+// node whose lease expires go with it; without etcd each node serves its
+// own view.
+func TestQuorum(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	const group = "www.example.org."
+	q := "  quorum: {enabled: true, down_share: 0.5}\n"
+	a := startNodeWith(t, t.TempDir(), "a", etcd.Endpoint(), q)
+	b := startNodeWith(t, t.TempDir(), "b", etcd.Endpoint(), q)
+	nodes := []*node{a, b}
+	testenv.WaitFor(t, 5*time.Second, "both nodes connected, each seeing both", func() bool {
+		for _, n := range nodes {
+			if st := n.store.Status(); st.Degraded || len(st.Nodes) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	observe := func(n *node, member string, st probe.State) {
+		n.store.Observe(probe.Update{Group: group, Member: member, State: st})
+	}
+	waitAll := func(what, member string, want probe.State, on ...*node) {
+		t.Helper()
+		testenv.WaitFor(t, 5*time.Second, what, func() bool {
+			for _, n := range on {
+				if n.health.state(group, member) != want {
+					return false
+				}
+			}
+			return true
+		})
+	}
+
+	observe(a, "m1", probe.StateDown)
+	observe(b, "m1", probe.StateUp)
+	waitAll("m1 up on both (one of two sees it down)", "m1", probe.StateUp, a, b)
+	observe(b, "m1", probe.StateDown)
+	waitAll("m1 down on both (both see it down)", "m1", probe.StateDown, a, b)
+	observe(a, "m1", probe.StateUp)
+	waitAll("m1 up again on both", "m1", probe.StateUp, a, b)
+
+	// A third node, c, sees m2 down with a: two of three. Its lease is not
+	// kept alive, so it expires.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.Endpoint()}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lease, err := cli.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"/test/nodes/c": `{"node":"c"}`, "/test/health/c/" + group + "/m2": "down"} {
+		if _, err := cli.Put(ctx, k, v, clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe(a, "m2", probe.StateDown)
+	observe(b, "m2", probe.StateUp)
+	waitAll("m2 down on both (two of three see it down)", "m2", probe.StateDown, a, b)
+	if got := downVotes(t, a.reg); got["m2"] != 2 || got["m1"] != 1 {
+		t.Errorf("a's down votes %v, want m1 1 (b), m2 2 (a, c)", got)
+	}
+	testenv.WaitFor(t, 10*time.Second, "c's lease expired", func() bool { return len(a.store.Status().Nodes) == 2 })
+	waitAll("m2 up on both (c's vote gone with its lease)", "m2", probe.StateUp, a, b)
+
+	// a stops watching m1: its view leaves etcd, its series its registry.
+	a.store.Forget(group, "m1")
+	testenv.WaitFor(t, 5*time.Second, "a's view of m1 gone from etcd", func() bool {
+		resp, err := cli.Get(ctx, "/test/health/a/"+group+"/m1")
+		return err == nil && len(resp.Kvs) == 0
+	})
+	if got := downVotes(t, a.reg); len(got) != 1 {
+		t.Errorf("a's down votes %v after forgetting m1, want m2 only", got)
+	}
+
+	etcd.Stop()
+	testenv.WaitFor(t, 10*time.Second, "both nodes degraded", func() bool {
+		return a.store.Status().Degraded && b.store.Status().Degraded
+	})
+	waitAll("without etcd, a serves its own view of m2", "m2", probe.StateDown, a)
+	waitAll("without etcd, b serves its own view of m2", "m2", probe.StateUp, b)
+}
+
+// downVotes is transmirror_dnsd_cluster_member_down_votes by member.
+func downVotes(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, mf := range testenv.Gather(t, reg) {
+		if mf.GetName() != "transmirror_dnsd_cluster_member_down_votes" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "member" {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }

@@ -100,7 +100,8 @@ const maxSaveAttempts = 64
 // answers) → persist (the state file, atomically) → commit (swaps that can
 // not fail); a failed prepare or persist changes nothing, in memory or on
 // disk. Member health does not pass through it: the watcher's updates go to
-// the dispatcher directly.
+// the dispatcher directly, or, in an NS set, through the cluster store,
+// which combines every node's view when quorum is on (cluster.Store.Observe).
 type Controller struct {
 	log   *slog.Logger
 	disp  Answers
