@@ -264,7 +264,7 @@ func (s *Store) Load() (members.State, error) {
 	for _, kv := range resp.Kvs {
 		s.decodeGroup(st, kv)
 	}
-	s.remember(st, true)
+	s.remember(st, true, resp.Header.Revision)
 	s.setDegraded(false, nil)
 	return st, nil
 }
@@ -285,11 +285,23 @@ func (s *Store) decodeGroup(st members.State, kv *mvccpb.KeyValue) {
 
 // remember records st as the shared state (whole: replacing what was
 // known, else merged in) and writes the local copy.
-func (s *Store) remember(st members.State, whole bool) {
+//
+// A whole state is what a read at revision readRev saw; a group this node
+// saved after that read (a change made while the session started) is
+// newer than the read and is kept, so that the local copy never goes back
+// to before a change that was accepted. The watch, which starts after the
+// read, brings the same change to the Applier.
+func (s *Store) remember(st members.State, whole bool, readRev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if whole {
-		s.known = st.Clone()
+		st = st.Clone()
+		for g, rev := range s.known.Revisions {
+			if rev > readRev && rev > st.Revisions[g] {
+				st.Groups[g], st.Revisions[g] = s.known.Groups[g].Clone(), rev
+			}
+		}
+		s.known = st
 	} else {
 		for g, rev := range st.Revisions {
 			s.known.Groups[g], s.known.Revisions[g] = st.Groups[g].Clone(), rev
@@ -341,7 +353,7 @@ func (s *Store) Save(group string, rev int64, gs members.GroupState) (int64, err
 	}
 	saved := members.NewState()
 	saved.Groups[group], saved.Revisions[group] = gs, resp.Header.Revision
-	s.remember(saved, false)
+	s.remember(saved, false, 0)
 	return resp.Header.Revision, nil
 }
 
@@ -488,10 +500,13 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 		}
 	}
 	s.resyncs.Inc()
+	s.remember(st, true, resp.Header.Revision)
+	s.mu.Lock()
+	st = s.known.Clone() // with what this node saved since the read
+	s.mu.Unlock()
 	if err := app.Replace(st); err != nil {
 		s.log.Error("cluster: shared state not served", "err", err)
 	}
-	s.remember(st, true)
 	for _, r := range reports {
 		s.take(app, r)
 	}
@@ -632,7 +647,7 @@ func (s *Store) events(app Applier, evs []*clientv3.Event) {
 	if err := app.Apply(st); err != nil {
 		s.log.Error("cluster: watched state not served", "err", err)
 	}
-	s.remember(st, false)
+	s.remember(st, false, 0)
 }
 
 // take hands another node's report to app.
