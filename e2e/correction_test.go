@@ -440,35 +440,10 @@ groups:
 	writeFile(t, root, "file.bin", string(cl.content))
 
 	// The first mirror picks the port; the others need the same one on
-	// their own addresses. Should one be taken, start again on another.
-	var lastErr error
-	for attempt := 1; attempt <= 5; attempt++ {
-		var started []*proc
-		port := "0"
-		lastErr = nil
-		for _, m := range cl.mirrors {
-			p, addr, err := launchCorrMirror(t, dir, m, port, cl.dnsd.Admin)
-			if err != nil {
-				lastErr = err
-				break
-			}
-			started = append(started, p)
-			if port == "0" {
-				_, port, _ = net.SplitHostPort(addr)
-			}
-		}
-		if lastErr == nil {
-			cl.port = port
-			break
-		}
-		t.Logf("attempt %d: %v; trying another port", attempt, lastErr)
-		for _, p := range started {
-			p.Stop()
-		}
-	}
-	if lastErr != nil {
-		t.Fatalf("could not start the mirrors on one port: %v", lastErr)
-	}
+	// their own addresses.
+	cl.port, _ = onePort(t, len(cl.mirrors), func(i int, port string) (*proc, string, error) {
+		return launchCorrMirror(t, dir, cl.mirrors[i], port, cl.dnsd.Admin)
+	})
 
 	var upAt time.Time
 	eventually(t, 15*time.Second, func() string {

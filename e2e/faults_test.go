@@ -460,32 +460,9 @@ type faultMirrorProc struct {
 // addresses, it starts them all again on another.
 func startFaultMirrors(t *testing.T, dir string, members []faultMember, cfg func(m faultMember, listen string) string) (string, []*faultMirrorProc) {
 	t.Helper()
-	var lastErr error
-	for attempt := 1; attempt <= 5; attempt++ {
-		var started []*faultMirrorProc
-		port := "0"
-		lastErr = nil
-		for _, m := range members {
-			fm, addr, err := launchFaultMirror(t, dir, m, net.JoinHostPort(m.ip, port), cfg)
-			if err != nil {
-				lastErr = err
-				break
-			}
-			started = append(started, fm)
-			if port == "0" {
-				_, port, _ = net.SplitHostPort(addr)
-			}
-		}
-		if lastErr == nil {
-			return port, started
-		}
-		t.Logf("attempt %d: %v; trying another port", attempt, lastErr)
-		for _, p := range started {
-			p.Stop()
-		}
-	}
-	t.Fatalf("could not start the mirrors on one port: %v", lastErr)
-	return "", nil
+	return onePort(t, len(members), func(i int, port string) (*faultMirrorProc, string, error) {
+		return launchFaultMirror(t, dir, members[i], net.JoinHostPort(members[i].ip, port), cfg)
+	})
 }
 
 // launchFaultMirror starts the mirror of m listening on listen and returns

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,43 @@ func launchMirror(t testing.TB, path, name string) (*mirrorProc, error) {
 		t.Fatalf("mirror %s did not report its addresses:\n%s", name, m.Logs())
 	}
 	return m, nil
+}
+
+// onePort starts n processes that must all listen on one port, each on
+// its own loopback address: start(i, port) starts the i-th on port ("0":
+// any; the first one picks it) and returns it with the address it
+// listens on, or an error when it could not (the port taken on its
+// address). Should one fail, the ones started are stopped and all start
+// again on another port, up to 5 times. It returns the port and the
+// processes in order.
+func onePort[P interface{ Stop() }](t testing.TB, n int, start func(i int, port string) (P, string, error)) (string, []P) {
+	t.Helper()
+	var lastErr error
+	for attempt := 1; attempt <= 5; attempt++ {
+		var started []P
+		port := "0"
+		lastErr = nil
+		for i := range n {
+			p, addr, err := start(i, port)
+			if err != nil {
+				lastErr = err
+				break
+			}
+			started = append(started, p)
+			if port == "0" {
+				_, port, _ = net.SplitHostPort(addr)
+			}
+		}
+		if lastErr == nil {
+			return port, started
+		}
+		t.Logf("attempt %d: %v; trying another port", attempt, lastErr)
+		for _, p := range started {
+			p.Stop()
+		}
+	}
+	t.Fatalf("could not start %d processes on one port: %v", n, lastErr)
+	return "", nil
 }
 
 // groupctl runs the real groupctl against a dnsd admin address.

@@ -93,36 +93,14 @@ groups:
 
 	cl := &skewCluster{dnsd: d, mirrors: ms}
 	// The first mirror picks the port; the others must get the same one on
-	// their own addresses. Should one be taken, start again on a new port.
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		var started []*proc
-		port := "0"
-		lastErr = nil
-		for _, m := range ms {
-			p, http, admin, err := launchSkewMirror(t, dir, m, port, d.Admin, ph.correct)
-			if err != nil {
-				lastErr = err
-				break
-			}
-			started = append(started, p)
-			m.proc, m.admin = p, admin
-			if port == "0" {
-				_, port, _ = net.SplitHostPort(http)
-			}
+	// their own addresses.
+	cl.port, _ = onePort(t, len(ms), func(i int, port string) (*proc, string, error) {
+		p, http, admin, err := launchSkewMirror(t, dir, ms[i], port, d.Admin, ph.correct)
+		if err == nil {
+			ms[i].proc, ms[i].admin = p, admin
 		}
-		if lastErr == nil {
-			cl.port = port
-			break
-		}
-		t.Logf("attempt %d: %v; trying another port", attempt+1, lastErr)
-		for _, p := range started {
-			p.Stop()
-		}
-	}
-	if lastErr != nil {
-		t.Fatalf("could not start %d mirrors on one port: %v", skewMirrors, lastErr)
-	}
+		return p, http, err
+	})
 
 	upAt := time.Now()
 	eventually(t, 15*time.Second, func() string {
