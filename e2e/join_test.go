@@ -43,22 +43,7 @@ func TestJoinAndLeave(t *testing.T) {
 	writeFile(t, dir, "dnsd.yaml", cfg)
 	d := startDNSD(t, true, "-config", cfgPath)
 
-	mirrorCfg := func(m faultMember, listen string) string {
-		join := ""
-		if m.name == "joi1" {
-			join = fmt.Sprintf("join: {enabled: true, addresses: [%s]}\n", m.ip)
-		}
-		return fmt.Sprintf(`listen: [%q]
-admin: 127.0.0.1:0
-group: %s
-member: %s
-host: %s.mirrors.example.test
-root: root
-capacity: 1000
-redirect: {enabled: false}
-dnsd: {url: "http://%s", secret: %s, push_interval: 300ms, view_interval: 300ms}
-%s`, listen, faultGroup, m.name, m.name, d.Admin, faultSecret, join)
-	}
+	mirrorCfg := joinMirrorConfig(d)
 	port, _ := startFaultMirrors(t, dir, []faultMember{{name: "sta1", ip: joinStaticIP}}, mirrorCfg)
 	listen := net.JoinHostPort(joinIP, port)
 	joi := faultMember{name: "joi1", ip: joinIP}
@@ -168,6 +153,32 @@ dnsd: {url: "http://%s", secret: %s, push_interval: 300ms, view_interval: 300ms}
 
 	if st, err := memberStates(d.Admin); err != nil || st["joi1"] != "" {
 		t.Errorf("joi1 still in the view after its leave: %v %v", st, err)
+	}
+}
+
+// joinMirrorConfig returns the config of the join scenarios' mirrors,
+// pushing to and viewing from the dnsd nodes: joi1 joins by itself, any
+// other is a member from dnsd's config.
+func joinMirrorConfig(nodes ...*dnsdProc) func(m faultMember, listen string) string {
+	var urls []string
+	for _, d := range nodes {
+		urls = append(urls, fmt.Sprintf("%q", "http://"+d.Admin))
+	}
+	return func(m faultMember, listen string) string {
+		join := ""
+		if m.name == "joi1" {
+			join = fmt.Sprintf("join: {enabled: true, addresses: [%s]}\n", m.ip)
+		}
+		return fmt.Sprintf(`listen: [%q]
+admin: 127.0.0.1:0
+group: %s
+member: %s
+host: %s.mirrors.example.test
+root: root
+capacity: 1000
+redirect: {enabled: false}
+dnsd: {urls: [%s], secret: %s, push_interval: 300ms, view_interval: 300ms}
+%s`, listen, faultGroup, m.name, m.name, strings.Join(urls, ", "), faultSecret, join)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,26 +32,7 @@ func TestNSSetJoinAndLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "root"), "f.bin", string(content))
-	var urls []string
-	for _, d := range s.nodes {
-		urls = append(urls, fmt.Sprintf("%q", "http://"+d.Admin))
-	}
-	mirrorCfg := func(m faultMember, listen string) string {
-		join := ""
-		if m.name == "joi1" {
-			join = fmt.Sprintf("join: {enabled: true, addresses: [%s]}\n", m.ip)
-		}
-		return fmt.Sprintf(`listen: [%q]
-admin: 127.0.0.1:0
-group: %s
-member: %s
-host: %s.mirrors.example.test
-root: root
-capacity: 1000
-redirect: {enabled: false}
-dnsd: {urls: [%s], secret: %s, push_interval: 300ms, view_interval: 300ms}
-%s`, listen, nssetGroup, m.name, m.name, strings.Join(urls, ", "), faultSecret, join)
-	}
+	mirrorCfg := joinMirrorConfig(s.nodes...)
 	port, _ := startFaultMirrors(t, dir, []faultMember{{name: "static1", ip: nssetStaticIP}}, mirrorCfg)
 
 	began := time.Now()
