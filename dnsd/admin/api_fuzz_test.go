@@ -224,10 +224,15 @@ func FuzzPushRedirects(f *testing.F) {
 	})
 }
 
+// fuzzCapacity is the static member fra1's capacity in testenv.Config.
+const fuzzCapacity = 1000
+
 // FuzzPushLoad posts LOAD-INFORM bodies for the static member fra1
 // through probe.DecodeReport and the watcher. A body is answered 202 or
 // 400 (413 only above MaxBody), never 500; 202 exactly when it decodes
-// into a report for this group and member. The seed corpus is in
+// into a report for this group and member whose time is within the
+// watcher's window of the clock and whose load is within the bound of
+// fra1's capacity. The seed corpus is in
 // testdata/fuzz/FuzzPushLoad.
 func FuzzPushLoad(f *testing.F) {
 	f.Add([]byte(`{"group":"www.example.org.","member":"fra1","seq":1,"time":"2027-01-15T08:00:00Z","r":12.34,"m":0.5,"conns":3,"bytes_per_second":0,"redirects_per_second":0,"load":128.4,"capacity":1000}`))
@@ -245,8 +250,20 @@ func FuzzPushLoad(f *testing.F) {
 		wantStatus(t, "LOAD-INFORM", code, out, http.StatusAccepted, http.StatusBadRequest)
 		rep, err := probe.DecodeReport(bytes.NewReader(body), MaxBody)
 		ours := err == nil && dns.CanonicalName(rep.Group) == fuzzGroup && rep.Member == "fra1"
-		if ours != (code == http.StatusAccepted) {
-			t.Fatalf("status %d (%s) for a report that decodes: %v (err %v), is fra1's: %v", code, out, err == nil, err, ours)
+		believed := ours
+		var why error
+		if ours {
+			// The watcher believes a report of fra1 within the clock's
+			// window and the load bound of fra1's capacity (1000);
+			// nothing came before it, so it can not be out of order.
+			if why = rep.CheckTime(a.now, probe.DefaultReportMaxSkew, probe.DefaultReportMaxAge); why == nil {
+				why = rep.CheckLoad(fuzzCapacity)
+			}
+			believed = why == nil
+		}
+		if believed != (code == http.StatusAccepted) {
+			t.Fatalf("status %d (%s) for a report that decodes: %v (err %v), is fra1's: %v, believable: %v (%v)",
+				code, out, err == nil, err, ours, believed, why)
 		}
 	})
 }
