@@ -170,14 +170,16 @@ func FuzzAddMember(f *testing.F) {
 
 // FuzzPushRedirects posts dispatchers' redirect reports through
 // decodeStrict, api.RedirectReport.Validate and the dispatcher's booking.
-// A body is answered 202, 400 or 404, never 500; 202 only for a body
-// that decodes strictly into a valid report, whose re-encoding is accepted
-// as well and decodes to the same report; 404 exactly for a valid report
-// that names a member the group does not have. The seed corpus is in
+// A body is answered 202, 400 or 404, never 500; 400 exactly for a body
+// that does not decode strictly into a valid report within the clock's
+// window; 404 exactly for such a report that names a member the group
+// does not have; else 202, and its re-encoding decodes to the same report
+// and is taken again (the same report twice). The seed corpus is in
 // testdata/fuzz/FuzzPushRedirects.
 func FuzzPushRedirects(f *testing.F) {
-	f.Add([]byte(`{"dispatcher":"d1.example.org","time":"2027-01-15T08:00:00Z","members":{"fra1":12.5}}`))
-	f.Add([]byte(`{"dispatcher":"d1.example.org","time":"2027-01-15T08:00:00Z","members":{}}`))
+	// The clock of a.do is at 08:01:00 for the first request.
+	f.Add([]byte(`{"dispatcher":"d1.example.org","time":"2027-01-15T08:01:00Z","members":{"fra1":12.5}}`))
+	f.Add([]byte(`{"dispatcher":"d1.example.org","time":"2027-01-15T08:01:00Z","members":{}}`))
 	f.Add([]byte(`{"dispatcher":"d1.example.org","time":"2027-01-15T08:00:00Z","members":{"nosuch":1}}`))
 	f.Add([]byte(`{"dispatcher":"","time":"0001-01-01T00:00:00Z","members":{"fra1":-1}}`))
 	a := newFuzzAPI(f)
@@ -186,15 +188,19 @@ func FuzzPushRedirects(f *testing.F) {
 		a.reset(t)
 		code, out := a.do(t, http.MethodPost, push, body)
 		wantStatus(t, "redirect report", code, out, http.StatusAccepted, http.StatusBadRequest, http.StatusNotFound)
+		var rep api.RedirectReport
+		why := decodeStrict(body, &rep)
+		if why == nil {
+			why = rep.Validate()
+		}
+		if why == nil {
+			why = probe.Report{Time: rep.Time}.CheckTime(a.now, probe.DefaultReportMaxSkew, probe.DefaultReportMaxAge)
+		}
+		if (code == http.StatusBadRequest) != (why != nil) {
+			t.Fatalf("%d (%s) for a report refused for: %v", code, out, why)
+		}
 		if code == http.StatusBadRequest {
 			return
-		}
-		var rep api.RedirectReport
-		if err := decodeStrict(body, &rep); err != nil {
-			t.Fatalf("%d for a body that does not decode strictly: %v", code, err)
-		}
-		if err := rep.Validate(); err != nil {
-			t.Fatalf("%d for an invalid report: %v", code, err)
 		}
 		strangers := 0
 		for name := range rep.Members {
@@ -219,8 +225,14 @@ func FuzzPushRedirects(f *testing.F) {
 		if !rep2.Time.Equal(rep.Time) || rep2.Dispatcher != rep.Dispatcher || !reflect.DeepEqual(rep2.Members, rep.Members) {
 			t.Fatalf("round trip changed %+v to %+v", rep, rep2)
 		}
+		// Posted again a minute later (the clock of a.do): the same
+		// report, taken, unless it has grown too old.
 		code, out = a.do(t, http.MethodPost, push, canon)
-		wantStatus(t, "the re-encoded report", code, out, http.StatusAccepted)
+		if (probe.Report{Time: rep.Time}).CheckTime(a.now, probe.DefaultReportMaxSkew, probe.DefaultReportMaxAge) != nil {
+			wantStatus(t, "the re-encoded report, now too old", code, out, http.StatusBadRequest)
+		} else {
+			wantStatus(t, "the re-encoded report", code, out, http.StatusAccepted)
+		}
 	})
 }
 

@@ -2,11 +2,14 @@ package dispatch
 
 import (
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -16,23 +19,41 @@ import (
 const MaxDispatchers = 64
 
 // dispatcherRates are the redirect rates each dispatcher of a group last
-// reported, by member name: what a new report's rates are compared with.
+// reported, by member name, with the report's time: what a new report's
+// rates are compared with, and what it must be newer than.
 type dispatcherRates struct {
 	mu    sync.Mutex
-	rates map[string]map[string]float64 // dispatcher → member → redirects per second
-	order []string                      // dispatchers, the one heard from longest ago first
+	rates map[string]sentRates // by dispatcher
+	order []string             // dispatchers, the one heard from longest ago first
+}
+
+// sentRates is one dispatcher's last report.
+type sentRates struct {
+	at    time.Time
+	rates map[string]float64 // member → redirects per second
 }
 
 func newDispatcherRates() *dispatcherRates {
-	return &dispatcherRates{rates: make(map[string]map[string]float64)}
+	return &dispatcherRates{rates: make(map[string]sentRates)}
 }
 
-// swap records rates as dispatcher's and returns what it reported before
-// (nil: nothing).
-func (r *dispatcherRates) swap(dispatcher string, rates map[string]float64) map[string]float64 {
+// swap records rates, taken at at, as dispatcher's and returns what it
+// reported before (nil: nothing). A report that is not newer than the
+// dispatcher's last is refused (probe.ErrReportOutOfOrder: a reordering,
+// or a replay that came by another way than the signature) and changes
+// nothing, except that the last report again (same time, same rates) is
+// taken with no effect: same is then true.
+func (r *dispatcherRates) swap(dispatcher string, at time.Time, rates map[string]float64) (prev map[string]float64, same bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	prev, ok := r.rates[dispatcher]
+	last, ok := r.rates[dispatcher]
+	if ok && !at.After(last.at) {
+		if at.Equal(last.at) && maps.Equal(rates, last.rates) {
+			return last.rates, true, nil
+		}
+		return nil, false, fmt.Errorf("%w: time: %s not after dispatcher %s's newest report's %s",
+			probe.ErrReportOutOfOrder, at.Format(time.RFC3339Nano), dispatcher, last.at.Format(time.RFC3339Nano))
+	}
 	if ok {
 		for i, d := range r.order {
 			if d == dispatcher {
@@ -45,8 +66,8 @@ func (r *dispatcherRates) swap(dispatcher string, rates map[string]float64) map[
 		r.order = r.order[1:]
 	}
 	r.order = append(r.order, dispatcher)
-	r.rates[dispatcher] = rates
-	return prev
+	r.rates[dispatcher] = sentRates{at, rates}
+	return last.rates, false, nil
 }
 
 // Redirects books a dispatcher's redirect rates (redirects per second by
@@ -57,8 +78,11 @@ func (r *dispatcherRates) swap(dispatcher string, rates map[string]float64) map[
 // booking ramps out over the member's report window, as the member's
 // report takes the change in; a rate that falls books a negative load.
 // A member name that is not in the group is an error, and nothing of the
-// report is booked; a member left out of the report is sent none.
-func (d *Dispatcher) Redirects(group, dispatcher string, rates map[string]float64) error {
+// report is booked; a member left out of the report is sent none. at is
+// the report's time: a report not newer than the dispatcher's last is
+// refused (probe.ErrReportOutOfOrder) unless it is the last one again,
+// which is taken with no effect.
+func (d *Dispatcher) Redirects(group, dispatcher string, at time.Time, rates map[string]float64) error {
 	g := d.groups()[dns.CanonicalName(group)]
 	if g == nil {
 		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
@@ -72,7 +96,10 @@ func (d *Dispatcher) Redirects(group, dispatcher string, rates map[string]float6
 	for name, v := range rates {
 		own[name] = sane(v)
 	}
-	prev := g.sent.swap(dispatcher, own)
+	prev, same, err := g.sent.swap(dispatcher, at, own)
+	if err != nil || same {
+		return err
+	}
 	now := d.now()
 	book := func(name string, delta float64) {
 		i := g.member(name)

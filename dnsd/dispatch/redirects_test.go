@@ -40,20 +40,25 @@ func TestDispatcherRedirects(t *testing.T) {
 		}
 		return live[member].Pending
 	}
+	start := now
 	steps := []struct {
 		name       string
 		dispatcher string
+		at         time.Duration // the report's time, after start
 		rates      map[string]float64
 		after      time.Duration
 		fra1, ams1 float64 // pending load afterwards
 		err        error
 	}{
-		{"first report: its rates", "d1", map[string]float64{"fra1": 10, "ams1": 2}, 0, 100, 20, nil},
-		{"the same rates: nothing more", "d1", map[string]float64{"fra1": 10, "ams1": 2}, 0, 100, 20, nil},
-		{"a second dispatcher adds its own", "d2", map[string]float64{"fra1": 5}, 0, 150, 20, nil},
-		{"d1's rate to fra1 falls, ams1 left out", "d1", map[string]float64{"fra1": 4}, 0, 90, 0, nil},
-		{"an unknown member: nothing booked", "d1", map[string]float64{"fra1": 50, "nope": 1}, 0, 90, 0, ErrUnknownMember},
-		{"reports half a window later have half of it", "d2", map[string]float64{"fra1": 5}, 5 * time.Second, 45, 0, nil},
+		{"first report: its rates", "d1", 1, map[string]float64{"fra1": 10, "ams1": 2}, 0, 100, 20, nil},
+		{"the same rates: nothing more", "d1", 2, map[string]float64{"fra1": 10, "ams1": 2}, 0, 100, 20, nil},
+		{"the same report again: taken, nothing more", "d1", 2, map[string]float64{"fra1": 10, "ams1": 2}, 0, 100, 20, nil},
+		{"an older report: refused, nothing booked", "d1", 1, map[string]float64{"fra1": 40}, 0, 100, 20, probe.ErrReportOutOfOrder},
+		{"other rates at the same time: refused", "d1", 2, map[string]float64{"fra1": 40}, 0, 100, 20, probe.ErrReportOutOfOrder},
+		{"a second dispatcher adds its own", "d2", 1, map[string]float64{"fra1": 5}, 0, 150, 20, nil},
+		{"d1's rate to fra1 falls, ams1 left out", "d1", 3, map[string]float64{"fra1": 4}, 0, 90, 0, nil},
+		{"an unknown member: nothing booked", "d1", 4, map[string]float64{"fra1": 50, "nope": 1}, 0, 90, 0, ErrUnknownMember},
+		{"reports half a window later have half of it", "d2", 5 * time.Second, map[string]float64{"fra1": 5}, 5 * time.Second, 45, 0, nil},
 	}
 	for _, s := range steps {
 		if s.after > 0 {
@@ -64,7 +69,7 @@ func TestDispatcherRedirects(t *testing.T) {
 				}
 			}
 		}
-		err := d.Redirects(group, s.dispatcher, s.rates)
+		err := d.Redirects(group, s.dispatcher, start.Add(s.at), s.rates)
 		if !errors.Is(err, s.err) {
 			t.Fatalf("%s: error %v, want %v", s.name, err, s.err)
 		}
@@ -75,7 +80,7 @@ func TestDispatcherRedirects(t *testing.T) {
 			t.Errorf("%s: ams1 pending %.1f, want %g", s.name, got, s.ams1)
 		}
 	}
-	if err := d.Redirects("nope.example.org", "d1", nil); !errors.Is(err, dnsd.ErrUnknownGroup) {
+	if err := d.Redirects("nope.example.org", "d1", now, nil); !errors.Is(err, dnsd.ErrUnknownGroup) {
 		t.Errorf("unknown group: %v", err)
 	}
 }

@@ -164,6 +164,15 @@ func TestAdminAPIClient(t *testing.T) {
 		{"redirects at an absurd rate", func() error {
 			return c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now(), Members: map[string]float64{"fra1": 1e12}})
 		}, http.StatusBadRequest, "members.fra1"},
+		{"redirects from the future", func() error {
+			return c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now().Add(time.Hour), Members: map[string]float64{"fra1": 1}})
+		}, http.StatusBadRequest, "redirect report: probe: report from the future: time: 1h0m0s ahead"},
+		{"redirects from long ago", func() error {
+			return c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now().Add(-time.Hour), Members: map[string]float64{"fra1": 1}})
+		}, http.StatusBadRequest, "time: 1h0m0s behind"},
+		{"redirects older than the dispatcher's last", func() error {
+			return c.PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1.example.org", Time: time.Now().Add(-10 * time.Second), Members: map[string]float64{"fra1": 1}})
+		}, http.StatusConflict, "not after dispatcher d1.example.org's newest report"},
 		{"redirects unsigned", func() error {
 			return newClient("wrong").PushRedirects(ctx, group, api.RedirectReport{Dispatcher: "d1", Time: time.Now()})
 		}, http.StatusUnauthorized, "signature"},

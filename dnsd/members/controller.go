@@ -50,7 +50,7 @@ type Answers interface {
 	PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error)
 	Live(group string) (map[string]dispatch.MemberLive, bool)
 	FailingOpen(group string) bool
-	Redirects(group, dispatcher string, rates map[string]float64) error
+	Redirects(group, dispatcher string, at time.Time, rates map[string]float64) error
 }
 
 // Snapshotter is what the Controller needs from the DNS server: prepare the
@@ -667,16 +667,25 @@ func refusal(err error) string {
 
 // PushRedirects takes a dispatcher's report of the redirects it sends,
 // already authenticated: checked (api.RedirectReport.Validate, members of
-// the group), then booked by the dispatcher (see dispatch.Redirects).
+// the group, its time within the window of dnsd's clock that load reports
+// have: health.report_max_skew ahead, health.report_max_age behind), then
+// booked by the dispatcher (see dispatch.Redirects), which refuses a
+// report not newer than that dispatcher's last.
 func (c *Controller) PushRedirects(group string, r api.RedirectReport) error {
 	group = dns.CanonicalName(group)
-	if c.current.Load().Group(group) == nil {
+	set := c.current.Load()
+	if set.Group(group) == nil {
 		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 	}
-	if err := r.Validate(); err != nil {
-		return fmt.Errorf("%w: redirect report: %w", ErrInvalidMember, err)
+	h := set.Config.Health
+	err := r.Validate()
+	if err != nil {
+		err = fmt.Errorf("%w: redirect report: %w", ErrInvalidMember, err)
+	} else if err = (probe.Report{Time: r.Time}).CheckTime(c.now(), h.ReportMaxSkew.D(), h.ReportMaxAge.D()); err != nil {
+		err = fmt.Errorf("redirect report: %w", err)
+	} else {
+		err = c.disp.Redirects(group, r.Dispatcher, r.Time, r.Members)
 	}
-	err := c.disp.Redirects(group, r.Dispatcher, r.Members)
 	c.count("redirects", err)
 	return err
 }
