@@ -156,8 +156,11 @@ func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) h
 // it refuses (no secret, a bad signature).
 func (a *groupsAPI) signedCounting(refused func(error), h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, ok := readBody(w, r)
-		if !ok {
+		body, err := readBody(w, r)
+		if err != nil {
+			if errors.Is(err, probe.ErrReportTooLarge) {
+				refused(err)
+			}
 			return
 		}
 		secrets, err := a.m.Secrets(r.PathValue(api.GroupParam))
@@ -223,17 +226,20 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 // readBody reads the request body, at most MaxBody bytes; when it can not,
-// it writes the error reply (413 for a body too large) and returns false.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// it writes the error reply and returns why: for a body too large, 413
+// and an error that is probe.ErrReportTooLarge (a refusal the caller may
+// count), else 400.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: fmt.Sprintf("body larger than %d bytes", MaxBody)})
-			return nil, false
+			msg := fmt.Sprintf("body larger than %d bytes", MaxBody)
+			writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorReply{Error: msg})
+			return nil, fmt.Errorf("%w: %s", probe.ErrReportTooLarge, msg)
 		}
 		writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: "reading body: " + err.Error()})
-		return nil, false
+		return nil, fmt.Errorf("reading body: %w", err)
 	}
-	return body, true
+	return body, nil
 }

@@ -34,8 +34,8 @@ func (a *groupsAPI) operator(h func(http.ResponseWriter, *http.Request, []byte))
 			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: msg})
 			return
 		}
-		body, ok := readBody(w, r)
-		if !ok {
+		body, err := readBody(w, r)
+		if err != nil {
 			return
 		}
 		h(w, r, body)

@@ -1,6 +1,7 @@
 package members_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/dnsd/admin"
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/probe"
 )
@@ -103,6 +105,7 @@ func TestPushRefused(t *testing.T) {
 		{"NaN", path, []byte(strings.Replace(string(report(6, now, 2)), `"r":2`, `"r":NaN`, 1)), now, 400, "malformed report", "invalid"},
 		{"the accepted report's seq and time with another load", path, report(5, now.Add(-time.Second), 3), now.Add(time.Second), 409, "time: ", "out_of_order"},
 		{"seq backwards, older", path, report(2, now.Add(-3*time.Second), 2), now, 409, "seq: 2 after 5", "out_of_order"},
+		{"larger than the body limit", path, append(report(6, now, 2), bytes.Repeat([]byte(" "), admin.MaxBody)...), now, 413, "body larger than", "invalid"},
 		{"an unknown member", "/v1/groups/www.example.org./members/ghost/load", report(6, now, 2), now, 404, "unknown member", "unknown_member"},
 		{"an unknown group", "/v1/groups/nope.example.org./members/fra1/load", report(6, now, 2), now, 404, "unknown group", "unknown_group"},
 		{"signed by a clock two hours ahead", path, report(6, now.Add(2*time.Hour), 2), now.Add(2 * time.Hour), 401, "in the future", "future"},
