@@ -521,6 +521,25 @@ func TestMetricsLint(t *testing.T) {
 	}
 }
 
+// TestTCPClient: the per-client TCP cap counts an IPv4 address on its
+// own and an IPv6 address for its /64.
+func TestTCPClient(t *testing.T) {
+	cases := []struct{ name, ip, want string }{
+		{"IPv4", "192.0.2.7", "192.0.2.7"},
+		{"IPv6: its /64", "2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::"},
+		{"another address of the same /64", "2001:db8:1:2::1", "2001:db8:1:2::"},
+		{"the next /64", "2001:db8:1:3::1", "2001:db8:1:3::"},
+		{"a zone is not part of it", "fe80::1%eth0", "fe80::"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tcpClient(netip.MustParseAddr(tc.ip)); got != netip.MustParseAddr(tc.want) {
+				t.Errorf("tcpClient(%s) = %s, want %s", tc.ip, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestTCPClientLimits: one client address gets at most
 // max_tcp_connections_per_client connections (another address still gets
 // in), and a connection is closed after max_tcp_queries queries.

@@ -337,8 +337,8 @@ func (s *Server) run(ctx context.Context, srv *dns.Server, proto string) error {
 }
 
 // capListener closes connections beyond the snapshot's max_tcp_connections,
-// or beyond max_tcp_connections_per_client of one client address, right
-// after accepting them.
+// or beyond max_tcp_connections_per_client of one client (an IPv4 address,
+// an IPv6 /64: tcpClient), right after accepting them.
 type capListener struct {
 	net.Listener
 	s *Server
@@ -360,7 +360,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			l.s.m.tcpRejected.Inc()
 			continue
 		}
-		client := addrOf(c.RemoteAddr())
+		client := tcpClient(addrOf(c.RemoteAddr()))
 		if !l.s.tcpClients.acquire(client, perClient) {
 			l.s.tcpConns.Add(-1)
 			_ = c.Close()
@@ -392,6 +392,18 @@ func (c *capConn) Close() error {
 // clientConns counts the open TCP connections of each client address. It
 // holds only addresses with a connection open, so it is bounded by
 // max_tcp_connections.
+// tcpClient returns the client whose share of the TCP connections a
+// connection from a takes: a itself for IPv4, its /64 for IPv6 (one host
+// holds a whole /64, and could otherwise open the cap's worth from each of
+// its addresses).
+func tcpClient(a netip.Addr) netip.Addr {
+	if a.Is6() && !a.Is4In6() {
+		p, _ := a.WithZone("").Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
 type clientConns struct {
 	mu sync.Mutex
 	n  map[netip.Addr]int

@@ -37,8 +37,8 @@ const (
 	MaxUDPSockets = 256
 	// DefaultMaxTCPConnections caps concurrent TCP connections.
 	DefaultMaxTCPConnections = 1000
-	// DefaultMaxTCPConnectionsPerClient caps one client address's TCP
-	// connections.
+	// DefaultMaxTCPConnectionsPerClient caps one client's TCP connections
+	// (an IPv4 address, an IPv6 /64).
 	DefaultMaxTCPConnectionsPerClient = 16
 	// DefaultMaxTCPQueries bounds the queries on one TCP connection.
 	DefaultMaxTCPQueries = 1000

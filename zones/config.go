@@ -84,7 +84,7 @@ type ServerConfig struct {
 	// MaxTCPConnections caps concurrent TCP connections (default 1000).
 	MaxTCPConnections int `yaml:"max_tcp_connections"`
 	// MaxTCPConnectionsPerClient caps the concurrent TCP connections of
-	// one client address (default 16).
+	// one client, an IPv4 address or an IPv6 /64 (default 16).
 	MaxTCPConnectionsPerClient int `yaml:"max_tcp_connections_per_client"`
 	// MaxTCPQueries bounds the queries on one TCP connection; the server
 	// closes it after that many (default 1000).

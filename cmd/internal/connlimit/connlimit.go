@@ -15,9 +15,11 @@ import (
 
 // Listener is a net.Listener whose Accept closes, instead of returning, a
 // connection from a client address that already holds Max open ones.
-// Clients are told apart by IP address (an IPv4-mapped IPv6 address is
-// its IPv4 address); a connection without an IP address (a Unix socket)
-// is never limited.
+// Clients are told apart by IPv4 address and by IPv6 /64 (the smallest
+// network a host is given: one host holds all of its addresses, and a
+// cap per IPv6 address would cap nothing); an IPv4-mapped IPv6 address is
+// its IPv4 address. A connection without an IP address (a Unix socket) is
+// never limited.
 type Listener struct {
 	net.Listener
 	max     int
@@ -62,11 +64,23 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// Open returns the number of connections that the client at ip holds.
+// Open returns the number of connections that the client at ip holds
+// (for IPv6, its /64).
 func (l *Listener) Open(ip netip.Addr) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.open[ip.Unmap()]
+	return l.open[clientOf(ip)]
+}
+
+// clientOf returns the client that ip is counted for: ip itself for IPv4
+// (mapped or not), the first address of its /64 for IPv6.
+func clientOf(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.WithZone("").Prefix(64)
+		return p.Addr()
+	}
+	return ip
 }
 
 func (l *Listener) acquire(ip netip.Addr) bool {
@@ -89,14 +103,14 @@ func (l *Listener) release(ip netip.Addr) {
 	l.open[ip]--
 }
 
-// clientAddr returns the IP address of c's remote end.
+// clientAddr returns the client of c's remote end (see clientOf).
 func clientAddr(c net.Conn) (netip.Addr, bool) {
 	a, ok := c.RemoteAddr().(*net.TCPAddr)
 	if !ok {
 		return netip.Addr{}, false
 	}
 	ip, ok := netip.AddrFromSlice(a.IP)
-	return ip.Unmap(), ok
+	return clientOf(ip), ok
 }
 
 // conn frees its client's place once, on the first Close.

@@ -134,3 +134,25 @@ func TestNoLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestClientOf: an IPv4 address is its own client; an IPv6 address counts
+// for its /64, so that one host can not get around the cap by dialling
+// from each of its addresses.
+func TestClientOf(t *testing.T) {
+	cases := []struct{ name, ip, want string }{
+		{"IPv4", "192.0.2.7", "192.0.2.7"},
+		{"IPv4-mapped IPv6 is IPv4", "::ffff:192.0.2.7", "192.0.2.7"},
+		{"IPv6: its /64", "2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::"},
+		{"another address of the same /64", "2001:db8:1:2::1", "2001:db8:1:2::"},
+		{"the next /64 is another client", "2001:db8:1:3::1", "2001:db8:1:3::"},
+		{"a zone is not part of the client", "fe80::1%eth0", "fe80::"},
+		{"IPv6 loopback", "::1", "::"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := clientOf(netip.MustParseAddr(tc.ip)); got != netip.MustParseAddr(tc.want) {
+				t.Errorf("clientOf(%s) = %s, want %s", tc.ip, got, tc.want)
+			}
+		})
+	}
+}

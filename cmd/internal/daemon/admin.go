@@ -72,8 +72,8 @@ func Refused(daemon string, reg prometheus.Registerer) (*prometheus.CounterVec, 
 
 // ListenOptions say how an HTTP listener is opened.
 type ListenOptions struct {
-	// MaxConnsPerClient caps each client address's open connections
-	// (0: no cap); Refused counts the ones closed for it.
+	// MaxConnsPerClient caps each client's open connections (an IPv4
+	// address, an IPv6 /64; 0: no cap); Refused counts the ones closed for it.
 	MaxConnsPerClient int
 	Refused           prometheus.Counter
 	// TLS, when not nil, serves TLS (1.2 or later) with its certificate.
