@@ -92,10 +92,11 @@ const (
 // HTTPLimits bound what one client may hold of an HTTP server: the
 // limits block of both daemons.
 type HTTPLimits struct {
-	// MaxConnsPerClient caps the connections one client (an IPv4 address,
-	// an IPv6 /64) holds open at once on one listener; those beyond are closed as soon as
-	// they are accepted (default 256; 0 is no cap, for a listener behind
-	// a proxy whose clients all come from its addresses).
+	// MaxConnsPerClient caps the connections one client (an IPv4
+	// address, an IPv6 /64) holds open at once on one listener; those
+	// beyond are closed as soon as they are accepted (default 256; 0 is
+	// no cap, for a listener behind a proxy whose clients all come from
+	// its addresses).
 	MaxConnsPerClient int `yaml:"max_conns_per_client"`
 	// MaxHeaderBytes bounds a request's line and headers (default 64KiB,
 	// 4KiB..1MiB); larger requests get 431.
