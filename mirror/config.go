@@ -25,6 +25,8 @@ const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	// DefaultIdleTimeout is timeouts.idle.
 	DefaultIdleTimeout = 120 * time.Second
+	// DefaultSendTimeout is timeouts.send.
+	DefaultSendTimeout = 60 * time.Second
 	// DefaultShutdownTimeout is timeouts.shutdown, the grace for requests
 	// in flight at shutdown.
 	DefaultShutdownTimeout = 30 * time.Second
@@ -214,6 +216,10 @@ type TimeoutsConfig struct {
 	Read Duration `yaml:"read"`
 	// Write bounds writing the response (default 0: off, for large files).
 	Write Duration `yaml:"write"`
+	// Send bounds each write of a response: a client that takes nothing
+	// of it for this long is cut off (default 60s, as nginx's
+	// send_timeout; 0: off). A slow but steady download is not.
+	Send Duration `yaml:"send"`
 	// Idle closes keep-alive connections idle this long (default 120s, > 0).
 	Idle Duration `yaml:"idle"`
 	// Shutdown is the grace given to in-flight requests on shutdown
@@ -628,6 +634,11 @@ func (v *validator) timeouts() {
 	positive("read_header", &t.ReadHeader, DefaultReadHeaderTimeout)
 	offOrPositive("read", t.Read)
 	offOrPositive("write", t.Write)
+	if !v.written("timeouts.send") {
+		t.Send = Duration(DefaultSendTimeout)
+	} else {
+		offOrPositive("send", t.Send)
+	}
 	positive("idle", &t.Idle, DefaultIdleTimeout)
 	positive("shutdown", &t.Shutdown, DefaultShutdownTimeout)
 }

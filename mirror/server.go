@@ -32,6 +32,9 @@ type ServerOptions struct {
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing a response (0: off, for large files).
 	WriteTimeout time.Duration
+	// SendTimeout bounds each write of a response, the time a client may
+	// take nothing of it (0: off; see withSendTimeout).
+	SendTimeout time.Duration
 	// IdleTimeout closes keep-alive connections idle this long
 	// (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -56,6 +59,7 @@ func ServerOptionsFromConfig(cfg *Config, h http.Handler) ServerOptions {
 		ReadHeaderTimeout: t.ReadHeader.D(),
 		ReadTimeout:       t.Read.D(),
 		WriteTimeout:      t.Write.D(),
+		SendTimeout:       t.Send.D(),
 		IdleTimeout:       t.Idle.D(),
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
 		ShutdownTimeout:   t.Shutdown.D(),
@@ -118,7 +122,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		// A back end of a site in handoff mode reports the requests of
 		// handed-off connections to the front end.
-		Handler:                      frontend.ReportHandoffs(s.handler),
+		Handler:                      withSendTimeout(frontend.ReportHandoffs(s.handler), s.o.SendTimeout, s.o.WriteTimeout),
 		ConnContext:                  frontend.HandoffConnContext,
 		ReadHeaderTimeout:            s.o.ReadHeaderTimeout,
 		ReadTimeout:                  s.o.ReadTimeout,

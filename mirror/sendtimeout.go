@@ -1,0 +1,128 @@
+package mirror
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// sendChunk is the most that one write of a response is given a send
+// timeout for: a large write or a sendfile is cut into pieces of this
+// size, each with its own deadline, so that a client that takes the
+// response slowly but steadily is never cut off in the middle of one.
+const sendChunk = 1 << 20
+
+// withSendTimeout returns h with the send timeout of nginx (send_timeout)
+// and HAProxy (timeout client) on its responses: every write must be
+// taken by the client within send, or the connection is closed. It is a
+// timeout between two successive writes, not on the whole response, so a
+// slow client downloading a large file keeps going while one that stops
+// reading (a slowloris reader) lets go of its connection, goroutine and
+// file after send. total, when positive, is http.Server.WriteTimeout: no
+// write deadline goes past the request's start + total. send 0 returns h.
+//
+// http.Server clears the write deadline after each response, so one
+// response's deadline never reaches the next on a keep-alive connection.
+// A handler that hijacks its connection never wrote through the writer,
+// and its connection's deadline is left alone.
+func withSendTimeout(h http.Handler, send, total time.Duration) http.Handler {
+	if send <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &sendWriter{ResponseWriter: w, rc: http.NewResponseController(w), send: send}
+		if total > 0 {
+			sw.end = time.Now().Add(total)
+		}
+		h.ServeHTTP(sw, r)
+		if sw.armed {
+			// What is buffered is flushed after the handler returns.
+			sw.arm()
+		}
+	})
+}
+
+// sendWriter arms the connection's write deadline before every write. It
+// passes io.ReaderFrom through (so http.ServeContent keeps using
+// sendfile) and supports http.ResponseController through Unwrap.
+type sendWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	send  time.Duration
+	end   time.Time // the deadline that http.Server.WriteTimeout sets; zero: none
+	armed bool
+}
+
+var _ io.ReaderFrom = (*sendWriter)(nil)
+
+// arm sets the write deadline to send from now (no later than end). A
+// writer that can not have deadlines (ErrNotSupported) is left without.
+func (w *sendWriter) arm() {
+	d := time.Now().Add(w.send)
+	if !w.end.IsZero() && d.After(w.end) {
+		d = w.end
+	}
+	_ = w.rc.SetWriteDeadline(d)
+	w.armed = true
+}
+
+func (w *sendWriter) WriteHeader(code int) {
+	w.arm() // a 1xx header is written at once
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sendWriter) Write(b []byte) (int, error) {
+	n := 0
+	for {
+		k := min(len(b)-n, sendChunk)
+		w.arm()
+		m, err := w.ResponseWriter.Write(b[n : n+k])
+		n += m
+		if err != nil || n == len(b) {
+			return n, err
+		}
+	}
+}
+
+// ReadFrom hands src to the underlying writer's ReadFrom (sendfile) a
+// sendChunk at a time. A *io.LimitedReader (what http.ServeContent
+// passes) is cut into LimitedReaders of the reader it limits, not
+// wrapped again, since sendfile takes one level of limit only.
+func (w *sendWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		w.arm()
+		return io.Copy(writerOnly{w}, src)
+	}
+	limit := int64(-1) // no limit
+	if lr, ok := src.(*io.LimitedReader); ok {
+		src, limit = lr.R, lr.N
+		defer func() { lr.N = limit }()
+	}
+	var total int64
+	for limit != 0 {
+		want := int64(sendChunk)
+		if limit > 0 {
+			want = min(want, limit)
+		}
+		w.arm()
+		n, err := rf.ReadFrom(&io.LimitedReader{R: src, N: want})
+		total += n
+		if limit > 0 {
+			limit -= n
+		}
+		if err != nil || n < want {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// Flush flushes the underlying writer when it can.
+func (w *sendWriter) Flush() {
+	w.arm()
+	_ = w.rc.Flush()
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *sendWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
