@@ -206,6 +206,11 @@ type JoinConfig struct {
 	// (0, the default: the group's ttl.max from the group view, or
 	// MaxLeaveWait when there is no view); at most MaxLeaveWait.
 	LeaveWait Duration `yaml:"leave_wait"`
+	// CheckInterval is how often the joined mirror asks each dnsd
+	// whether it still has the member, and joins again where it does not
+	// (removed by an operator, or a dnsd's state lost): default 30s,
+	// 1s..1h.
+	CheckInterval Duration `yaml:"check_interval"`
 }
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
@@ -552,7 +557,7 @@ func (v *validator) dnsd() {
 func (v *validator) join() {
 	j := &v.c.Join
 	if !j.Enabled {
-		if v.written("join") && (len(j.Addresses) > 0 || j.Probe != "" || j.LeaveWait != 0) {
+		if v.written("join") && (len(j.Addresses) > 0 || j.Probe != "" || j.LeaveWait != 0 || j.CheckInterval != 0) {
 			v.errorf("join.enabled", "the join settings are written but enabled is not true")
 		}
 		return
@@ -587,6 +592,11 @@ func (v *validator) join() {
 	}
 	if d := j.LeaveWait.D(); d < 0 || d > MaxLeaveWait {
 		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", MaxLeaveWait, d)
+	}
+	if !v.written("join.check_interval") {
+		j.CheckInterval = Duration(DefaultJoinCheckInterval)
+	} else if d := j.CheckInterval.D(); d < time.Second || d > time.Hour {
+		v.errorf("join.check_interval", "must be in 1s..1h, got %s", d)
 	}
 }
 

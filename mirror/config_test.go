@@ -238,6 +238,8 @@ func TestParseConfigInline(t *testing.T) {
 		{"join address twice", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1, '::ffff:192.0.2.1']}\n", `join.addresses[1]: "::ffff:192.0.2.1" is listed twice`},
 		{"join bad probe", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], probe: 'a:b'}\n", "join.probe: "},
 		{"join leave_wait", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], leave_wait: 2h}\n", "join.leave_wait: must be in 0..1h0m0s (0: the group's ttl.max), got 2h0m0s"},
+		{"join check_interval", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], check_interval: 100ms}\n", "join.check_interval: must be in 1s..1h, got 100ms"},
+		{"join check_interval without enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {check_interval: 10s}\n", "join.enabled: the join settings are written but enabled is not true"},
 		{"join settings not enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {addresses: [192.0.2.1]}\n", "join.enabled: the join settings are written but enabled is not true"},
 		{"join dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "join.enabled: a dispatcher is no member: it can not join"},
 	}

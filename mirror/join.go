@@ -26,6 +26,9 @@ const (
 	DefaultJoinBackoff = 250 * time.Millisecond
 	// DefaultJoinMaxBackoff is the longest wait between two GROUP-ADDs.
 	DefaultJoinMaxBackoff = 30 * time.Second
+	// DefaultJoinCheckInterval is how often a joined mirror asks each
+	// dnsd whether it still has the member (join.check_interval).
+	DefaultJoinCheckInterval = 30 * time.Second
 	// DefaultLeaveWait is the leave's wait when neither join.leave_wait
 	// nor a group view says how long answers are cached: dnsd's default
 	// ttl.max.
@@ -80,6 +83,11 @@ type JoinerOptions struct {
 	// two GROUP-ADDs to a dnsd that did not take it (defaults
 	// DefaultJoinBackoff and DefaultJoinMaxBackoff).
 	Backoff, MaxBackoff time.Duration
+	// CheckInterval is how often, once joined, each dnsd is asked
+	// whether it still has the member; one that has lost it (an
+	// operator removed it, or its state was lost) is joined again
+	// (default DefaultJoinCheckInterval).
+	CheckInterval time.Duration
 	// Client sends the requests (default: api.Client's).
 	Client *http.Client
 	// Clock gives the time of signatures (default time.Now).
@@ -98,7 +106,10 @@ type JoinerOptions struct {
 // idempotently: a member of its name with the same settings (this mirror
 // before a restart) is kept, and undrained if a leave was cut short; one
 // with other settings that joined by itself is replaced; any other is a
-// conflict, retried with backoff and logged once. Leave drains the member
+// conflict, retried with backoff and logged once. Once joined, a dnsd
+// that loses the member (an operator removed it, or a dnsd without a
+// shared store lost its state file) is joined again within CheckInterval;
+// a drain by an operator is left as it is. Leave drains the member
 // on every dnsd, waits while cached answers run out (the mirror still
 // serving), then sends GROUP-EXIT.
 type Joiner struct {
@@ -147,6 +158,9 @@ func NewJoiner(o JoinerOptions) (*Joiner, error) {
 	if o.MaxBackoff < o.Backoff {
 		o.MaxBackoff = max(o.Backoff, DefaultJoinMaxBackoff)
 	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = DefaultJoinCheckInterval
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -158,7 +172,7 @@ func NewJoiner(o JoinerOptions) (*Joiner, error) {
 		}, []string{"state"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "join_requests_total",
-			Help: "Membership requests to dnsd (the index of its URL), by operation (add, view, undrain, remove, drain, exit) and result (ok, error).",
+			Help: "Membership requests to dnsd (the index of its URL), by operation (add, view, undrain, remove, check, drain, exit) and result (ok, error).",
 		}, []string{"dnsd", "op", "result"}),
 		wait: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "leave_wait_seconds",
@@ -176,7 +190,7 @@ func NewJoiner(o JoinerOptions) (*Joiner, error) {
 		t := &joinTarget{label: strconv.Itoa(i), url: c.URL(api.AddMember, o.Group), api: c}
 		t.spell = spell{log: j.log, what: "group join", target: t.url}
 		j.targets = append(j.targets, t)
-		for _, op := range []string{"add", "view", "undrain", "remove", "drain", "exit"} {
+		for _, op := range []string{"add", "view", "undrain", "remove", "check", "drain", "exit"} {
 			for _, r := range []string{"ok", "error"} {
 				j.requests.WithLabelValues(t.label, op, r)
 			}
@@ -218,15 +232,56 @@ func (j *Joiner) setStateLocked(s string) {
 }
 
 // Run joins the group on every dnsd, each retried with backoff until it
-// has the member, then waits until ctx is done; it returns nil then.
+// has the member, then asks each one every CheckInterval whether it still
+// has it, and joins again on one that lost it, until ctx is done; it
+// returns nil then.
 func (j *Joiner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, t := range j.targets {
-		wg.Go(func() { j.joinLoop(ctx, t) })
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				j.joinLoop(ctx, t)
+				j.watch(ctx, t)
+			}
+		})
 	}
 	wg.Wait()
-	<-ctx.Done()
 	return nil
+}
+
+// watch asks t every CheckInterval whether it has the member, and returns
+// when it does not (after counting it out of the joined) or ctx is done.
+// A check that fails (t down, an error) changes nothing: a dnsd that can
+// not answer can not say it lost the member.
+func (j *Joiner) watch(ctx context.Context, t *joinTarget) {
+	tick := time.NewTicker(j.o.CheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var v api.GroupView
+		if err := j.call(ctx, t, "check", func(ctx context.Context) (err error) {
+			v, err = t.api.Group(ctx, j.o.Group)
+			return err
+		}); err != nil {
+			continue
+		}
+		if slices.ContainsFunc(v.Members, func(m api.MemberView) bool { return m.Name == j.o.Member.Name }) {
+			continue
+		}
+		j.mu.Lock()
+		j.joined--
+		if j.cur == JoinJoined {
+			j.setStateLocked(JoinJoining)
+		}
+		j.mu.Unlock()
+		j.log.Warn("dnsd no longer has this member (removed, or its state lost): joining again",
+			"url", t.url, "member", j.o.Member.Name)
+		return
+	}
 }
 
 // joinLoop joins on t until it worked or ctx is done.

@@ -266,6 +266,101 @@ func TestJoinerRetriesUntilDNSDAnswers(t *testing.T) {
 	}
 }
 
+// TestJoinerRejoins: once joined, a dnsd that loses the member (removed
+// behind the mirror's back) is joined again at the next check, and only
+// that one; a dnsd whose checks fail, or that has the member drained by
+// an operator, is left as it is.
+func TestJoinerRejoins(t *testing.T) {
+	d1, d2 := newMemberDNSD(t), newMemberDNSD(t)
+	var logs syncBuffer
+	j, err := NewJoiner(JoinerOptions{URLs: []string{d1.srv.URL, d2.srv.URL}, Group: testGroup, Member: joinMember(),
+		Secret: []byte("s"), Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		CheckInterval: 10 * time.Millisecond, Logger: newTextLogger(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- j.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitState(t, j, JoinJoined)
+	// checks waits until d has answered n more checks than it had.
+	checks := func(d *memberDNSD, n int) {
+		t.Helper()
+		count := func() int {
+			c := 0
+			for _, op := range d.opsSoFar() {
+				if op == "view" {
+					c++
+				}
+			}
+			return c
+		}
+		want := count() + n
+		deadline := time.Now().Add(5 * time.Second)
+		for count() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d checks after 5s, want %d", count(), want)
+			}
+			time.Sleep(time.Millisecond) // polling with a deadline
+		}
+	}
+	adds := func(d *memberDNSD) int {
+		return len(slices.DeleteFunc(d.opsSoFar(), func(op string) bool { return op != "add" }))
+	}
+
+	t.Run("a dnsd that lost the member gets it again", func(t *testing.T) {
+		d1.mu.Lock()
+		d1.members = nil
+		d1.mu.Unlock()
+		deadline := time.Now().Add(5 * time.Second)
+		for d1.count("fra1") != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("not joined again after 5s")
+			}
+			time.Sleep(time.Millisecond) // polling with a deadline
+		}
+		waitState(t, j, JoinJoined)
+		if n := adds(d1); n != 2 {
+			t.Errorf("%d GROUP-ADDs on the dnsd that lost it, want 2", n)
+		}
+		if n := adds(d2); n != 1 {
+			t.Errorf("%d GROUP-ADDs on the other dnsd, want 1", n)
+		}
+		if n := strings.Count(logs.String(), "joining again"); n != 1 {
+			t.Errorf("%d logs of joining again, want 1:\n%s", n, logs.String())
+		}
+	})
+
+	t.Run("a failing check changes nothing", func(t *testing.T) {
+		d2.setDown(true)
+		checks(d1, 3) // d2's checks fail meanwhile
+		d2.setDown(false)
+		checks(d2, 2)
+		if n := adds(d2); n != 1 || j.State() != JoinJoined {
+			t.Errorf("%d GROUP-ADDs on the dnsd whose checks failed, state %s; want 1, joined", n, j.State())
+		}
+	})
+
+	t.Run("a drain by an operator stays", func(t *testing.T) {
+		d1.mu.Lock()
+		d1.members[0].State = "draining"
+		d1.mu.Unlock()
+		checks(d1, 3)
+		d1.mu.Lock()
+		state := d1.members[0].State
+		d1.mu.Unlock()
+		if state != "draining" || slices.Contains(d1.opsSoFar(), "undrain fra1") {
+			t.Errorf("member %s after checks, ops %v: want it left draining", state, d1.opsSoFar())
+		}
+	})
+}
+
 func TestJoinerLeave(t *testing.T) {
 	const wait = 100 * time.Millisecond
 	d := [2]*memberDNSD{newMemberDNSD(t), newMemberDNSD(t)}

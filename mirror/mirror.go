@@ -212,6 +212,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		l := cfg.Location
 		m.joiner, err = NewJoiner(JoinerOptions{
 			URLs: cfg.DNSD.URLs, Group: cfg.Group, Secret: []byte(cfg.DNSD.Secret), LeaveWait: j.LeaveWait.D(),
+			CheckInterval: j.CheckInterval.D(),
 			Member: api.MemberInfo{
 				Name: cfg.Member, Host: cfg.Host, Addresses: j.Addresses, Probe: j.Probe,
 				Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
