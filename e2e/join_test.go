@@ -100,6 +100,36 @@ func TestJoinAndLeave(t *testing.T) {
 		t.Errorf("groupctl status does not show joi1 (only) as joined:\n%s", out)
 	}
 
+	// Removed behind its back (an operator, a lost state file): it
+	// finds out at its next check (join.check_interval: 1s) and joins
+	// again.
+	if out, err := groupctl(t, d.Admin, faultSecret, "remove", faultGroup, "joi1"); err != nil {
+		t.Fatalf("groupctl remove: %v\n%s", err, out)
+	}
+	removed := time.Now()
+	eventually(t, 10*time.Second, func() string {
+		v, err := groupView(d.Admin)
+		if err != nil {
+			return err.Error()
+		}
+		for _, mv := range v.Members {
+			if mv.Name == "joi1" {
+				return ""
+			}
+		}
+		return "joi1 is not back in the group"
+	})
+	eventually(t, 5*time.Second, func() string {
+		if a := types(d.Dig(t, faultGroup, "A").Answer); !has(a, "A "+joinIP) {
+			return fmt.Sprintf("dig %s A: %v, no %s", faultGroup, a, joinIP)
+		}
+		return ""
+	})
+	t.Logf("figure: removed → joined again and in dnsd's answers: %v", time.Since(removed).Round(time.Millisecond))
+	if !strings.Contains(m.Logs(), "joining again") {
+		t.Errorf("the mirror did not log that it joins again:\n%s", m.Logs())
+	}
+
 	// The leave, under load of clients that honour the TTL.
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -167,7 +197,7 @@ func joinMirrorConfig(nodes ...*dnsdProc) func(m faultMember, listen string) str
 	return func(m faultMember, listen string) string {
 		join := ""
 		if m.name == "joi1" {
-			join = fmt.Sprintf("join: {enabled: true, addresses: [%s]}\n", m.ip)
+			join = fmt.Sprintf("join: {enabled: true, addresses: [%s], check_interval: 1s}\n", m.ip)
 		}
 		return fmt.Sprintf(`listen: [%q]
 admin: 127.0.0.1:0
