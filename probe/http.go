@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -70,8 +71,9 @@ type Result struct {
 // alives on, one idle connection kept for up to maxIdlePerHost probes to
 // the same host:port (several members may share a host), no proxy, no
 // compression, no redirects followed, and no timeouts of its own — each
-// probe's deadline comes from its context.
-func NewClient(maxIdlePerHost int) *http.Client {
+// probe's deadline comes from its context. https URLs are verified against
+// roots, or the system's roots when roots is nil.
+func NewClient(maxIdlePerHost int, roots *x509.CertPool) *http.Client {
 	if maxIdlePerHost <= 0 {
 		maxIdlePerHost = 16
 	}
@@ -80,7 +82,7 @@ func NewClient(maxIdlePerHost int) *http.Client {
 		Transport: &http.Transport{
 			Proxy:                  nil,
 			DialContext:            d.DialContext,
-			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 			MaxIdleConns:           0, // bounded by hosts × MaxIdleConnsPerHost
 			MaxIdleConnsPerHost:    maxIdlePerHost,
 			IdleConnTimeout:        90 * time.Second,

@@ -130,7 +130,7 @@ type WatcherConfig struct {
 	Rand *rand.Rand
 	// Logger gets state changes (default discards).
 	Logger *slog.Logger
-	// Client makes the probes (default NewClient(0)).
+	// Client makes the probes (default NewClient(0, nil)).
 	Client *http.Client
 	// Health is the hysteresis of every member.
 	Health HealthConfig
@@ -221,7 +221,7 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Client == nil {
-		cfg.Client = NewClient(0)
+		cfg.Client = NewClient(0, nil)
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight

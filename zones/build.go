@@ -3,6 +3,7 @@ package zones
 import (
 	"cmp"
 	"crypto/hmac"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -721,6 +722,17 @@ func (b *builder) health() {
 	}
 	if h.ReportMaxAge.D() < time.Second || h.ReportMaxAge.D() > time.Hour {
 		b.errorf("health.report_max_age", "health: report_max_age %s must be in 1s..1h", h.ReportMaxAge.D())
+	}
+	if h.CAFile != "" {
+		pem, err := os.ReadFile(b.resolve(h.CAFile))
+		switch {
+		case err != nil:
+			b.errorf("health.ca_file", "health: ca_file: %v", err)
+		case !x509.NewCertPool().AppendCertsFromPEM(pem):
+			b.errorf("health.ca_file", "health: ca_file %s: no PEM certificate in it", h.CAFile)
+		default:
+			h.caPEM = pem
+		}
 	}
 }
 

@@ -140,6 +140,8 @@ func TestLoadBad(t *testing.T) {
 		{"report limits out of range", "report_limits.yaml", []string{
 			`report_limits.yaml:5:3: health: report_max_skew 500ms must be in 1s..1h`,
 			`report_limits.yaml:6:3: health: report_max_age 2h0m0s must be in 1s..1h`}},
+		{"ca_file without a certificate", "ca_file.yaml", []string{`ca_file.yaml:5:3: health: ca_file ok.zone: no PEM certificate in it`}},
+		{"ca_file missing", "ca_file_missing.yaml", []string{`ca_file_missing.yaml:5:3: health: ca_file: open ` + filepath.Join("testdata", "bad", "missing-ca.pem") + `: no such file or directory`}},
 		{"bad TSIG secret", "tsig_secret.yaml", []string{`tsig_secret.yaml:4:7: tsig key "axfr-key.": secret is not valid base64`}},
 		{"lat without lon", "lat_without_lon.yaml", []string{`lat_without_lon.yaml:11:9: group "www.example.org.": member "fra1": location: lat and lon go together`}},
 		{"geo", "geo.yaml", []string{

@@ -283,7 +283,19 @@ type HealthConfig struct {
 	// pushed report outside is refused, a pulled one is timed by dnsd.
 	ReportMaxSkew Duration `yaml:"report_max_skew"`
 	ReportMaxAge  Duration `yaml:"report_max_age"`
+	// CAFile holds PEM CA certificates that the certificates of https
+	// probe URLs may chain to, besides the system's roots (a private CA
+	// of the mirrors' admin_tls); relative to the config file. It is
+	// read at start: a change of its path or its contents needs a
+	// restart.
+	CAFile string `yaml:"ca_file"`
+
+	caPEM []byte // CAFile's contents, read by Build
 }
+
+// CAPEM returns the PEM certificates of CAFile as Build read them (nil
+// without one).
+func (h HealthConfig) CAPEM() []byte { return h.caPEM }
 
 // GeoConfig says where DNS clients are: the geo block that dnsd and the
 // mirror share (see yamlconf.Geo).

@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -12,8 +13,9 @@ var ErrNeedsRestart = errors.New("needs a restart")
 
 // RestartChanges returns an error for every key that dnsd can not apply
 // on a reload and that next changes from cur: the DNS listen addresses,
-// the admin address, whether the admin listener has TLS, its limits and
-// the cluster block, all set when the sockets are opened at start. Every other key is
+// the admin address, whether the admin listener has TLS, its limits,
+// health.ca_file (its path or its contents) and the cluster block, all set
+// when the sockets and clients are made at start. Every other key is
 // applied by a reload (admin_tls's files are read again). Each error names where next writes the key
 // and both values, e.g.
 //
@@ -43,6 +45,9 @@ func RestartChanges(cur, next *Config) error {
 	}
 	if cur.AdminLimits != next.AdminLimits {
 		changed("admin_limits", fmt.Sprintf("%+v", cur.AdminLimits), fmt.Sprintf("%+v", next.AdminLimits))
+	}
+	if cur.Health.CAFile != next.Health.CAFile || !bytes.Equal(cur.Health.caPEM, next.Health.caPEM) {
+		changed("health.ca_file", fmt.Sprintf("%q", cur.Health.CAFile), fmt.Sprintf("%q (%d bytes)", next.Health.CAFile, len(next.Health.caPEM)))
 	}
 	if !reflect.DeepEqual(cur.Cluster, next.Cluster) {
 		changed("cluster", fmt.Sprintf("%+v", cur.Cluster), fmt.Sprintf("%+v", next.Cluster))

@@ -2,6 +2,8 @@ package zones
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -65,6 +67,70 @@ func TestRestartChanges(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestRestartChangesCAFile: health.ca_file is read at start, so a reload
+// that names another file, or finds other certificates in the same one,
+// needs a restart; the same file with the same contents reloads.
+func TestRestartChangesCAFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join("testdata", "good")
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(good, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile("example.org.zone", "example.org.zone")
+	load := func(caFile string) *Config {
+		t.Helper()
+		text := "zones:\n  - {origin: example.org., file: example.org.zone}\n"
+		if caFile != "" {
+			text += "health: {ca_file: " + caFile + "}\n"
+		}
+		name := filepath.Join(dir, "dnsd.yaml")
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set.Config
+	}
+	copyFile("ca.pem", "ca.pem")
+	cur := load("ca.pem")
+	if len(cur.Health.CAPEM()) == 0 {
+		t.Fatal("no CA certificates read")
+	}
+	tests := []struct {
+		name  string
+		setup func() *Config
+		want  string // "" reloadable
+	}{
+		{"the same file, the same certificates", func() *Config { return load("ca.pem") }, ""},
+		{"another file", func() *Config { copyFile("ca2.pem", "other.pem"); return load("other.pem") }, `health.ca_file: changed from "ca.pem" to "other.pem"`},
+		{"the same file, other certificates", func() *Config { copyFile("ca2.pem", "ca.pem"); return load("ca.pem") }, `health.ca_file: changed from "ca.pem" to "ca.pem" (607 bytes)`},
+		{"none", func() *Config { return load("") }, `health.ca_file: changed from "ca.pem" to ""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := RestartChanges(cur, tt.setup())
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("RestartChanges = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNeedsRestart) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("RestartChanges = %v, want ErrNeedsRestart with %q", err, tt.want)
 			}
 		})
 	}

@@ -222,7 +222,12 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 			"quorum", cc.Quorum.Enabled, "down_share", cc.Quorum.DownShare)
 	}
 	h := set.Config.Health
+	roots, err := certs.RootsWith(h.CAPEM())
+	if err != nil {
+		return fmt.Errorf("dnsd: health.ca_file: %w", err)
+	}
 	watcher, err := probe.NewWatcher(probe.WatcherConfig{
+		Client:     probe.NewClient(0, roots),
 		Registerer: reg,
 		Rand:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		Logger:     logger,

@@ -35,7 +35,7 @@ func (s *syncBuffer) String() string {
 }
 
 // startDNSD runs dnsd on config until the test ends and returns the admin
-// address from its log.
+// address from its log, with TLS exactly when config has admin_tls.
 func startDNSD(t *testing.T, config string) string {
 	t.Helper()
 	logs := &syncBuffer{}
@@ -61,11 +61,23 @@ func startDNSD(t *testing.T, config string) string {
 			t.Fatalf("dnsd not started:\n%s", logs.String())
 		}
 	}
-	m := regexp.MustCompile(`msg="admin listening" addr=(\S+) tls=true`).FindStringSubmatch(logs.String())
+	m := regexp.MustCompile(`msg="admin listening" addr=(\S+) tls=(true|false)`).FindStringSubmatch(logs.String())
 	if m == nil {
-		t.Fatalf("no TLS admin line in\n%s", logs.String())
+		t.Fatalf("no admin line in\n%s", logs.String())
+	}
+	if want := strings.Contains(readFile(t, config), "admin_tls:"); (m[2] == "true") != want {
+		t.Fatalf("admin listening with tls=%s, want %v:\n%s", m[2], want, logs.String())
 	}
 	return m[1]
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestAdminTLS: dnsd's admin API over TLS: HTTPS with the configured

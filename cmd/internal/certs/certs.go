@@ -80,15 +80,29 @@ func ClientConfig(caFile string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certs: CA file: %w", err)
 	}
+	pool, err := RootsWith(pem)
+	if err != nil {
+		return nil, fmt.Errorf("certs: CA file %s: %w", caFile, err)
+	}
+	conf.RootCAs = pool
+	return conf, nil
+}
+
+// RootsWith returns the system's roots and the PEM certificates of pem;
+// nil (the system's roots, as crypto/tls takes a nil pool) for an empty
+// pem.
+func RootsWith(pem []byte) (*x509.CertPool, error) {
+	if len(pem) == 0 {
+		return nil, nil
+	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("certs: CA file %s: no PEM certificate in it", caFile)
+		return nil, errors.New("no PEM certificate in it")
 	}
-	conf.RootCAs = pool
-	return conf, nil
+	return pool, nil
 }
 
 // Transport returns an HTTP transport like http.DefaultTransport whose
