@@ -6,6 +6,9 @@ import "errors"
 var (
 	// ErrReportTooLarge is returned for a report body longer than the limit.
 	ErrReportTooLarge = errors.New("probe: report too large")
+	// ErrNotPublic is why a probe of a PublicOnly member did not connect:
+	// the address its host name resolved to is not globally reachable.
+	ErrNotPublic = errors.New("probe: not a public address")
 	// ErrReportSyntax is returned for a report that is not one JSON object
 	// of the report's fields, each once, with no trailing data.
 	ErrReportSyntax = errors.New("probe: malformed report")

@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -67,31 +69,88 @@ type Result struct {
 	ConnReused bool
 }
 
+// ClientOptions configure NewClient.
+type ClientOptions struct {
+	// MaxIdlePerHost is how many idle connections are kept per host:port
+	// (default 16).
+	MaxIdlePerHost int
+	// Roots verify https URLs (nil: the system's roots).
+	Roots *x509.CertPool
+	// Resolver resolves the host names of probe URLs (nil: the system's).
+	Resolver *net.Resolver
+	// Public, when set, says why an address is not one that the probes
+	// of a PublicOnly member may connect to ("is private (RFC 1918)"), ""
+	// when it is one. It is asked at dial time about the address the
+	// host name resolved to, so a name that resolves or rebinds to a
+	// private address is refused as one written as an IP address.
+	Public func(netip.Addr) string
+}
+
 // NewClient returns the http.Client a Watcher shares among its probes: keep
-// alives on, one idle connection kept for up to maxIdlePerHost probes to
+// alives on, one idle connection kept for up to MaxIdlePerHost probes to
 // the same host:port (several members may share a host), no proxy, no
 // compression, no redirects followed, and no timeouts of its own — each
-// probe's deadline comes from its context. https URLs are verified against
-// roots, or the system's roots when roots is nil.
-func NewClient(maxIdlePerHost int, roots *x509.CertPool) *http.Client {
-	if maxIdlePerHost <= 0 {
-		maxIdlePerHost = 16
+// probe's deadline comes from its context.
+func NewClient(o ClientOptions) *http.Client {
+	if o.MaxIdlePerHost <= 0 {
+		o.MaxIdlePerHost = 16
 	}
-	d := &net.Dialer{KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Transport: &http.Transport{
+	transport := func(control func(context.Context, string, string, syscall.RawConn) error) *http.Transport {
+		d := &net.Dialer{KeepAlive: 30 * time.Second, Resolver: o.Resolver, ControlContext: control}
+		return &http.Transport{
 			Proxy:                  nil,
 			DialContext:            d.DialContext,
-			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.Roots},
 			MaxIdleConns:           0, // bounded by hosts × MaxIdleConnsPerHost
-			MaxIdleConnsPerHost:    maxIdlePerHost,
+			MaxIdleConnsPerHost:    o.MaxIdlePerHost,
 			IdleConnTimeout:        90 * time.Second,
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: 64 << 10,
-		},
+		}
+	}
+	var rt http.RoundTripper = transport(nil)
+	if o.Public != nil {
+		// Two pools, so that a connection made for a probe that may go
+		// anywhere is never reused by one limited to public addresses.
+		rt = &publicTransport{open: rt.(*http.Transport), public: transport(func(_ context.Context, _, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("%w: %q: %w", ErrNotPublic, address, err)
+			}
+			if why := o.Public(ap.Addr().Unmap()); why != "" {
+				return fmt.Errorf("%w: %s %s", ErrNotPublic, ap.Addr().Unmap(), why)
+			}
+			return nil
+		})}
+	}
+	return &http.Client{
+		Transport:     rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// publicTransport sends the probes of PublicOnly members (their context
+// marked with publicOnlyKey) through public, whose dialer refuses what
+// ClientOptions.Public does not accept, and the others through open.
+type publicTransport struct {
+	open, public *http.Transport
+}
+
+func (p *publicTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if only, _ := r.Context().Value(publicOnlyKey{}).(bool); only {
+		return p.public.RoundTrip(r)
+	}
+	return p.open.RoundTrip(r)
+}
+
+// CloseIdleConnections closes the idle connections of both pools.
+func (p *publicTransport) CloseIdleConnections() {
+	p.open.CloseIdleConnections()
+	p.public.CloseIdleConnections()
+}
+
+// publicOnlyKey marks the context of a probe of a PublicOnly member.
+type publicOnlyKey struct{}
 
 // traceState records which phases of a request happened; the dial may call
 // back after client.Do returned, hence the mutex.

@@ -54,7 +54,7 @@ func TestProbeLoad(t *testing.T) {
 	closed := "http://" + ln.Addr().String() + "/v1/load"
 	ln.Close()
 
-	client := NewClient(0, nil)
+	client := NewClient(ClientOptions{})
 	tests := []struct {
 		name    string
 		target  string
@@ -110,7 +110,7 @@ func TestProbeLoad(t *testing.T) {
 		noDNS := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
 			return nil, errors.New("no resolver in tests")
 		}}
-		c := NewClient(0, nil)
+		c := NewClient(ClientOptions{})
 		c.Transport.(*http.Transport).DialContext = (&net.Dialer{Resolver: noDNS}).DialContext
 		res := ProbeLoad(context.Background(), c, "http://mirror.example.test/v1/load", nil)
 		if res.Reason != ReasonDNS {

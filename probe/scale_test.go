@@ -192,7 +192,7 @@ func cpuTime(tb testing.TB) time.Duration {
 // one mirror per host) would make the test measure its own set-up.
 func runScale(tb testing.TB, members int, interval time.Duration, probes int) scaleResult {
 	f, specs := newScaleMirrors(tb, members)
-	env := newWatcherEnv(tb, WatcherConfig{Client: NewClient(DefaultMaxInFlight, nil)})
+	env := newWatcherEnv(tb, WatcherConfig{Client: NewClient(ClientOptions{MaxIdlePerHost: DefaultMaxInFlight})})
 	for _, spec := range specs {
 		spec.Interval = interval
 		if err := env.w.Add(spec); err != nil {

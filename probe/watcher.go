@@ -51,6 +51,11 @@ type MemberSpec struct {
 	// report whose load is more than MaxLoadRatio times it is not
 	// believed. 0 takes the capacity the report gives.
 	Capacity float64
+	// PublicOnly limits the probes to the addresses that the client's
+	// ClientOptions.Public accepts (a run-time member of a group without
+	// allow_private): checked when a connection is made, after the host
+	// name is resolved.
+	PublicOnly bool
 }
 
 // withDefaults fills in the defaults and checks spec.
@@ -130,7 +135,7 @@ type WatcherConfig struct {
 	Rand *rand.Rand
 	// Logger gets state changes (default discards).
 	Logger *slog.Logger
-	// Client makes the probes (default NewClient(0, nil)).
+	// Client makes the probes (default NewClient(ClientOptions{})).
 	Client *http.Client
 	// Health is the hysteresis of every member.
 	Health HealthConfig
@@ -221,7 +226,7 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Client == nil {
-		cfg.Client = NewClient(0, nil)
+		cfg.Client = NewClient(ClientOptions{})
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
@@ -620,7 +625,7 @@ func (w *Watcher) dispatch(ctx context.Context) time.Duration {
 		w.inFlight++
 		w.met.inFlight.Inc()
 		w.wg.Add(1)
-		go w.probe(ctx, m, m.spec.URL, m.spec.Timeout)
+		go w.probe(ctx, m, m.spec)
 	}
 	w.mu.Unlock()
 	return -1
@@ -640,10 +645,15 @@ func (w *Watcher) next(m *member, now time.Time) {
 	heap.Fix(&w.queue, m.idx)
 }
 
-// probe runs one pull probe and records its result.
-func (w *Watcher) probe(ctx context.Context, m *member, target string, timeout time.Duration) {
+// probe runs one pull probe of spec (m's when it was due) and records
+// its result.
+func (w *Watcher) probe(ctx context.Context, m *member, spec MemberSpec) {
 	defer w.wg.Done()
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	target := spec.URL
+	pctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	if spec.PublicOnly {
+		pctx = context.WithValue(pctx, publicOnlyKey{}, true)
+	}
 	res := ProbeLoad(pctx, w.cfg.Client, target, w.log)
 	cancel()
 	if res.Success && (!SameGroup(res.Report.Group, m.key.group) || res.Report.Member != m.key.member) {

@@ -57,9 +57,14 @@ var special = []struct {
 // globalUnicastV6 is where IPv6 global unicast addresses are allocated.
 var globalUnicastV6 = netip.MustParsePrefix("2000::/3")
 
-// notGlobal says why a is not a globally reachable unicast address ("is
-// loopback"), or returns "" when it is one. a is unmapped and valid.
-func notGlobal(a netip.Addr) string {
+// NotGlobal says why a is not a globally reachable unicast address ("is
+// loopback"), or returns "" when it is one: where a run-time member of a
+// group without allow_private may be, and where its probes may connect
+// (probe.ClientOptions.Public). a is unmapped and valid.
+func NotGlobal(a netip.Addr) string {
+	if a.IsUnspecified() || a.IsMulticast() || a == broadcast {
+		return "is not a unicast address"
+	}
 	for _, s := range special {
 		if s.prefix.Contains(a) {
 			return "is " + s.what
@@ -87,7 +92,7 @@ func (b *builder) untrusted(gobj string, g *GroupConfig, m *MemberConfig) {
 			if !a.IsValid() {
 				continue // member said so
 			}
-			if why := notGlobal(a.Unmap()); why != "" {
+			if why := NotGlobal(a.Unmap()); why != "" {
 				b.errorf("", "%s: addresses[%d]: %s %s (the group does not allow_private)", obj, i, a, why)
 			}
 		}
@@ -110,7 +115,7 @@ func (b *builder) untrusted(gobj string, g *GroupConfig, m *MemberConfig) {
 				a = a.Unmap()
 				if a.IsUnspecified() || a.IsMulticast() || a == broadcast {
 					b.errorf("", "%s: probe: %s is not a unicast address", obj, a)
-				} else if why := notGlobal(a); why != "" && !g.AllowPrivate {
+				} else if why := NotGlobal(a); why != "" && !g.AllowPrivate {
 					b.errorf("", "%s: probe: %s %s (the group does not allow_private)", obj, a, why)
 				}
 			} else if why := badHostName(host, g.AllowPrivate); why != "" {

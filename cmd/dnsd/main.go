@@ -227,7 +227,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		return fmt.Errorf("dnsd: health.ca_file: %w", err)
 	}
 	watcher, err := probe.NewWatcher(probe.WatcherConfig{
-		Client:     probe.NewClient(0, roots),
+		// A run-time member of a group without allow_private is probed
+		// on public addresses only, whatever its probe's host name
+		// resolves to.
+		Client:     probe.NewClient(probe.ClientOptions{Roots: roots, Public: zones.NotGlobal}),
 		Registerer: reg,
 		Rand:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		Logger:     logger,

@@ -718,9 +718,12 @@ func (c *Controller) SignatureWindow() time.Duration {
 
 // spec is the watcher spec of a member of group.
 func (c *Controller) spec(group string, m zones.MemberConfig) probe.MemberSpec {
-	h := c.current.Load().Config.Health
+	set := c.current.Load()
+	h := set.Config.Health
+	g := set.Group(group)
 	return probe.MemberSpec{Group: group, Member: m.Name, URL: m.Probe,
-		Interval: h.Interval.D(), Jitter: h.Jitter.D(), Timeout: h.Timeout.D(), Capacity: m.Capacity}
+		Interval: h.Interval.D(), Jitter: h.Jitter.D(), Timeout: h.Timeout.D(), Capacity: m.Capacity,
+		PublicOnly: m.Runtime && (g == nil || !g.AllowPrivate)}
 }
 
 // syncWatcher makes the watcher watch exactly the members that have a
