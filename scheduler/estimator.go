@@ -55,6 +55,7 @@ type estimate struct {
 	reported       bool      // load and bytesPerSecond are set
 	pending        float64   // pending load as of at (windowed: of the bookings in book)
 	at             time.Time // when pending was last updated
+	remote         float64   // pending load that others booked (SetRemote)
 
 	// Windowed model only.
 	rep     time.Time // time of the last report
@@ -278,14 +279,62 @@ func (en *estimate) staleDecayed(now time.Time, halfLife float64) float64 {
 	return en.stale
 }
 
-// Pending returns member's pending load at now.
+// Pending returns member's pending load at now: what this Estimator
+// booked (LocalPending) and what others did (SetRemote); load + pending is
+// never below 0.
 func (e *Estimator) Pending(member int, now time.Time) float64 {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if member < 0 || member >= len(e.m) {
 		return 0
 	}
+	return e.m[member].total(now, e.halfLife)
+}
+
+// LocalPending returns the pending load at now of the bookings made on
+// this Estimator alone, without SetRemote's: what dnsd shares with the
+// other nodes of its NS set.
+func (e *Estimator) LocalPending(member int, now time.Time) float64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if member < 0 || member >= len(e.m) {
+		return 0
+	}
 	return e.m[member].decayed(now, e.halfLife)
+}
+
+// SetRemote sets the pending load of member that others booked — the
+// other dnsd nodes of an NS set, for the answers they gave — replacing
+// what was set before. It is added to Pending as it is: the others' own
+// estimators ramp it out, and say so when they share it again. A
+// non-finite load counts as 0; a negative member is ignored.
+func (e *Estimator) SetRemote(member int, load float64) {
+	if member < 0 {
+		return
+	}
+	if math.IsNaN(load) || math.IsInf(load, 0) {
+		load = 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if load == 0 && member >= len(e.m) {
+		return
+	}
+	e.entry(member).remote = load
+}
+
+// total is the pending load at now with the remote one: decayed plus
+// remote, at least −load in the windowed model.
+func (en *estimate) total(now time.Time, halfLife float64) float64 {
+	p := en.decayed(now, halfLife)
+	if en.remote == 0 {
+		return p
+	}
+	p += en.remote
+	if en.book != nil {
+		p = max(p, -en.load)
+	}
+	return p
 }
 
 // decayed returns the pending load at now: in NewEstimator's model the

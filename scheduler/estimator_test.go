@@ -106,3 +106,53 @@ func TestEstimatorMoveExponential(t *testing.T) {
 		t.Errorf("pending after a report = %g, want 0", p)
 	}
 }
+
+// TestEstimatorRemote: the pending load that others booked (SetRemote)
+// adds to Pending, replaces what was set before, is not in LocalPending,
+// never takes load + pending below 0, and a Pick sees it.
+func TestEstimatorRemote(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	cases := []struct {
+		name           string
+		run            func(e *Estimator)
+		pending, local float64
+	}{
+		{"remote only", func(e *Estimator) { e.SetRemote(0, 30) }, 30, 0},
+		{"local and remote add up", func(e *Estimator) {
+			e.Move([]int{0}, nil, 0, 10, t0, t0)
+			e.SetRemote(0, 30)
+		}, 40, 10},
+		{"a new remote figure replaces the old", func(e *Estimator) {
+			e.SetRemote(0, 30)
+			e.SetRemote(0, 5)
+		}, 5, 0},
+		{"a negative remote figure stops at -load", func(e *Estimator) {
+			e.ReportWindow(0, Usage{Load: 20}, t0, 10*time.Second)
+			e.SetRemote(0, -50)
+		}, -20, 0},
+		{"not finite: 0", func(e *Estimator) { e.SetRemote(0, math.Inf(1)) }, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewWindowEstimator(time.Minute)
+			tc.run(e)
+			if got := e.Pending(0, t0); math.Abs(got-tc.pending) > 1e-9 {
+				t.Errorf("Pending = %g, want %g", got, tc.pending)
+			}
+			if got := e.LocalPending(0, t0); math.Abs(got-tc.local) > 1e-9 {
+				t.Errorf("LocalPending = %g, want %g", got, tc.local)
+			}
+		})
+	}
+	t.Run("a pick sees it", func(t *testing.T) {
+		g := NewGroup([]Member{{Name: "a", Up: true, Capacity: 100}, {Name: "b", Up: true, Capacity: 100}})
+		e := NewWindowEstimator(time.Minute)
+		e.SetRemote(0, 90) // another node sent a's capacity's worth
+		for range 20 {
+			picked, _ := leastLoad{}.Pick(g, Query{N: 1, Rand: newRand(1), Now: t0, Load: e}, nil)
+			if len(picked) != 1 || picked[0] != 1 {
+				t.Fatalf("picked %v, want b (a carries the other node's answers)", picked)
+			}
+		}
+	})
+}

@@ -207,7 +207,7 @@ func (v *view) figures(i int) Figures {
 		if en.reported && !v.open {
 			f.Load, f.BytesPerSecond = en.load, en.bytesPerSecond
 		}
-		f.Pending = en.decayed(v.now, v.e.halfLife)
+		f.Pending = en.total(v.now, v.e.halfLife)
 	}
 	return f
 }

@@ -154,6 +154,7 @@ type dgroup struct {
 	rates    *scheduler.ScopeRates
 	shares   *answerCounts        // answers per member over the last minute
 	sent     *dispatcherRates     // the dispatchers' redirect rates, as last reported
+	remote   *remotePending       // the other nodes' pending load, as last shared
 	failOpen *atomic.Bool         // an episode is in progress (for logging once)
 	answered []prometheus.Counter // group_answers_total by member index
 }
@@ -307,7 +308,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 	for name, g := range next {
 		prev := cur.groups[name]
 		if prev != nil {
-			g.rates, g.failOpen, g.shares, g.sent = prev.rates, prev.failOpen, prev.shares, prev.sent
+			g.rates, g.failOpen, g.shares, g.sent, g.remote = prev.rates, prev.failOpen, prev.shares, prev.sent, prev.remote
 			to := make([]int, len(prev.cfg.Members)) // old member index → new
 			moved := len(prev.cfg.Members) != len(g.cfg.Members)
 			for j, m := range prev.cfg.Members {
@@ -327,9 +328,11 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			g.failOpen = new(atomic.Bool)
 			g.shares = newAnswerCounts()
 			g.sent = newDispatcherRates()
+			g.remote = newRemotePending()
 			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
 		}
 		g.build(prev, now)
+		g.applyRemote() // on estimators made anew, the other nodes' share
 		g.answered = make([]prometheus.Counter, len(g.cfg.Members))
 		for i, m := range g.cfg.Members {
 			g.answered[i] = d.answers.WithLabelValues(g.cfg.Name, m.Name)

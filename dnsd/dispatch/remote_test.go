@@ -1,0 +1,88 @@
+package dispatch
+
+import (
+	"errors"
+	"math"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/zones"
+)
+
+// TestRemotePending: what other nodes share of their pending load adds up
+// over the nodes, per family, replaces a node's earlier figures, survives
+// a reload that makes new estimators, is not in LocalPending, and is
+// forgotten with its node or all at once.
+func TestRemotePending(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	d, _ := newTestDispatcher(t, "least-load", func() time.Time { return now })
+	const group = "www.example.org"
+	pending := func(member string) float64 {
+		t.Helper()
+		live, ok := d.Live(group)
+		if !ok {
+			t.Fatal("no group")
+		}
+		return live[member].Pending
+	}
+	steps := []struct {
+		name       string
+		do         func() error
+		fra1, ams1 float64
+	}{
+		{"a node shares", func() error {
+			return d.SetRemotePending(group, "ns2", map[string]FamilyPending{"fra1": {40, 0}, "ghost": {99, 99}})
+		}, 40, 0},
+		{"another node adds its own", func() error {
+			return d.SetRemotePending(group, "ns3", map[string]FamilyPending{"fra1": {10, 0}, "ams1": {5, 0}})
+		}, 50, 5},
+		{"the first node's new figures replace its old", func() error {
+			return d.SetRemotePending(group, "ns2", map[string]FamilyPending{"fra1": {20, 30}})
+		}, 30, 5}, // Live shows the larger family: 10+20 in A, 30 in AAAA
+		{"a node leaves", func() error { return d.SetRemotePending(group, "ns3", nil) }, 30, 0},
+		{"A only", func() error {
+			return d.SetRemotePending(group, "ns2", map[string]FamilyPending{"fra1": {45, 0}})
+		}, 45, 0},
+		{"a reload with another member (new estimators for A) keeps them", func() error {
+			extra := zones.MemberConfig{Name: "new1", Host: "new1.example.org.", Addresses: []netip.Addr{netip.MustParseAddr("8.8.4.4")},
+				Capacity: 100, Weight: 1, Runtime: true}
+			next, err := dispatchSet(t, "least-load").WithMembers(map[string][]zones.MemberConfig{"www.example.org.": {extra}})
+			if err != nil {
+				return err
+			}
+			return d.Load(next)
+		}, 45, 0},
+		{"forgotten, all at once", func() error { d.ForgetRemotePending(); return nil }, 0, 0},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := pending("fra1"); math.Abs(got-s.fra1) > 1e-9 {
+			t.Errorf("%s: fra1 pending %g, want %g", s.name, got, s.fra1)
+		}
+		if got := pending("ams1"); math.Abs(got-s.ams1) > 1e-9 {
+			t.Errorf("%s: ams1 pending %g, want %g", s.name, got, s.ams1)
+		}
+	}
+	if err := d.SetRemotePending("nope.example.org", "ns2", nil); !errors.Is(err, dnsd.ErrUnknownGroup) {
+		t.Errorf("unknown group: %v", err)
+	}
+
+	t.Run("LocalPending is this node's answers only", func(t *testing.T) {
+		if err := d.SetRemotePending(group, "ns2", map[string]FamilyPending{"fra1": {40, 0}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.LocalPending()["www.example.org."]; len(got) != 0 {
+			t.Errorf("LocalPending %v with no answers given here, want none", got)
+		}
+		g := d.groups()["www.example.org."]
+		f := g.fam[0]
+		f.est.Move([]int{f.pos[g.member("ams1")]}, nil, 0, 7, now, now)
+		if got := d.LocalPending()["www.example.org."]; got["ams1"] != (FamilyPending{7, 0}) || len(got) != 1 {
+			t.Errorf("LocalPending %v, want ams1 7 in A only", got)
+		}
+	})
+}
