@@ -24,6 +24,9 @@ const (
 	// DefaultQuorumDownShare is the share of the live nodes that must see
 	// a member down, and be more than, for quorum to take it out.
 	DefaultQuorumDownShare = 0.5
+	// DefaultPendingInterval is how often a node shares the pending load
+	// of its answers with the other nodes.
+	DefaultPendingInterval = 250 * time.Millisecond
 )
 
 // ClusterConfig makes this dnsd one node of an NS set whose run-time
@@ -40,6 +43,11 @@ type ClusterConfig struct {
 	// enough of the nodes see it down (off by default: each node serves
 	// its own probes' view).
 	Quorum QuorumConfig `yaml:"quorum"`
+	// PendingInterval is how often this node shares with the others the
+	// pending load of the answers it gave (the hidden load that the
+	// members' reports do not show yet), so that each node's picks count
+	// every node's answers (default 250ms, 50ms..10s).
+	PendingInterval Duration `yaml:"pending_interval"`
 }
 
 // QuorumConfig is the multi-vantage health check of an NS set: every node
@@ -204,6 +212,11 @@ func (b *builder) cluster() {
 	}
 	if e.LeaseTTL.D()%time.Second != 0 {
 		b.errorf("cluster.etcd.lease_ttl", "cluster: etcd lease_ttl %s: etcd counts whole seconds", e.LeaseTTL.D())
+	}
+	if !b.written("cluster.pending_interval") {
+		c.PendingInterval = Duration(DefaultPendingInterval)
+	} else if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
+		b.errorf("cluster.pending_interval", "cluster: pending_interval %s must be within 50ms..10s", d)
 	}
 	q := &c.Quorum
 	if q.DownShare == 0 && !b.written("cluster.quorum.down_share") {

@@ -212,7 +212,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	health := disp.Observe    // where the members' states go: the dispatcher, or through the NS set's quorum
 	if cc := set.Config.Cluster; cc.Enabled() {
 		shared, err = cluster.New(cluster.Options{Config: cc, Logger: logger, Registry: reg,
-			Cache: members.NewFileStore(set.StateFile), Health: disp})
+			Cache: members.NewFileStore(set.StateFile), Health: disp, Pending: disp})
 		if err != nil {
 			return err
 		}

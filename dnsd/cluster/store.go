@@ -75,6 +75,10 @@ type Options struct {
 	// Health gets the state to serve of each member (see Observe); nil
 	// gives it to nobody.
 	Health HealthSink
+	// Pending shares the pending load of this node's answers with the
+	// other nodes every Config.PendingInterval and takes theirs; nil
+	// shares none.
+	Pending PendingSharer
 }
 
 // Store is the etcd store of an NS set.
@@ -90,7 +94,10 @@ type Store struct {
 
 	quorumCfg zones.QuorumConfig
 	sink      HealthSink
-	fwd       sync.Mutex // keeps the sink's updates in the order of the verdicts
+	sharer    PendingSharer
+	pendEvery time.Duration
+	sharedOut map[string]map[string]dispatch.FamilyPending // what this node last shared, by group; session goroutine only
+	fwd       sync.Mutex                                   // keeps the sink's updates in the order of the verdicts
 
 	mu       sync.Mutex
 	degraded bool
@@ -106,6 +113,7 @@ type Store struct {
 	conflicts     prometheus.Counter
 	resyncs       prometheus.Counter
 	shared        *prometheus.CounterVec
+	sharedPending *prometheus.CounterVec
 	downVotes     *prometheus.GaugeVec
 }
 
@@ -159,6 +167,10 @@ func New(o Options) (*Store, error) {
 		degraded: true, known: members.NewState(), nodes: map[string]NodeInfo{},
 		pending: map[string]probe.Report{}, kick: make(chan struct{}, 1),
 		quorumCfg: o.Config.Quorum, sink: o.Health, q: newQuorum(),
+		sharer: o.Pending, pendEvery: o.Config.PendingInterval.D(), sharedOut: map[string]map[string]dispatch.FamilyPending{},
+	}
+	if s.pendEvery <= 0 {
+		s.pendEvery = zones.DefaultPendingInterval
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -183,6 +195,10 @@ func New(o Options) (*Store, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_reports_total",
 		Help: "Pushed load reports shared through etcd, by direction (out: published, in: taken from another node) and result (ok, error).",
 	}, []string{"direction", "result"})
+	s.sharedPending = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_pending_total",
+		Help: "Shares of the pending load of a node's answers through etcd, by direction (out: this node's, in: another node's taken) and result (ok, error).",
+	}, []string{"direction", "result"})
 	s.downVotes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_member_down_votes",
 		Help: "With quorum on: the live nodes (this one included) that see the member down, as this node last saw their views; a member's series goes when this node stops watching it.",
@@ -191,7 +207,7 @@ func New(o Options) (*Store, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared, s.downVotes} {
+	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared, s.sharedPending, s.downVotes} {
 		if err := reg.Register(c); err != nil {
 			cli.Close()
 			return nil, fmt.Errorf("cluster: register metrics: %w", err)
@@ -200,6 +216,7 @@ func New(o Options) (*Store, error) {
 	for _, d := range []string{"in", "out"} {
 		for _, r := range []string{"ok", "error"} {
 			s.shared.WithLabelValues(d, r)
+			s.sharedPending.WithLabelValues(d, r)
 		}
 	}
 	s.degradedGauge.Set(1)
@@ -429,6 +446,7 @@ func (s *Store) setDegraded(on bool, err error) {
 func (s *Store) Run(ctx context.Context, app Applier) error {
 	for {
 		err := s.session(ctx, app)
+		s.forgetPending()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -473,6 +491,7 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	st := members.NewState()
 	nodes := map[string]NodeInfo{}
 	var reports []sharedReport
+	var pendings []*mvccpb.KeyValue
 	s.mu.Lock()
 	s.q.views = map[string]map[memberRef]probe.State{}
 	for ref, u := range s.q.own { // all of this node's views, under the new lease
@@ -491,6 +510,8 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 			if r, ok := s.decodeReport(kv); ok {
 				reports = append(reports, r)
 			}
+		case strings.HasPrefix(k, s.prefix+"pending/"):
+			pendings = append(pendings, kv)
 		case strings.HasPrefix(k, s.prefix+"health/"):
 			if n, ref, v, ok := s.view(k, kv.Value); ok {
 				s.mu.Lock()
@@ -510,6 +531,9 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	for _, r := range reports {
 		s.take(app, r)
 	}
+	for _, kv := range pendings {
+		s.takePending(string(kv.Key), kv.Value)
+	}
 	s.mu.Lock()
 	s.nodes = nodes
 	s.mu.Unlock()
@@ -520,6 +544,8 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	check := time.NewTicker(min(time.Second, s.ttl/3))
 	defer check.Stop()
+	share := time.NewTicker(s.pendEvery)
+	defer share.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -538,6 +564,10 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 			}
 		case <-check.C:
 			if err := s.ping(ctx); err != nil {
+				return err
+			}
+		case <-share.C:
+			if err := s.publishPending(ctx, lease.ID); err != nil {
 				return err
 			}
 		case <-s.kick:
@@ -636,6 +666,12 @@ func (s *Store) events(app Applier, evs []*clientv3.Event) {
 			if r, ok := s.decodeReport(ev.Kv); ok {
 				s.take(app, r)
 			}
+		case strings.HasPrefix(k, s.prefix+"pending/"):
+			var value []byte
+			if ev.Type == mvccpb.PUT {
+				value = ev.Kv.Value
+			}
+			s.takePending(k, value)
 		}
 	}
 	if votes {

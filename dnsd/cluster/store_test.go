@@ -32,6 +32,7 @@ import (
 type node struct {
 	ctl    *members.Controller
 	store  *cluster.Store
+	disp   *dispatch.Dispatcher
 	reg    *prometheus.Registry
 	health *served
 	stop   func()
@@ -57,12 +58,13 @@ func (s *served) state(group, member string) probe.State {
 
 func startNode(t *testing.T, dir, name, endpoint string) *node {
 	t.Helper()
-	return startNodeWith(t, dir, name, endpoint, "")
+	return startNodeWith(t, dir, name, endpoint, "", nil)
 }
 
 // startNodeWith is startNode with more of the cluster block (indented
-// lines after etcd).
-func startNodeWith(t *testing.T, dir, name, endpoint, extra string) *node {
+// lines after etcd), and the pending load shared through sharer(the
+// node's dispatcher) (nil: the dispatcher itself).
+func startNodeWith(t *testing.T, dir, name, endpoint, extra string, sharer func(*dispatch.Dispatcher) cluster.PendingSharer) *node {
 	t.Helper()
 	cfg := strings.Replace(testenv.Config(""), "groups:", fmt.Sprintf(`cluster:
   node: %s
@@ -84,8 +86,13 @@ func startNodeWith(t *testing.T, dir, name, endpoint, extra string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.disp = disp
+	var share cluster.PendingSharer = disp
+	if sharer != nil {
+		share = sharer(disp)
+	}
 	if n.store, err = cluster.New(cluster.Options{Config: set.Config.Cluster, Registry: n.reg,
-		Logger: testenv.DiscardLogger(), Cache: members.NewFileStore(set.StateFile), Health: n.health}); err != nil {
+		Logger: testenv.DiscardLogger(), Cache: members.NewFileStore(set.StateFile), Health: n.health, Pending: share}); err != nil {
 		t.Fatal(err)
 	}
 	if n.ctl, err = members.New(members.Options{Registry: n.reg, Answers: disp, Server: testenv.Server(t, n.reg, disp),
@@ -213,8 +220,8 @@ func TestQuorum(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	const group = "www.example.org."
 	q := "  quorum: {enabled: true, down_share: 0.5}\n"
-	a := startNodeWith(t, t.TempDir(), "a", etcd.Endpoint(), q)
-	b := startNodeWith(t, t.TempDir(), "b", etcd.Endpoint(), q)
+	a := startNodeWith(t, t.TempDir(), "a", etcd.Endpoint(), q, nil)
+	b := startNodeWith(t, t.TempDir(), "b", etcd.Endpoint(), q, nil)
 	nodes := []*node{a, b}
 	testenv.WaitFor(t, 5*time.Second, "both nodes connected, each seeing both", func() bool {
 		for _, n := range nodes {

@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/transmirror/transmirror/dnsd/dispatch"
+)
+
+// PendingSharer is what the Store needs from the dispatcher to share the
+// hidden load of answers across the NS set (implemented by
+// dispatch.Dispatcher): every node books the load of the answers it gives
+// until the members' reports show it, and counts the other nodes' too, so
+// that three nodes do not each send the same least-loaded member their
+// resolvers at once.
+type PendingSharer interface {
+	LocalPending() map[string]map[string]dispatch.FamilyPending
+	SetRemotePending(group, node string, p map[string]dispatch.FamilyPending) error
+	ForgetRemotePending()
+}
+
+var _ PendingSharer = (*dispatch.Dispatcher)(nil)
+
+// sharedPending is a node's pending load of one group in etcd, under its
+// lease: pending/NODE/GROUP.
+type sharedPending struct {
+	Node    string                            `json:"node"`
+	Members map[string]dispatch.FamilyPending `json:"members"`
+}
+
+func (s *Store) pendingKey(node, group string) string {
+	return s.prefix + "pending/" + node + "/" + group
+}
+
+// pendingTolerance is how much a member's pending load may change before
+// a node shares it again: 1 load unit (0.1 requests per second) or 5 %,
+// whichever is larger. A load that ramps out is shared in a few steps,
+// not at every tick.
+func pendingTolerance(last float64) float64 { return max(1, 0.05*math.Abs(last)) }
+
+// pendingChanged reports whether next differs from last by more than the
+// tolerance in some member and family.
+func pendingChanged(last, next map[string]dispatch.FamilyPending) bool {
+	for name, v := range next {
+		l := last[name]
+		for f := range v {
+			if math.Abs(v[f]-l[f]) > pendingTolerance(l[f]) {
+				return true
+			}
+		}
+	}
+	for name, l := range last {
+		if _, ok := next[name]; !ok && (math.Abs(l[0]) > pendingTolerance(0) || math.Abs(l[1]) > pendingTolerance(0)) {
+			return true
+		}
+	}
+	return false
+}
+
+// publishPending shares what of this node's pending load changed since it
+// last did, under the lease; a group this node no longer has is taken out.
+func (s *Store) publishPending(ctx context.Context, lease clientv3.LeaseID) error {
+	if s.sharer == nil {
+		return nil
+	}
+	local := s.sharer.LocalPending()
+	for group, members := range local {
+		last, had := s.sharedOut[group]
+		if had && !pendingChanged(last, members) || !had && len(members) == 0 {
+			continue
+		}
+		data, err := json.Marshal(sharedPending{Node: s.node, Members: members})
+		if err != nil {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, s.timeout)
+		_, err = s.cli.Put(c, s.pendingKey(s.node, group), string(data), clientv3.WithLease(lease))
+		cancel()
+		if err != nil {
+			s.sharedPending.WithLabelValues("out", "error").Inc()
+			return fmt.Errorf("share pending load: %w", err)
+		}
+		s.sharedPending.WithLabelValues("out", "ok").Inc()
+		s.sharedOut[group] = maps.Clone(members)
+	}
+	for group := range s.sharedOut {
+		if _, ok := local[group]; ok {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, s.timeout)
+		_, err := s.cli.Delete(c, s.pendingKey(s.node, group))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("share pending load: %w", err)
+		}
+		delete(s.sharedOut, group)
+	}
+	return nil
+}
+
+// takePending hands another node's pending load of a group (value nil:
+// it has none any more, its key went) to the sharer.
+func (s *Store) takePending(key string, value []byte) {
+	if s.sharer == nil {
+		return
+	}
+	node, group, ok := strings.Cut(strings.TrimPrefix(key, s.prefix+"pending/"), "/")
+	if !ok || node == s.node || group == "" {
+		return
+	}
+	var p sharedPending
+	if value != nil {
+		if err := json.Unmarshal(value, &p); err != nil || p.Node != node {
+			s.sharedPending.WithLabelValues("in", "error").Inc()
+			s.log.Debug("shared pending load does not decode", "key", key, "err", err)
+			return
+		}
+	}
+	if err := s.sharer.SetRemotePending(group, node, p.Members); err != nil {
+		s.sharedPending.WithLabelValues("in", "error").Inc()
+		s.log.Debug("shared pending load not taken", "group", group, "from", node, "err", err)
+		return
+	}
+	s.sharedPending.WithLabelValues("in", "ok").Inc()
+}
+
+// forgetPending drops every other node's pending load and what this node
+// shared (a session ended: the keys under its lease go with it, and
+// nothing updates the others' figures until the next session reads them
+// again).
+func (s *Store) forgetPending() {
+	if s.sharer == nil {
+		return
+	}
+	s.sharer.ForgetRemotePending()
+	clear(s.sharedOut)
+}
