@@ -207,7 +207,11 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	errc := make(chan error, 3)
 	go func() { errc <- m.Run(ctx) }()
 	go func() { errc <- m.Serve(ctx, ln) }()
-	go func() { errc <- m.ServeAdmin(ctx, aln) }()
+	admin, err := NewServer(ServerOptions{Handler: m.AdminHandler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { errc <- admin.Serve(ctx, aln) }()
 	t.Cleanup(func() {
 		cancel()
 		for range 3 {

@@ -41,9 +41,6 @@ var (
 	ErrNeedsRestart = errors.New("needs a restart")
 )
 
-// adminShutdownTimeout is the admin server's grace on shutdown.
-const adminShutdownTimeout = 5 * time.Second
-
 // Options are what New needs besides the Config. The zero value works.
 type Options struct {
 	// Logger receives the mirror's log lines (default: discard).
@@ -76,7 +73,8 @@ type Options struct {
 // (metrics → load Reporter → Redirector → content), the admin handler,
 // and, when dnsd is configured, the Pusher (LOAD-INFORM) and the
 // ViewWatcher (GROUP-QUERY). Build it with New, run Run and one Serve per
-// public listener (and ServeAdmin) under one context, then Close it.
+// public listener under one context (and serve AdminHandler on the admin
+// listener), then Close it.
 type Mirror struct {
 	cfg         atomic.Pointer[Config] // swapped by a reload (Reload.Commit)
 	log         *slog.Logger
@@ -94,7 +92,7 @@ type Mirror struct {
 	redirect    *Redirector
 	handler     http.Handler // without the server's metrics
 	public      *Server
-	admin       *Server
+	admin       http.Handler // the admin handler; cmd/mirror serves it
 
 	closeOnce sync.Once
 	closeErr  error
@@ -250,14 +248,8 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if err != nil {
 		return nil, err
 	}
-	m.admin, err = NewServer(ServerOptions{
-		Handler: NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
-			SiteReport: m.siteReport(o.Clock), Serving: m.serving}),
-		Logger: o.Logger, ShutdownTimeout: adminShutdownTimeout,
-	})
-	if err != nil {
-		return nil, err
-	}
+	m.admin = http.MaxBytesHandler(NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
+		SiteReport: m.siteReport(o.Clock), Serving: m.serving}), DefaultMaxBodyBytes)
 	return m, nil
 }
 
@@ -286,7 +278,7 @@ func (m *Mirror) Handler() http.Handler { return m.handler }
 
 // AdminHandler returns the admin handler (api.LoadReport, api.Metrics,
 // api.Healthy and the status page: /, /status.css, api.MirrorStatus).
-func (m *Mirror) AdminHandler() http.Handler { return m.admin.handler }
+func (m *Mirror) AdminHandler() http.Handler { return m.admin }
 
 // Reporter returns the load Reporter that counts the public requests.
 func (m *Mirror) Reporter() *probe.Reporter { return m.reporter }
@@ -313,11 +305,6 @@ func (m *Mirror) View() *ViewWatcher { return m.view }
 // Serve serves the public handler on ln until ctx is done, then drains
 // (see Server.Serve). Call it once per public listener.
 func (m *Mirror) Serve(ctx context.Context, ln net.Listener) error { return m.public.Serve(ctx, ln) }
-
-// ServeAdmin serves the admin handler on ln until ctx is done.
-func (m *Mirror) ServeAdmin(ctx context.Context, ln net.Listener) error {
-	return m.admin.Serve(ctx, ln)
-}
 
 // Run pushes load reports and refreshes the group view until ctx is done
 // (nothing to do without dnsd); it returns nil then.
