@@ -34,12 +34,24 @@ type nsset struct {
 // startNSSet starts etcd and n dnsd nodes (ns1…nsN) that share it.
 func startNSSet(t *testing.T, n int) *nsset {
 	t.Helper()
+	return startNSSetWith(t, n, nil)
+}
+
+// startNSSetWith is startNSSet with more of each node's config: node(i)
+// (i from 1) gives lines appended to the cluster block (indented by two)
+// and members appended to the group's (indented by six).
+func startNSSetWith(t *testing.T, n int, node func(i int) (cluster, members string)) *nsset {
+	t.Helper()
 	s := &nsset{etcd: etcdtest.Start(t)}
 	zone, err := os.ReadFile(filepath.Join("testdata", "example.test.zone"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= n; i++ {
+		var cluster, members string
+		if node != nil {
+			cluster, members = node(i)
+		}
 		dir := t.TempDir()
 		writeFile(t, dir, "example.test.zone", string(zone))
 		cfg := writeFile(t, dir, "dnsd.yaml", fmt.Sprintf(`# e2e NS set node %[1]d
@@ -51,7 +63,7 @@ health: {interval: 300ms, timeout: 250ms, jitter: 30ms}
 cluster:
   node: ns%[1]d
   etcd: {endpoints: ["%[2]s"], prefix: /e2e-nsset/, request_timeout: 1s, dial_timeout: 1s, lease_ttl: 3s}
-zones:
+%[5]szones:
   - origin: example.test.
     file: example.test.zone
 groups:
@@ -63,7 +75,7 @@ groups:
     max_runtime_members: 200
     members:
       - {name: static1, host: static1.example.test., addresses: [127.0.10.1], capacity: 1000}
-`, i, s.etcd.Endpoint(), nssetGroup, faultSecret))
+%[6]s`, i, s.etcd.Endpoint(), nssetGroup, faultSecret, cluster, members))
 		s.dirs = append(s.dirs, dir)
 		s.nodes = append(s.nodes, startDNSD(t, true, "-config", cfg))
 	}
