@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/transmirror/transmirror/probe"
 )
 
@@ -73,6 +75,13 @@ func TestNSSetQuorum(t *testing.T) {
 	took := waitAnswered(t, all, q1, false, 10*time.Second)
 	t.Logf("figure: ns2's path down too (2 of 3): q1 out of all three's answers after %v", took.Round(time.Millisecond))
 	eventually(t, 5*time.Second, votes(2))
+	// The dashboard of ns3, in a real browser, says so.
+	browser := newBrowser(t)
+	if err := chromedp.Do(browser, chromedp.Navigate("http://"+all[2].Admin+"/")); err != nil {
+		t.Fatalf("open ns3's dashboard: %v", err)
+	}
+	waitDOM(t, browser, 10*time.Second, "ns3's dashboard shows q1 down on 2 of 3 nodes, out",
+		`(document.querySelector("#cluster")||{}).textContent.includes("quorum > 50%: q1 2/3 down (out)")`)
 
 	failing[1].Store(false)
 	failing[2].Store(false)

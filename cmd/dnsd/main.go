@@ -362,9 +362,13 @@ func clusterView(s *cluster.Store) func() *admin.ClusterView {
 	}
 	return func() *admin.ClusterView {
 		st := s.Status()
-		v := &admin.ClusterView{Node: st.Node, Degraded: st.Degraded, Since: st.Since, Error: st.Error, Nodes: []string{}}
+		v := &admin.ClusterView{Node: st.Node, Degraded: st.Degraded, Since: st.Since, Error: st.Error, Nodes: []string{},
+			Quorum: st.Quorum, DownShare: st.DownShare}
 		for _, n := range st.Nodes {
 			v.Nodes = append(v.Nodes, n.Node)
+		}
+		for _, mv := range st.Votes {
+			v.Votes = append(v.Votes, admin.MemberVote{Group: mv.Group, Member: mv.Member, Down: mv.Down, Live: mv.Live})
 		}
 		return v
 	}

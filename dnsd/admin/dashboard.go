@@ -247,6 +247,21 @@ type ClusterView struct {
 	Since    time.Time `json:"since,omitzero"`
 	Error    string    `json:"error,omitempty"`
 	Nodes    []string  `json:"nodes"`
+	// Quorum is on; DownShare is the share of the live nodes that a
+	// member's down votes must exceed; Votes are the members some live
+	// node sees down.
+	Quorum    bool         `json:"quorum"`
+	DownShare float64      `json:"down_share,omitempty"`
+	Votes     []MemberVote `json:"votes,omitempty"`
+}
+
+// MemberVote is quorum's count of one member: Down of the Live nodes see
+// it down.
+type MemberVote struct {
+	Group  string `json:"group"`
+	Member string `json:"member"`
+	Down   int    `json:"down"`
+	Live   int    `json:"live"`
 }
 
 // DashboardGroup is one group of a snapshot: its view and the answer

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -195,10 +197,27 @@ func (f forgetting) Remove(group, member string) error {
 // verdictLocked is the Verdict for ref from what the Store knows, and
 // sets its down votes gauge; s.mu held.
 func (s *Store) verdictLocked(ref memberRef) probe.State {
-	var others []probe.State
-	live := len(s.nodes)
+	t := s.tallyLocked(ref)
+	if t.watched { // a series only for the members Forget will be told of
+		s.downVotes.WithLabelValues(ref.group, ref.member).Set(float64(t.down))
+	}
+	return Verdict(s.quorumCfg, !s.degraded, t.own, t.others, t.live)
+}
+
+// tally is what the live nodes see of one member.
+type tally struct {
+	own     probe.State   // this node's view
+	watched bool          // this node watches the member
+	others  []probe.State // the other live nodes' views
+	live    int           // the live nodes, this one included
+	down    int           // the views that are down, this node's included
+}
+
+// tallyLocked counts the views of ref; s.mu held.
+func (s *Store) tallyLocked(ref memberRef) tally {
+	t := tally{live: len(s.nodes)}
 	if _, ok := s.nodes[s.node]; !ok {
-		live++
+		t.live++
 	}
 	for n := range s.nodes {
 		if n == s.node {
@@ -208,20 +227,41 @@ func (s *Store) verdictLocked(ref memberRef) probe.State {
 		if vs, ok := s.q.views[n]; ok {
 			v = vs[ref]
 		}
-		others = append(others, v)
+		t.others = append(t.others, v)
 	}
 	u, watched := s.q.own[ref]
-	own := u.State
-	if watched { // a series only for the members Forget will be told of
-		down := 0
-		for _, v := range append(others, own) {
-			if v == probe.StateDown {
-				down++
-			}
+	t.own, t.watched = u.State, watched
+	for _, v := range append(slices.Clone(t.others), t.own) {
+		if v == probe.StateDown {
+			t.down++
 		}
-		s.downVotes.WithLabelValues(ref.group, ref.member).Set(float64(down))
 	}
-	return Verdict(s.quorumCfg, !s.degraded, own, others, live)
+	return t
+}
+
+// MemberVotes is what quorum counts of one member: Down of the Live nodes
+// see it down.
+type MemberVotes struct {
+	Group, Member string
+	Down, Live    int
+}
+
+// votesLocked returns, with quorum on, the members that at least one live
+// node sees down, by group and member; s.mu held.
+func (s *Store) votesLocked() []MemberVotes {
+	if !s.quorumCfg.Enabled {
+		return nil
+	}
+	var out []MemberVotes
+	for ref := range s.q.refs(s.nodes) {
+		if t := s.tallyLocked(ref); t.down > 0 {
+			out = append(out, MemberVotes{Group: ref.group, Member: ref.member, Down: t.down, Live: t.live})
+		}
+	}
+	slices.SortFunc(out, func(a, b MemberVotes) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Member, b.Member))
+	})
+	return out
 }
 
 // healthKey is where node's view of a member lives in etcd.

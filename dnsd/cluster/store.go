@@ -134,6 +134,12 @@ type Status struct {
 	Error    string
 	// Nodes are the nodes present in etcd, as last seen, by name.
 	Nodes []NodeInfo
+	// Quorum is on, and DownShare the share of the live nodes that a
+	// member's down votes must exceed; Votes are the members that some
+	// live node sees down, by group and member.
+	Quorum    bool
+	DownShare float64
+	Votes     []MemberVotes
 }
 
 // sharedReport is a pushed load report in etcd.
@@ -417,6 +423,7 @@ func (s *Store) Status() Status {
 		st.Nodes = append(st.Nodes, n)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeInfo) int { return strings.Compare(a.Node, b.Node) })
+	st.Quorum, st.DownShare, st.Votes = s.quorumCfg.Enabled, s.quorumCfg.DownShare, s.votesLocked()
 	return st
 }
 

@@ -278,6 +278,11 @@ func TestQuorum(t *testing.T) {
 	if got := downVotes(t, a.reg); got["m2"] != 2 || got["m1"] != 1 {
 		t.Errorf("a's down votes %v, want m1 1 (b), m2 2 (a, c)", got)
 	}
+	st := a.store.Status()
+	want := []cluster.MemberVotes{{Group: group, Member: "m1", Down: 1, Live: 3}, {Group: group, Member: "m2", Down: 2, Live: 3}}
+	if !st.Quorum || st.DownShare != 0.5 || fmt.Sprint(st.Votes) != fmt.Sprint(want) {
+		t.Errorf("a's status: quorum %v, down_share %g, votes %v; want on, 0.5, %v", st.Quorum, st.DownShare, st.Votes, want)
+	}
 	testenv.WaitFor(t, 10*time.Second, "c's lease expired", func() bool { return len(a.store.Status().Nodes) == 2 })
 	waitAll("m2 up on both (c's vote gone with its lease)", "m2", probe.StateUp, a, b)
 

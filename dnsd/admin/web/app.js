@@ -208,13 +208,19 @@
   }
 
   // renderCluster shows the NS set: this node, degraded or not, the
-  // nodes etcd knows.
+  // nodes etcd knows, and with quorum the members some node sees down.
   function renderCluster(c) {
     const el = $("#cluster");
     el.hidden = !c;
     if (!c) return;
+    let quorum = "";
+    if (c.quorum) {
+      const votes = (c.votes || []).map((v) => short(v.member) + " " + v.down + "/" + v.live + " down" +
+        (v.down > c.down_share * v.live ? " (out)" : ""));
+      quorum = " · quorum > " + fmtPct(c.down_share) + ": " + (votes.join(", ") || "no member seen down");
+    }
     el.textContent = "node " + c.node + " · " + (c.degraded ? "DEGRADED (etcd away" + (c.error ? ": " + c.error : "") + ")" : "etcd ok") +
-      " · nodes: " + ((c.nodes || []).join(" ") || "none");
+      " · nodes: " + ((c.nodes || []).join(" ") || "none") + quorum;
     el.title = c.degraded ? "Serving the last known state; membership changes are refused until etcd is back." : "";
   }
 
