@@ -14,6 +14,7 @@ type metrics struct {
 	bytes    prometheus.Counter
 	duration prometheus.Histogram
 	inFlight prometheus.Gauge
+	sendCut  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,8 +38,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "in_flight_requests",
 			Help: "Requests being served.",
 		}),
+		sendCut: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "send_timeouts_total",
+			Help: "Responses cut off because the client took nothing of them for timeouts.send.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.bytes, m.duration, m.inFlight} {
+	for _, c := range []prometheus.Collector{m.requests, m.bytes, m.duration, m.inFlight, m.sendCut} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,9 +1,13 @@
 package mirror
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // sendChunk is the most that one write of a response is given a send
@@ -19,13 +23,14 @@ const sendChunk = 1 << 20
 // slow client downloading a large file keeps going while one that stops
 // reading (a slowloris reader) lets go of its connection, goroutine and
 // file after send. total, when positive, is http.Server.WriteTimeout: no
-// write deadline goes past the request's start + total. send 0 returns h.
+// write deadline goes past the request's start + total. cut, when not
+// nil, counts the responses cut off by the send timeout. send 0 returns h.
 //
 // http.Server clears the write deadline after each response, so one
 // response's deadline never reaches the next on a keep-alive connection.
 // A handler that hijacks its connection never wrote through the writer,
 // and its connection's deadline is left alone.
-func withSendTimeout(h http.Handler, send, total time.Duration) http.Handler {
+func withSendTimeout(h http.Handler, send, total time.Duration, cut prometheus.Counter) http.Handler {
 	if send <= 0 {
 		return h
 	}
@@ -39,6 +44,9 @@ func withSendTimeout(h http.Handler, send, total time.Duration) http.Handler {
 			// What is buffered is flushed after the handler returns.
 			sw.arm()
 		}
+		if sw.cut && cut != nil {
+			cut.Inc()
+		}
 	})
 }
 
@@ -51,6 +59,15 @@ type sendWriter struct {
 	send  time.Duration
 	end   time.Time // the deadline that http.Server.WriteTimeout sets; zero: none
 	armed bool
+	cut   bool // a write ran into the send timeout
+}
+
+// note records whether err is the send timeout's, and returns it.
+func (w *sendWriter) note(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.cut = true
+	}
+	return err
 }
 
 var _ io.ReaderFrom = (*sendWriter)(nil)
@@ -79,7 +96,7 @@ func (w *sendWriter) Write(b []byte) (int, error) {
 		m, err := w.ResponseWriter.Write(b[n : n+k])
 		n += m
 		if err != nil || n == len(b) {
-			return n, err
+			return n, w.note(err)
 		}
 	}
 }
@@ -112,7 +129,7 @@ func (w *sendWriter) ReadFrom(src io.Reader) (int64, error) {
 			limit -= n
 		}
 		if err != nil || n < want {
-			return total, err
+			return total, w.note(err)
 		}
 	}
 	return total, nil

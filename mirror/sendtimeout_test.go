@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // deadlineRecorder is a ResponseWriter with a ReadFrom and a
@@ -157,11 +159,26 @@ func TestServerSendTimeout(t *testing.T) {
 	}
 	done := make(chan served, 16)
 	const send = 1500 * time.Millisecond
+	reg := prometheus.NewRegistry()
 	base := startServer(t, ServerOptions{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		files.ServeHTTP(w, r)
 		done <- served{r.URL.Path, time.Since(start)}
-	}), SendTimeout: send})
+	}), SendTimeout: send, Registerer: reg})
+	cutOff := func() float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "transmirror_mirror_send_timeouts_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no transmirror_mirror_send_timeouts_total")
+		return 0
+	}
 	addr := strings.TrimPrefix(base, "http://")
 	dial := func(t *testing.T) *net.TCPConn {
 		t.Helper()
@@ -198,6 +215,9 @@ func TestServerSendTimeout(t *testing.T) {
 		el := waitServed(t, "/big.iso")
 		if el < send {
 			t.Errorf("handler returned after %v, before the send timeout %v", el, send)
+		}
+		if got := cutOff(); got != 1 {
+			t.Errorf("send_timeouts_total %g, want 1", got)
 		}
 		// The client finds the connection closed short of the file.
 		if err := c.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
@@ -248,6 +268,9 @@ func TestServerSendTimeout(t *testing.T) {
 		}
 		if el <= send {
 			t.Errorf("served in %v, not longer than the send timeout %v: the test shows nothing", el, send)
+		}
+		if got := cutOff(); got != 1 {
+			t.Errorf("send_timeouts_total %g after a whole download, want still 1", got)
 		}
 		t.Logf("served %d bytes in %v with a send timeout of %v", got, el.Round(time.Millisecond), send)
 	})

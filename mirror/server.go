@@ -73,6 +73,7 @@ type Server struct {
 	o       ServerOptions
 	handler http.Handler
 	log     *slog.Logger
+	sendCut prometheus.Counter // responses cut off by the send timeout; nil without metrics
 }
 
 // NewServer returns a Server, with its metrics registered when
@@ -106,6 +107,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 			return nil, fmt.Errorf("mirror: register metrics: %w", err)
 		}
 		s.handler = m.instrument(s.handler)
+		s.sendCut = m.sendCut
 	}
 	return s, nil
 }
@@ -122,7 +124,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		// A back end of a site in handoff mode reports the requests of
 		// handed-off connections to the front end.
-		Handler:                      withSendTimeout(frontend.ReportHandoffs(s.handler), s.o.SendTimeout, s.o.WriteTimeout),
+		Handler:                      withSendTimeout(frontend.ReportHandoffs(s.handler), s.o.SendTimeout, s.o.WriteTimeout, s.sendCut),
 		ConnContext:                  frontend.HandoffConnContext,
 		ReadHeaderTimeout:            s.o.ReadHeaderTimeout,
 		ReadTimeout:                  s.o.ReadTimeout,

@@ -291,8 +291,8 @@ func TestServerMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(mfs) != 4 {
-			t.Errorf("gathered %d metric families, want 4", len(mfs))
+		if len(mfs) != 5 {
+			t.Errorf("gathered %d metric families, want 5", len(mfs))
 		}
 		problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 		if err != nil {
