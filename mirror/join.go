@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -81,8 +82,12 @@ type JoinerOptions struct {
 	Timeout time.Duration
 	// Backoff and MaxBackoff are the first and the longest wait between
 	// two GROUP-ADDs to a dnsd that did not take it (defaults
-	// DefaultJoinBackoff and DefaultJoinMaxBackoff).
+	// DefaultJoinBackoff and DefaultJoinMaxBackoff); each wait is drawn
+	// within ±20 % of it, so that mirrors that failed together (a dnsd
+	// that was away) do not all come back in the same instant.
 	Backoff, MaxBackoff time.Duration
+	// Rand draws the waits (default: seeded at random).
+	Rand *rand.Rand
 	// CheckInterval is how often, once joined, each dnsd is asked
 	// whether it still has the member; one that has lost it (an
 	// operator removed it, or its state was lost) is joined again
@@ -121,9 +126,17 @@ type Joiner struct {
 	requests *prometheus.CounterVec
 	wait     prometheus.Gauge
 
-	mu     sync.Mutex // guards cur and joined
+	mu     sync.Mutex // guards cur, joined and o.Rand
 	cur    string
 	joined int // targets that have the member
+}
+
+// jittered returns d scaled by a factor drawn in [0.8, 1.2).
+func (j *Joiner) jittered(d time.Duration) time.Duration {
+	j.mu.Lock()
+	f := 0.8 + 0.4*j.o.Rand.Float64()
+	j.mu.Unlock()
+	return time.Duration(float64(d) * f)
 }
 
 // joinTarget is one dnsd.
@@ -160,6 +173,9 @@ func NewJoiner(o JoinerOptions) (*Joiner, error) {
 	}
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = DefaultJoinCheckInterval
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -310,7 +326,7 @@ func (j *Joiner) joinLoop(ctx context.Context, t *joinTarget) {
 			j.log.Info("joined the group", "url", t.url, "member", j.o.Member.Name, "how", how)
 			return
 		}
-		timer := time.NewTimer(backoff)
+		timer := time.NewTimer(j.jittered(backoff))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -468,7 +484,7 @@ func (j *Joiner) each(ctx context.Context, op string, f func(context.Context, *j
 				if attempt == leaveAttempts || ctx.Err() != nil {
 					return
 				}
-				timer := time.NewTimer(backoff)
+				timer := time.NewTimer(j.jittered(backoff))
 				select {
 				case <-ctx.Done():
 					timer.Stop()

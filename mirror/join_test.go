@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -451,5 +452,27 @@ func TestSameMember(t *testing.T) {
 				t.Errorf("SameMember = %v, want %v", got, tt.same)
 			}
 		})
+	}
+}
+
+// TestJoinerJitter: every wait between two attempts is drawn within ±20 %
+// of the backoff, so mirrors that failed together spread out.
+func TestJoinerJitter(t *testing.T) {
+	j, err := NewJoiner(JoinerOptions{URLs: []string{"http://127.0.0.1:1"}, Group: testGroup, Member: joinMember(),
+		Secret: []byte("s"), Rand: rand.New(rand.NewPCG(1, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const d = time.Second
+	lo, hi := d, time.Duration(0)
+	for range 1000 {
+		w := j.jittered(d)
+		if w < 800*time.Millisecond || w >= 1200*time.Millisecond {
+			t.Fatalf("wait %v outside [0.8 s, 1.2 s)", w)
+		}
+		lo, hi = min(lo, w), max(hi, w)
+	}
+	if lo > 850*time.Millisecond || hi < 1150*time.Millisecond {
+		t.Errorf("1000 waits within [%v, %v]: want them spread over [0.8 s, 1.2 s)", lo, hi)
 	}
 }

@@ -216,7 +216,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 				Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 				Location: api.LocationView{Lat: l.Lat, Lon: l.Lon, Country: l.Country, Continent: l.Continent},
 			},
-			View: m.groupView, Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
+			View: m.groupView, Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry, Rand: joinRand(o.Rand),
 		})
 		if err != nil {
 			return nil, err
@@ -251,6 +251,16 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	m.admin = http.MaxBytesHandler(NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
 		SiteReport: m.siteReport(o.Clock), Serving: m.serving}), DefaultMaxBodyBytes)
 	return m, nil
+}
+
+// joinRand is the Joiner's own randomness, drawn from r (the redirects',
+// which the Joiner must not share: a rand.Rand is for one goroutine) when
+// one is given.
+func joinRand(r *rand.Rand) *rand.Rand {
+	if r == nil {
+		return nil
+	}
+	return rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
 }
 
 // siteReport serves a document root's report to its site front end; nil
