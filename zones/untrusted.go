@@ -73,8 +73,19 @@ func NotGlobal(a netip.Addr) string {
 	if a.Is6() && !globalUnicastV6.Contains(a) {
 		return "is outside the IPv6 global unicast range 2000::/3"
 	}
+	if sixToFour.Contains(a) {
+		// 6to4 carries an IPv4 address in bits 16..47, which a relay
+		// turns back into that IPv4 address.
+		b := a.As16()
+		if why := NotGlobal(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})); why != "" {
+			return "is 6to4 for an IPv4 address that " + why
+		}
+	}
 	return ""
 }
+
+// sixToFour is the 6to4 prefix (RFC 3056).
+var sixToFour = netip.MustParsePrefix("2002::/16")
 
 // untrusted applies the rules of run-time members to m, a member of g
 // added through the admin API that member has already checked (so its
