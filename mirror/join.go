@@ -230,6 +230,14 @@ func (j *Joiner) State() string {
 	return j.cur
 }
 
+// Status returns the Joiner's state and how many of its dnsd have the
+// member, for the status page.
+func (j *Joiner) Status() JoinStatus {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return JoinStatus{State: j.cur, Joined: j.joined, DNSD: len(j.targets)}
+}
+
 func (j *Joiner) setState(s string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -327,6 +327,9 @@ func TestJoinerRejoins(t *testing.T) {
 			time.Sleep(time.Millisecond) // polling with a deadline
 		}
 		waitState(t, j, JoinJoined)
+		if st := j.Status(); st != (JoinStatus{State: JoinJoined, Joined: 2, DNSD: 2}) {
+			t.Errorf("status %+v, want joined on 2 of 2", st)
+		}
 		if n := adds(d1); n != 2 {
 			t.Errorf("%d GROUP-ADDs on the dnsd that lost it, want 2", n)
 		}

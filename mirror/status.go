@@ -52,6 +52,8 @@ type Status struct {
 	Redirect RedirectStatus `json:"redirect"`
 	// View is the group view from dnsd; nil when dnsd is not configured.
 	View *ViewStatus `json:"view,omitempty"`
+	// Join is the mirror's own membership; nil without join.
+	Join *JoinStatus `json:"join,omitempty"`
 	// Site is the front end and its back ends; nil unless Role is
 	// RoleSite.
 	Site *frontend.Status `json:"site,omitempty"`
@@ -135,6 +137,15 @@ type ViewStatus struct {
 	Candidates int `json:"candidates"`
 }
 
+// JoinStatus describes the mirror's own membership (join: in mirror.yaml).
+type JoinStatus struct {
+	// State is one of JoinJoining … JoinLeft.
+	State string `json:"state"`
+	// Joined is how many of the DNSD have the member.
+	Joined int `json:"joined"`
+	DNSD   int `json:"dnsd"`
+}
+
 // CacheStatus describes a document root's memory cache.
 type CacheStatus struct {
 	// Objects is the number of cached files, Bytes their size with
@@ -202,6 +213,10 @@ func (m *Mirror) Status(now time.Time) Status {
 
 	if m.view != nil {
 		s.View = viewStatus(m.view.Snapshot(), now)
+	}
+	if m.joiner != nil {
+		js := m.joiner.Status()
+		s.Join = &js
 	}
 	if m.site != nil {
 		ss := m.site.Status()

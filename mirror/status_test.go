@@ -422,6 +422,7 @@ func TestStatusPageGolden(t *testing.T) {
 	}
 	root := base
 	root.Role = RoleRoot
+	root.Join = &JoinStatus{State: JoinJoined, Joined: 2, DNSD: 2}
 	root.Cache = &CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
 	front := base
 	front.Role = RoleSite
