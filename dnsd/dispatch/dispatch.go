@@ -167,6 +167,11 @@ type family struct {
 	addrs [][]netip.Addr   // family index → the member's addresses of the family
 	group *scheduler.Group // snapshot with states
 	est   *scheduler.Estimator
+	// redir books the dispatchers' redirects alone, as est does too, so
+	// that est's less redir's is the pending load of this node's own
+	// answers: what it shares with the other nodes of an NS set. The
+	// redirects are not shared: a dispatcher reports them to every node.
+	redir *scheduler.Estimator
 }
 
 // ECS results, the values of the ecs_queries_total label.
@@ -411,12 +416,14 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 		}
 		f.group = scheduler.NewGroup(members)
 		if prev != nil && sameMembers(prev.fam[fi], prev.cfg, f, g.cfg) {
-			f.est = prev.fam[fi].est
+			f.est, f.redir = prev.fam[fi].est, prev.fam[fi].redir
 		} else {
 			f.est = scheduler.NewWindowEstimator(time.Duration(g.cfg.TTL.Max) * time.Second)
+			f.redir = scheduler.NewWindowEstimator(time.Duration(g.cfg.TTL.Max) * time.Second)
 			for k, i := range f.idx {
 				if st := g.states[i]; !st.Reported.IsZero() {
 					f.est.ReportWindow(k, st.usage(), now, st.Window)
+					f.redir.ReportWindow(k, st.usage(), now, st.Window)
 				}
 			}
 		}
@@ -484,6 +491,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 		for _, f := range ng.fam {
 			if k := f.pos[i]; k >= 0 {
 				f.est.ReportWindow(k, h.usage(), now, h.Window)
+				f.redir.ReportWindow(k, h.usage(), now, h.Window)
 			}
 		}
 		g.rates.Report(i, scheduler.MemberReport{Requests: h.Requests, GroupRequests: h.GroupRequests, Window: h.Window, At: now})

@@ -112,10 +112,12 @@ func (d *Dispatcher) Redirects(group, dispatcher string, at time.Time, rates map
 				continue
 			}
 			k := []int{f.pos[i]}
-			if delta > 0 {
-				f.est.Move(k, nil, 0, load, now, now)
-			} else {
-				f.est.Move(nil, k, 1, load, now, now)
+			for _, e := range []*scheduler.Estimator{f.est, f.redir} {
+				if delta > 0 {
+					e.Move(k, nil, 0, load, now, now)
+				} else {
+					e.Move(nil, k, 1, load, now, now)
+				}
 			}
 		}
 	}

@@ -113,8 +113,9 @@ func (d *Dispatcher) ForgetRemotePending() {
 }
 
 // LocalPending returns, by group and member name, the pending load of the
-// answers this node gave (without what others shared): what it shares
-// with them. Members with none in both families are left out.
+// answers this node gave (without what others shared, and without the
+// dispatchers' redirects, which they report to every node): what it
+// shares with them. Members with none in both families are left out.
 func (d *Dispatcher) LocalPending() map[string]map[string]FamilyPending {
 	now := d.now()
 	out := make(map[string]map[string]FamilyPending)
@@ -125,7 +126,7 @@ func (d *Dispatcher) LocalPending() map[string]map[string]FamilyPending {
 				continue
 			}
 			for k, i := range f.idx {
-				if v := f.est.LocalPending(k, now); v != 0 {
+				if v := f.est.LocalPending(k, now) - f.redir.LocalPending(k, now); math.Abs(v) > 1e-9 {
 					m := members[g.cfg.Members[i].Name]
 					m[fi] = v
 					members[g.cfg.Members[i].Name] = m

@@ -13,8 +13,8 @@ import (
 
 // TestRemotePending: what other nodes share of their pending load adds up
 // over the nodes, per family, replaces a node's earlier figures, survives
-// a reload that makes new estimators, is not in LocalPending, and is
-// forgotten with its node or all at once.
+// a reload that makes new estimators, is not in LocalPending (nor are the
+// dispatchers' redirects), and is forgotten with its node or all at once.
 func TestRemotePending(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	d, _ := newTestDispatcher(t, "least-load", func() time.Time { return now })
@@ -83,6 +83,17 @@ func TestRemotePending(t *testing.T) {
 		f.est.Move([]int{f.pos[g.member("ams1")]}, nil, 0, 7, now, now)
 		if got := d.LocalPending()["www.example.org."]; got["ams1"] != (FamilyPending{7, 0}) || len(got) != 1 {
 			t.Errorf("LocalPending %v, want ams1 7 in A only", got)
+		}
+		// A dispatcher's redirects count in this node's picks, but are
+		// not shared: the dispatcher reports them to every node.
+		if err := d.Redirects(group, "d1.example.org", now, map[string]float64{"fra1": 5}); err != nil {
+			t.Fatal(err)
+		}
+		if got := pending("fra1"); math.Abs(got-90) > 1e-9 {
+			t.Errorf("fra1 pending %g after 5 redirects/s, want 40 shared + 50", got)
+		}
+		if got := d.LocalPending()["www.example.org."]; got["ams1"] != (FamilyPending{7, 0}) || len(got) != 1 {
+			t.Errorf("LocalPending %v after a redirect report, want still ams1 7 only", got)
 		}
 	})
 }
