@@ -63,13 +63,21 @@ func pendingChanged(last, next map[string]dispatch.FamilyPending) bool {
 	return false
 }
 
+// maxTxnOps bounds the operations of one etcd transaction (etcd's
+// --max-txn-ops is 128 by default).
+const maxTxnOps = 100
+
 // publishPending shares what of this node's pending load changed since it
-// last did, under the lease; a group this node no longer has is taken out.
+// last did, under the lease, in as few transactions as etcd takes (one
+// for up to maxTxnOps groups); a group this node no longer has is taken
+// out.
 func (s *Store) publishPending(ctx context.Context, lease clientv3.LeaseID) error {
 	if s.sharer == nil {
 		return nil
 	}
 	local := s.sharer.LocalPending()
+	var ops []clientv3.Op
+	next := map[string]map[string]dispatch.FamilyPending{} // what the ops share, by group; nil: taken out
 	for group, members := range local {
 		last, had := s.sharedOut[group]
 		if had && !pendingChanged(last, members) || !had && len(members) == 0 {
@@ -79,27 +87,33 @@ func (s *Store) publishPending(ctx context.Context, lease clientv3.LeaseID) erro
 		if err != nil {
 			continue
 		}
+		ops = append(ops, clientv3.OpPut(s.pendingKey(s.node, group), string(data), clientv3.WithLease(lease)))
+		next[group] = maps.Clone(members)
+	}
+	for group := range s.sharedOut {
+		if _, ok := local[group]; !ok {
+			ops = append(ops, clientv3.OpDelete(s.pendingKey(s.node, group)))
+			next[group] = nil
+		}
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), maxTxnOps)
 		c, cancel := context.WithTimeout(ctx, s.timeout)
-		_, err = s.cli.Put(c, s.pendingKey(s.node, group), string(data), clientv3.WithLease(lease))
+		_, err := s.cli.Txn(c).Then(ops[:n]...).Commit()
 		cancel()
 		if err != nil {
 			s.sharedPending.WithLabelValues("out", "error").Inc()
 			return fmt.Errorf("share pending load: %w", err)
 		}
 		s.sharedPending.WithLabelValues("out", "ok").Inc()
-		s.sharedOut[group] = maps.Clone(members)
+		ops = ops[n:]
 	}
-	for group := range s.sharedOut {
-		if _, ok := local[group]; ok {
-			continue
+	for group, members := range next {
+		if members == nil {
+			delete(s.sharedOut, group)
+		} else {
+			s.sharedOut[group] = members
 		}
-		c, cancel := context.WithTimeout(ctx, s.timeout)
-		_, err := s.cli.Delete(c, s.pendingKey(s.node, group))
-		cancel()
-		if err != nil {
-			return fmt.Errorf("share pending load: %w", err)
-		}
-		delete(s.sharedOut, group)
 	}
 	return nil
 }

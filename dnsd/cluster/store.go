@@ -203,7 +203,7 @@ func New(o Options) (*Store, error) {
 	}, []string{"direction", "result"})
 	s.sharedPending = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_pending_total",
-		Help: "Shares of the pending load of a node's answers through etcd, by direction (out: this node's, in: another node's taken) and result (ok, error).",
+		Help: "Shares of the pending load of a node's answers through etcd, by direction (out: a transaction of this node's groups that changed, in: another node's group taken) and result (ok, error).",
 	}, []string{"direction", "result"})
 	s.downVotes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_member_down_votes",
