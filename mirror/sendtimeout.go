@@ -14,7 +14,9 @@ import (
 // timeout for: a large write or a sendfile is cut into pieces of this
 // size, each with its own deadline, so that a client that takes the
 // response slowly but steadily is never cut off in the middle of one.
-const sendChunk = 1 << 20
+// With the default timeouts.send of 60 s a client must take 128 KiB a
+// minute (about 2 KB/s) to keep its download.
+const sendChunk = 128 << 10
 
 // withSendTimeout returns h with the send timeout of nginx (send_timeout)
 // and HAProxy (timeout client) on its responses: every write must be

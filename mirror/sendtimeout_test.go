@@ -298,3 +298,42 @@ func BenchmarkSendTimeout(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSendTimeoutLarge serves a 64 MiB file over loopback with the
+// send timeout off and on: what cutting sendfile into sendChunk pieces
+// costs a large download.
+func BenchmarkSendTimeoutLarge(b *testing.B) {
+	root := b.TempDir()
+	const size = 64 << 20
+	f, err := os.Create(filepath.Join(root, "big.iso"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	if err := os.Truncate(filepath.Join(root, "big.iso"), size); err != nil {
+		b.Fatal(err)
+	}
+	files, err := NewFileServer(root, FileServerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { files.Close() })
+	for _, send := range []time.Duration{0, time.Minute} {
+		b.Run(fmt.Sprintf("send=%v", send), func(b *testing.B) {
+			base := startServer(b, ServerOptions{Handler: files, SendTimeout: send})
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer client.CloseIdleConnections()
+			b.SetBytes(size)
+			for b.Loop() {
+				resp, err := client.Get(base + "/big.iso")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, _ := io.Copy(io.Discard, resp.Body); n != size {
+					b.Fatalf("got %d bytes", n)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+}
