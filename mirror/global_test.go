@@ -798,3 +798,38 @@ func TestPublicHealthPath(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatcherPushesEveryDNSD: a dispatcher's redirect reports go to
+// every dnsd even with push: one, since the nodes of an NS set do not
+// share them; its members' load reports are what push: one is for.
+func TestDispatcherPushesEveryDNSD(t *testing.T) {
+	d1, d2 := newFakeDNSD(t, "a", "b"), newFakeDNSD(t, "a", "b")
+	yaml := fmt.Sprintf(`listen: ["127.0.0.1:0"]
+group: %s
+member: d
+host: d.mirrors.test
+dispatcher: true
+dnsd: {urls: [%q, %q], push: one, secret: %q, push_interval: 50ms, view_interval: 50ms}
+`, testGroup, d1.url, d2.url, testSecret)
+	cfg, err := ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(cfg, Options{Registry: prometheus.NewRegistry(), RunQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		m.Close()
+	})
+	webtest.Eventually(t, 5*time.Second, "redirect reports on both dnsd", func() bool {
+		return d1.lastRedirects().Dispatcher == "d.mirrors.test" && d2.lastRedirects().Dispatcher == "d.mirrors.test"
+	})
+}

@@ -194,7 +194,10 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 			// No load of its own to report: the redirects it sends, so
 			// that dnsd (and whoever reads its views) sees them before the
 			// members' reports do.
-			po.Member, po.Snapshot = "", nil
+			// To every dnsd, whatever dnsd.push says: the nodes of an NS
+			// set share load reports through etcd, not redirect reports
+			// (each books the redirects it is told of).
+			po.Member, po.Snapshot, po.One = "", nil, false
 			po.Redirects = func(now time.Time) api.RedirectReport {
 				return api.RedirectReport{Dispatcher: cfg.Host, Time: now, Members: booking.Sent.Rates(now)}
 			}

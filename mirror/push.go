@@ -38,7 +38,8 @@ type PusherOptions struct {
 	URLs []string
 	// One pushes each report to one URL only, the last that accepted one,
 	// trying the next ones in turn when it fails (dnsd.push: one); false
-	// pushes it to every URL (dnsd.push: all).
+	// pushes it to every URL (dnsd.push: all, and always a dispatcher's
+	// redirect reports, which an NS set does not share).
 	One bool
 	// Group and Member name this mirror (required; a dispatcher, which is
 	// no member, has no Member and pushes Redirects instead).
