@@ -80,8 +80,8 @@ func TestNSSetQuorum(t *testing.T) {
 	if err := chromedp.Do(browser, chromedp.Navigate("http://"+all[2].Admin+"/")); err != nil {
 		t.Fatalf("open ns3's dashboard: %v", err)
 	}
-	waitDOM(t, browser, 10*time.Second, "ns3's dashboard shows q1 down on 2 of 3 nodes, out",
-		`(document.querySelector("#cluster")||{}).textContent.includes("quorum > 50%: q1 2/3 down (out)")`)
+	waitDOM(t, browser, 10*time.Second, "ns3's dashboard shows q1 down on ns1 and ns2 of 3 nodes, out",
+		`(document.querySelector("#cluster")||{}).textContent.includes("quorum > 50%: q1 2/3 down (ns1 ns2) out")`)
 
 	failing[1].Store(false)
 	failing[2].Store(false)

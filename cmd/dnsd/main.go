@@ -368,7 +368,7 @@ func clusterView(s *cluster.Store) func() *admin.ClusterView {
 			v.Nodes = append(v.Nodes, n.Node)
 		}
 		for _, mv := range st.Votes {
-			v.Votes = append(v.Votes, admin.MemberVote{Group: mv.Group, Member: mv.Member, Down: mv.Down, Live: mv.Live})
+			v.Votes = append(v.Votes, admin.MemberVote{Group: mv.Group, Member: mv.Member, Down: mv.Down, Live: mv.Live, DownBy: mv.DownBy})
 		}
 		return v
 	}

@@ -256,12 +256,13 @@ type ClusterView struct {
 }
 
 // MemberVote is quorum's count of one member: Down of the Live nodes see
-// it down.
+// it down, namely DownBy.
 type MemberVote struct {
-	Group  string `json:"group"`
-	Member string `json:"member"`
-	Down   int    `json:"down"`
-	Live   int    `json:"live"`
+	Group  string   `json:"group"`
+	Member string   `json:"member"`
+	Down   int      `json:"down"`
+	Live   int      `json:"live"`
+	DownBy []string `json:"down_by"`
 }
 
 // DashboardGroup is one group of a snapshot: its view and the answer

@@ -211,6 +211,7 @@ type tally struct {
 	others  []probe.State // the other live nodes' views
 	live    int           // the live nodes, this one included
 	down    int           // the views that are down, this node's included
+	downBy  []string      // the nodes whose view is down, by name
 }
 
 // tallyLocked counts the views of ref; s.mu held.
@@ -228,22 +229,26 @@ func (s *Store) tallyLocked(ref memberRef) tally {
 			v = vs[ref]
 		}
 		t.others = append(t.others, v)
+		if v == probe.StateDown {
+			t.downBy = append(t.downBy, n)
+		}
 	}
 	u, watched := s.q.own[ref]
 	t.own, t.watched = u.State, watched
-	for _, v := range append(slices.Clone(t.others), t.own) {
-		if v == probe.StateDown {
-			t.down++
-		}
+	if t.own == probe.StateDown {
+		t.downBy = append(t.downBy, s.node)
 	}
+	t.down = len(t.downBy)
+	slices.Sort(t.downBy)
 	return t
 }
 
 // MemberVotes is what quorum counts of one member: Down of the Live nodes
-// see it down.
+// see it down, namely DownBy.
 type MemberVotes struct {
 	Group, Member string
 	Down, Live    int
+	DownBy        []string
 }
 
 // votesLocked returns, with quorum on, the members that at least one live
@@ -255,7 +260,7 @@ func (s *Store) votesLocked() []MemberVotes {
 	var out []MemberVotes
 	for ref := range s.q.refs(s.nodes) {
 		if t := s.tallyLocked(ref); t.down > 0 {
-			out = append(out, MemberVotes{Group: ref.group, Member: ref.member, Down: t.down, Live: t.live})
+			out = append(out, MemberVotes{Group: ref.group, Member: ref.member, Down: t.down, Live: t.live, DownBy: t.downBy})
 		}
 	}
 	slices.SortFunc(out, func(a, b MemberVotes) int {

@@ -279,7 +279,8 @@ func TestQuorum(t *testing.T) {
 		t.Errorf("a's down votes %v, want m1 1 (b), m2 2 (a, c)", got)
 	}
 	st := a.store.Status()
-	want := []cluster.MemberVotes{{Group: group, Member: "m1", Down: 1, Live: 3}, {Group: group, Member: "m2", Down: 2, Live: 3}}
+	want := []cluster.MemberVotes{{Group: group, Member: "m1", Down: 1, Live: 3, DownBy: []string{"b"}},
+		{Group: group, Member: "m2", Down: 2, Live: 3, DownBy: []string{"a", "c"}}}
 	if !st.Quorum || st.DownShare != 0.5 || fmt.Sprint(st.Votes) != fmt.Sprint(want) {
 		t.Errorf("a's status: quorum %v, down_share %g, votes %v; want on, 0.5, %v", st.Quorum, st.DownShare, st.Votes, want)
 	}

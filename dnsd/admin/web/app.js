@@ -216,7 +216,8 @@
     let quorum = "";
     if (c.quorum) {
       const votes = (c.votes || []).map((v) => short(v.member) + " " + v.down + "/" + v.live + " down" +
-        (v.down > c.down_share * v.live ? " (out)" : ""));
+        (v.down_by && v.down_by.length ? " (" + v.down_by.join(" ") + ")" : "") +
+        (v.down > c.down_share * v.live ? " out" : ""));
       quorum = " · quorum > " + fmtPct(c.down_share) + ": " + (votes.join(", ") || "no member seen down");
     }
     el.textContent = "node " + c.node + " · " + (c.degraded ? "DEGRADED (etcd away" + (c.error ? ": " + c.error : "") + ")" : "etcd ok") +
