@@ -37,12 +37,17 @@ func withSendTimeout(h http.Handler, send, total time.Duration, cut prometheus.C
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &sendWriter{ResponseWriter: w, rc: http.NewResponseController(w), send: send}
+		sw := &sendWriter{ResponseWriter: w, send: send}
+		if d, ok := w.(deadliner); ok { // net/http's own writer: no ResponseController to make
+			sw.dl = d
+		} else {
+			sw.dl = http.NewResponseController(w)
+		}
 		if total > 0 {
 			sw.end = time.Now().Add(total)
 		}
 		h.ServeHTTP(sw, r)
-		if sw.armed {
+		if !sw.armed.IsZero() {
 			// What is buffered is flushed after the handler returns.
 			sw.arm()
 		}
@@ -57,11 +62,17 @@ func withSendTimeout(h http.Handler, send, total time.Duration, cut prometheus.C
 // sendfile) and supports http.ResponseController through Unwrap.
 type sendWriter struct {
 	http.ResponseWriter
-	rc    *http.ResponseController
+	dl    deadliner // sets the connection's write deadline
 	send  time.Duration
 	end   time.Time // the deadline that http.Server.WriteTimeout sets; zero: none
-	armed bool
-	cut   bool // a write ran into the send timeout
+	armed time.Time // when the deadline was last set; zero: never
+	cut   bool      // a write ran into the send timeout
+}
+
+// deadliner is what sets a response's write deadline: net/http's
+// response, or an http.ResponseController for a wrapped one.
+type deadliner interface {
+	SetWriteDeadline(time.Time) error
 }
 
 // note records whether err is the send timeout's, and returns it.
@@ -74,15 +85,22 @@ func (w *sendWriter) note(err error) error {
 
 var _ io.ReaderFrom = (*sendWriter)(nil)
 
-// arm sets the write deadline to send from now (no later than end). A
-// writer that can not have deadlines (ErrNotSupported) is left without.
+// arm sets the write deadline to send from now (no later than end),
+// unless it set it less than send/16 ago: a deadline costs a change of
+// the runtime's timers, and a client then has between 15/16 of send and
+// send to take the next piece. A writer that can not have deadlines
+// (ErrNotSupported) is left without.
 func (w *sendWriter) arm() {
-	d := time.Now().Add(w.send)
+	now := time.Now()
+	if !w.armed.IsZero() && now.Sub(w.armed) < w.send/16 {
+		return
+	}
+	d := now.Add(w.send)
 	if !w.end.IsZero() && d.After(w.end) {
 		d = w.end
 	}
-	_ = w.rc.SetWriteDeadline(d)
-	w.armed = true
+	_ = w.dl.SetWriteDeadline(d)
+	w.armed = now
 }
 
 func (w *sendWriter) WriteHeader(code int) {
@@ -140,7 +158,7 @@ func (w *sendWriter) ReadFrom(src io.Reader) (int64, error) {
 // Flush flushes the underlying writer when it can.
 func (w *sendWriter) Flush() {
 	w.arm()
-	_ = w.rc.Flush()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.
