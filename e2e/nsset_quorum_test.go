@@ -3,10 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,18 +91,5 @@ func TestNSSetQuorum(t *testing.T) {
 // downVotes reads transmirror_dnsd_cluster_member_down_votes of member
 // from node d.
 func downVotes(d *dnsdProc, member string) (float64, error) {
-	resp, err := http.Get("http://" + d.Admin + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	text := string(body)
-	if !strings.Contains(text, `transmirror_dnsd_cluster_member_down_votes{`) {
-		return 0, fmt.Errorf("no transmirror_dnsd_cluster_member_down_votes series")
-	}
-	return metricSum(text, "transmirror_dnsd_cluster_member_down_votes", `member="`+member+`"`), nil
+	return nodeMetric(d, "transmirror_dnsd_cluster_member_down_votes", `member="`+member+`"`)
 }

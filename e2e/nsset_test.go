@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,6 +110,12 @@ func nssetAnswers(t *testing.T, d *dnsdProc) ([]string, string) {
 
 // degraded reads transmirror_dnsd_cluster_degraded of node d.
 func degraded(d *dnsdProc) (float64, error) {
+	return nodeMetric(d, "transmirror_dnsd_cluster_degraded")
+}
+
+// nodeMetric reads node d's metric name: the sum of its series with the
+// given labels (see metricSum); an error when d exports no series of it.
+func nodeMetric(d *dnsdProc, name string, labels ...string) (float64, error) {
 	resp, err := http.Get("http://" + d.Admin + "/metrics")
 	if err != nil {
 		return 0, err
@@ -121,10 +126,10 @@ func degraded(d *dnsdProc) (float64, error) {
 		return 0, err
 	}
 	text := string(body)
-	if !strings.Contains(text, "transmirror_dnsd_cluster_degraded") {
-		return 0, errors.New("no transmirror_dnsd_cluster_degraded metric")
+	if !strings.Contains(text, "\n"+name+" ") && !strings.Contains(text, "\n"+name+"{") {
+		return 0, fmt.Errorf("no %s series", name)
 	}
-	return metricSum(text, "transmirror_dnsd_cluster_degraded"), nil
+	return metricSum(text, name, labels...), nil
 }
 
 // waitAnswered waits until every node in nodes answers with addr (or,
