@@ -515,21 +515,7 @@ func (cl *corrCluster) byHost(host string) *corrMirror {
 }
 
 // get fetches an admin URL (loopback only) and returns the body.
-func (cl *corrCluster) get(u string) (string, error) {
-	resp, err := cl.client.Get(u)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
-	}
-	return string(body), nil
-}
+func (cl *corrCluster) get(u string) (string, error) { return getBody(cl.client, u) }
 
 func (cl *corrCluster) getJSON(u string, v any) error {
 	body, err := cl.get(u)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -116,16 +115,10 @@ func degraded(d *dnsdProc) (float64, error) {
 // nodeMetric reads node d's metric name: the sum of its series with the
 // given labels (see metricSum); an error when d exports no series of it.
 func nodeMetric(d *dnsdProc, name string, labels ...string) (float64, error) {
-	resp, err := http.Get("http://" + d.Admin + "/metrics")
+	text, err := getBody(loopbackClient, "http://"+d.Admin+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	text := string(body)
 	if !strings.Contains(text, "\n"+name+" ") && !strings.Contains(text, "\n"+name+"{") {
 		return 0, fmt.Errorf("no %s series", name)
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -184,14 +183,16 @@ func (cl *skewCluster) runQueue(t *testing.T) float64 {
 // skewResolver is one recursive resolver of the population: it asks dnsd
 
 // skewGet fetches url (loopback only) and returns the body.
-func skewGet(u string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+func skewGet(u string) (string, error) { return getBody(loopbackClient, u) }
+
+// loopbackClient is for the admin URLs of the processes a test started:
+// no proxy, every request bounded.
+var loopbackClient = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 5 * time.Second}
+
+// getBody fetches u with c and returns the body of a 200, else an error
+// that names u, the status and the body.
+func getBody(c *http.Client, u string) (string, error) {
+	resp, err := c.Get(u)
 	if err != nil {
 		return "", err
 	}
