@@ -228,7 +228,7 @@ func (r *reported) cache() (memory, maxObject int64) {
 // servers using the handler have stopped).
 //
 // For each request the policy picks among the back ends that are not
-// down, given a site.Request with Key = the request URI (escaped path and
+// down, given a site.Request with Key = RequestKey (the escaped path, no
 // query), Client = the remote address and Size = 0 (unknown), and the
 // number of requests each back end has in flight. When every back end is
 // down the front end fails open and picks among all of them
@@ -427,7 +427,7 @@ func (h *handler) Close() error {
 
 // policyRequest is what the policy is told about r.
 func policyRequest(r *http.Request) site.Request {
-	req := site.Request{Key: r.URL.RequestURI()}
+	req := site.Request{Key: RequestKey(r.URL)}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		req.Client = ap.Addr().Unmap()
 	}

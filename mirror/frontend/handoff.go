@@ -63,8 +63,8 @@ import (
 // the front end writes a 4-byte big-endian length and that many prefix
 // bytes, with the descriptor attached to the first byte; the back end
 // answers one byte "k" once it owns the connection, then, for every
-// request it serves on it, a begin record ('b', the request URI's length
-// as a uvarint, the request URI) and an end record ('e', the size as a
+// request it serves on it, a begin record ('b', the RequestKey's length
+// as a uvarint, the RequestKey) and an end record ('e', the size as a
 // uvarint: the Content-Length of a 200 response, else the bytes written
 // for a 200, 0 for any other status). The socket is not authenticated:
 // protect it with file system permissions.
@@ -218,7 +218,7 @@ func readReport(br *bufio.Reader) (kind byte, key string, size int64, err error)
 	switch kind {
 	case reportBegin:
 		if n > maxReportKey {
-			return 0, "", 0, fmt.Errorf("frontend: handoff report: request URI of %d bytes", n)
+			return 0, "", 0, fmt.Errorf("frontend: handoff report: request key of %d bytes", n)
 		}
 		b := make([]byte, n)
 		if _, err := io.ReadFull(br, b); err != nil {
@@ -606,7 +606,7 @@ func ReportHandoffs(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rep.send(reportBegin, r.URL.RequestURI(), 0)
+		rep.send(reportBegin, RequestKey(r.URL), 0)
 		cw := probe.NewCountingWriter(w)
 		// Deferred: a handler that aborts (http.ErrAbortHandler) ends too.
 		defer func() { rep.send(reportEnd, "", responseSize(cw)) }()

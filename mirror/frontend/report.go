@@ -3,6 +3,7 @@ package frontend
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -33,7 +34,7 @@ import (
 // completions of one report.
 const maxCompletions = 4096
 
-// maxReportKey bounds the request URI of a completion, and of a handoff
+// maxReportKey bounds the RequestKey of a completion, and of a handoff
 // report's begin record.
 const maxReportKey = 16 << 10
 
@@ -58,7 +59,14 @@ type BackendReport struct {
 	Lost        uint64       `json:"lost"`
 }
 
-// Completion is one completed request: its request URI and the size Done
+// RequestKey is what the site policies, the completions of a back end's
+// report and a handoff's begin record know of a request: its escaped path,
+// never its query. The report is served to anyone who can reach the admin
+// listener, and a client's query may carry a token (?token=…); the
+// policies' locality is by file, which the path names.
+func RequestKey(u *url.URL) string { return u.EscapedPath() }
+
+// Completion is one completed request: its RequestKey and the size Done
 // is told (see doneSize).
 type Completion struct {
 	Key  string `json:"key"`
@@ -79,7 +87,7 @@ func NewCompletions() *Completions { return &Completions{} }
 func (c *Completions) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cw := probe.NewCountingWriter(w)
-		defer func() { c.add(Completion{Key: r.URL.RequestURI(), Size: responseSize(cw)}) }()
+		defer func() { c.add(Completion{Key: RequestKey(r.URL), Size: responseSize(cw)}) }()
 		next.ServeHTTP(cw, r)
 	})
 }

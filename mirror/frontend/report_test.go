@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -241,6 +242,41 @@ func TestBackendBandwidth(t *testing.T) {
 			}
 			if st := h.Status().Backends[0]; st.Bandwidth != tt.bandwidth || st.BytesPerSecond != float64(tt.sent)/2 {
 				t.Errorf("status: %v B/s of %v, want %v of %v", st.BytesPerSecond, st.Bandwidth, float64(tt.sent)/2, tt.bandwidth)
+			}
+		})
+	}
+}
+
+// TestReportHidesQueries: the unauthenticated report (api.SiteReport)
+// shows the path of each completed request, never its query, which may
+// carry a client's token; the policies' key is the same path.
+func TestReportHidesQueries(t *testing.T) {
+	c := NewCompletions()
+	h := c.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("x")) }))
+	tests := []struct {
+		name, target, want string
+	}{
+		{"token query", "/pub/a.iso?token=s3cr3t", "/pub/a.iso"},
+		{"escaped path kept", "/a%20b/c?x=1&y=%2F", "/a%20b/c"},
+		{"no query", "/pub/b.iso", "/pub/b.iso"},
+		{"empty query", "/pub/c.iso?", "/pub/c.iso"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, tt.target, nil)
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			if got := policyRequest(r).Key; got != tt.want {
+				t.Errorf("policy key %q, want %q", got, tt.want)
+			}
+			rec := httptest.NewRecorder()
+			ReportHandler(func() BackendReport { return BackendReport{} }, c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/site", nil))
+			var rep BackendReport
+			if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			last := rep.Completions[len(rep.Completions)-1].Key
+			if last != tt.want || strings.Contains(rec.Body.String(), "?") {
+				t.Errorf("report's last key %q, want %q; body %s", last, tt.want, rec.Body.String())
 			}
 		})
 	}
