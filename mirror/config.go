@@ -127,6 +127,10 @@ type Config struct {
 
 	// File is the path the config was read from.
 	File string `yaml:"-"`
+	// Warnings are what loads but should be fixed (a secret file readable
+	// by group or others), each "FILE:LINE:COL: what"; the mirror logs
+	// them at Warn, at start, on -check and on each reload.
+	Warnings []string `yaml:"-"`
 }
 
 // Values of dnsd.push.
@@ -341,6 +345,7 @@ func decodeConfig(file string, data []byte) (*Config, yamlconf.Positions, error)
 func validateConfig(cfg *Config, pos yamlconf.Positions) error {
 	v := &validator{c: cfg, dir: filepath.Dir(cfg.File), pos: pos, errs: yamlconf.NewErrors(cfg.File, pos, "mirror")}
 	v.validate()
+	cfg.Warnings = v.errs.Warnings()
 	return v.errs.Err()
 }
 
@@ -529,13 +534,16 @@ func (v *validator) dnsd() {
 	case d.Secret != "" && d.SecretFile != "":
 		v.errorf("dnsd.secret_file", "secret and secret_file are mutually exclusive")
 	case d.SecretFile != "":
-		data, err := os.ReadFile(v.resolve(d.SecretFile))
+		data, warning, err := yamlconf.ReadSecretFile(v.resolve(d.SecretFile), d.SecretFile)
 		if err != nil {
 			// The error names the file as written, not as resolved.
 			v.errorf("dnsd.secret_file", "cannot read %q: %v", d.SecretFile, yamlconf.WithoutPath(err))
 			break
 		}
-		d.Secret = strings.TrimSpace(string(data))
+		if warning != "" {
+			v.errs.Warnf("dnsd.secret_file", "dnsd.secret_file: %s", warning)
+		}
+		d.Secret = data
 		if d.Secret == "" {
 			v.errorf("dnsd.secret_file", "%q is empty", d.SecretFile)
 		}

@@ -258,3 +258,43 @@ func TestParseConfigInline(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigWarnsUnprotectedSecret: a dnsd.secret_file readable by
+// group or others loads, with a warning naming it, its mode and where it
+// was written; a private one gives none.
+func TestConfigWarnsUnprotectedSecret(t *testing.T) {
+	tests := []struct {
+		name string
+		mode os.FileMode
+		want string
+	}{
+		{"private", 0o600, ""},
+		{"world readable", 0o644, "m.yaml:4:3: dnsd.secret_file: UNPROTECTED SECRET FILE group.secret: mode 0644"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			secret := filepath.Join(dir, "group.secret")
+			if err := os.WriteFile(secret, []byte("s3cret-s3cret-s3cret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(secret, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(filepath.Join(dir, "root"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			yaml := "listen: [\"127.0.0.1:0\"]\ngroup: www.example.org\ndnsd:\n  secret_file: group.secret\n  url: http://127.0.0.1:9053\nmember: fra1\nhost: fra1.example.org\nroot: root\ncapacity: 10\n"
+			cfg, err := ParseConfig(filepath.Join(dir, "m.yaml"), []byte(yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == "" && len(cfg.Warnings) != 0:
+				t.Errorf("warnings %q, want none", cfg.Warnings)
+			case tt.want != "" && (len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0], filepath.Join(dir, tt.want))):
+				t.Errorf("warnings %q, want one starting %q", cfg.Warnings, tt.want)
+			}
+		})
+	}
+}

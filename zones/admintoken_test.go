@@ -55,3 +55,69 @@ func TestAdminToken(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretFileWarnings: an admin token file or a group's secret files
+// readable by group or others load, each with a warning at the key that
+// names it; private ones give none.
+func TestSecretFileWarnings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("from-a-file-0123456789\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("private", 0o600)
+	write("open", 0o644)
+	write("group", 0o640)
+	write("previous", 0o604)
+	if err := os.WriteFile(filepath.Join(dir, "previous"), []byte("the-previous-secret-0123\n"), 0o604); err != nil {
+		t.Fatal(err)
+	}
+	zone, err := os.ReadFile(filepath.Join("testdata", "good", "example.org.zone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), zone, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"private token", "admin_token_file: private\n", nil},
+		{"open token", "listen: []\nadmin_token_file: open\n",
+			[]string{"c.yaml:2:1: admin_token_file: UNPROTECTED SECRET FILE open: mode 0644"}},
+		{"group secrets", "groups:\n  - name: www.example.org\n    secret_file: group\n    previous_secret_file: previous\n    previous_secret_until: 2030-01-01T00:00:00Z\n    members: [{name: a, host: a.example.org, addresses: [192.0.2.1], capacity: 10}]\n" +
+			"zones: [{origin: example.org, file: example.org.zone}]\n",
+			[]string{
+				`c.yaml:3:5: group "www.example.org.": secret_file: UNPROTECTED SECRET FILE group: mode 0640`,
+				`c.yaml:4:5: group "www.example.org.": previous_secret_file: UNPROTECTED SECRET FILE previous: mode 0604`,
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(filepath.Join(dir, "c.yaml"), []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := Build(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(set.Warnings) != len(tt.want) {
+				t.Fatalf("warnings %q, want %q", set.Warnings, tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(set.Warnings[i], filepath.Join(dir, w)) {
+					t.Errorf("warning %q, want it to start %q", set.Warnings[i], filepath.Join(dir, w))
+				}
+			}
+		})
+	}
+}

@@ -103,7 +103,8 @@ func Build(cfg *Config) (*Set, error) {
 	if err := b.errs.Err(); err != nil {
 		return nil, err
 	}
-	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups)), MMDB: b.mmdb, StateFile: b.stateFile}
+	s := &Set{Config: b.c, Groups: make(map[string]*GroupConfig, len(b.c.Groups)), MMDB: b.mmdb, StateFile: b.stateFile,
+		Warnings: b.errs.Warnings()}
 	for _, zc := range b.c.Zones {
 		s.Zones = append(s.Zones, b.zones[zc.Origin])
 	}
@@ -560,12 +561,15 @@ func (b *builder) secret(path, obj, key string, secret *string, file string, fro
 	case file != "" && *secret != "" && !*fromFile:
 		b.errorf(path+"."+key+"_file", "%s: %s and %s_file are mutually exclusive", obj, key, key)
 	case file != "":
-		data, err := os.ReadFile(b.resolve(file))
+		data, warning, err := yamlconf.ReadSecretFile(b.resolve(file), file)
 		if err != nil {
 			b.errorf(path+"."+key+"_file", "%s: %s_file: %v", obj, key, err)
 			return
 		}
-		*secret = strings.TrimSpace(string(data))
+		if warning != "" {
+			b.errs.Warnf(path+"."+key+"_file", "%s: %s_file: %s", obj, key, warning)
+		}
+		*secret = data
 		*fromFile = true
 		if *secret == "" {
 			b.errorf(path+"."+key+"_file", "%s: %s_file %s is empty", obj, key, file)
@@ -748,12 +752,15 @@ func (b *builder) adminToken() {
 		b.errorf("admin_token_file", "admin_token and admin_token_file are mutually exclusive")
 		return
 	case c.AdminTokenFile != "":
-		data, err := os.ReadFile(b.resolve(c.AdminTokenFile))
+		data, warning, err := yamlconf.ReadSecretFile(b.resolve(c.AdminTokenFile), c.AdminTokenFile)
 		if err != nil {
 			b.errorf("admin_token_file", "admin_token_file: %v", err)
 			return
 		}
-		c.AdminToken = strings.TrimSpace(string(data))
+		if warning != "" {
+			b.errs.Warnf("admin_token_file", "admin_token_file: %s", warning)
+		}
+		c.AdminToken = data
 		c.adminTokenFromFile = true
 		if c.AdminToken == "" {
 			b.errorf("admin_token_file", "admin_token_file %s is empty", c.AdminTokenFile)

@@ -20,6 +20,10 @@ type Set struct {
 	// StateFile is state_file resolved against the config file's
 	// directory, "" for none.
 	StateFile string
+	// Warnings are what loads but should be fixed (a secret or token file
+	// readable by group or others), each "FILE:LINE:COL: what"; the
+	// daemon logs them at Warn, at start, on -check and on each reload.
+	Warnings []string
 }
 
 // Find returns the zone that is authoritative for qname (the one with the

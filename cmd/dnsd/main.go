@@ -117,7 +117,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 1
 		}
 	}
-	ld := &loader{opts: o}
+	ld := &loader{opts: o, logger: logger}
 	set, err := ld.load()
 	if err == nil && o.check {
 		err = check(set, logger)
@@ -139,8 +139,12 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // loader turns the command line into a validated zones.Set, the same way at
-// start and on every reload.
-type loader struct{ opts options }
+// start and on every reload; it logs the set's warnings (zones.Set.Warnings)
+// at Warn each time.
+type loader struct {
+	opts   options
+	logger *slog.Logger
+}
 
 func (l *loader) name() string {
 	if l.opts.config != "" {
@@ -172,7 +176,14 @@ func (l *loader) load() (*zones.Set, error) {
 	if l.opts.admin != "" {
 		cfg.Admin = l.opts.admin
 	}
-	return zones.Build(cfg)
+	set, err := zones.Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range set.Warnings {
+		l.logger.Warn("config: fix this", "warning", w)
+	}
+	return set, nil
 }
 
 // check runs exactly what a start runs before it serves (the state file,

@@ -125,7 +125,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
 	}
-	ld := loader{opts: o}
+	ld := loader{opts: o, logger: logger}
 	cfg, err := ld.load()
 	if err == nil && o.check {
 		err = check(cfg, logger)
@@ -146,13 +146,20 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // loader reads the config file and applies the command line's listen
-// addresses, the same way at start and on every reload.
-type loader struct{ opts options }
+// addresses, the same way at start and on every reload; it logs the
+// config's warnings (mirror.Config.Warnings) at Warn each time.
+type loader struct {
+	opts   options
+	logger *slog.Logger
+}
 
 func (l loader) load() (*mirror.Config, error) {
 	cfg, err := mirror.LoadConfig(l.opts.config)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		l.logger.Warn("config: fix this", "warning", w)
 	}
 	if len(l.opts.listen) > 0 {
 		cfg.Listen = append([]string(nil), l.opts.listen...)

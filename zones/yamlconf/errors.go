@@ -19,6 +19,7 @@ type Errors struct {
 	pos  Positions
 	pkg  string
 	errs []error
+	warn []string
 }
 
 // NewErrors returns a collector for the config file named file whose key
@@ -52,6 +53,16 @@ func (e *Errors) Add(err error) {
 		e.errs = append(e.errs, err)
 	}
 }
+
+// Warnf records a warning about the object at key path, prefixed as an
+// error would be: something that loads but that the operator should fix
+// (an unprotected secret file). Warnings never fail a load.
+func (e *Errors) Warnf(path, format string, args ...any) {
+	e.warn = append(e.warn, e.where(path)+fmt.Sprintf(format, args...))
+}
+
+// Warnings returns the warnings recorded, in order.
+func (e *Errors) Warnings() []string { return e.warn }
 
 // Len is the number of errors recorded so far.
 func (e *Errors) Len() int { return len(e.errs) }
