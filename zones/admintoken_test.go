@@ -32,7 +32,7 @@ func TestAdminToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(filepath.Join(dir, "c.yaml"), []byte(tt.yaml))
+			cfg, err := Parse(filepath.Join(dir, "c.yaml"), []byte(tt.yaml+"allow_no_zones: true\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestSecretFileWarnings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(filepath.Join(dir, "c.yaml"), []byte(tt.yaml))
+			cfg, err := Parse(filepath.Join(dir, "c.yaml"), []byte(tt.yaml+"allow_no_zones: true\n"))
 			if err != nil {
 				t.Fatal(err)
 			}

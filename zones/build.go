@@ -385,6 +385,9 @@ func (b *builder) tsig() {
 }
 
 func (b *builder) zoneFiles() {
+	if len(b.c.Zones) == 0 && !b.c.AllowNoZones {
+		b.errorf("zones", "no zones: dnsd would answer every query REFUSED; list zones, or set allow_no_zones: true if that is meant")
+	}
 	first := make(map[string]int)
 	for i := range b.c.Zones {
 		zc := &b.c.Zones[i]

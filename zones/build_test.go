@@ -75,7 +75,7 @@ func TestLoadGood(t *testing.T) {
 }
 
 func TestBuildDefaults(t *testing.T) {
-	cfg := &Config{}
+	cfg := &Config{AllowNoZones: true}
 	s, err := Build(cfg)
 	if err != nil {
 		t.Fatalf("Build(empty): %v", err)
@@ -100,7 +100,7 @@ func TestBuildDefaults(t *testing.T) {
 }
 
 func TestParseVersionDisabled(t *testing.T) {
-	cfg, err := Parse("v.yaml", []byte("server:\n  version: \"\"\n"))
+	cfg, err := Parse("v.yaml", []byte("allow_no_zones: true\nserver:\n  version: \"\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +155,8 @@ func TestLoadBad(t *testing.T) {
 		{"duplicate zone", "dup_zone.yaml", []string{`dup_zone.yaml:4:5: zone "example.org.": served twice`}},
 		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
 		{"secret and secret_file", "secret_both.yaml", []string{`secret_both.yaml:12:5: group "www.example.org.": secret and secret_file are mutually exclusive`}},
+		{"empty file", "empty.yaml", []string{`empty.yaml:1:1: no zones: dnsd would answer every query REFUSED; list zones, or set allow_no_zones: true if that is meant`}},
+		{"no zones", "no_zones.yaml", []string{`no_zones.yaml:2:1: no zones: dnsd would answer every query REFUSED`}},
 		{"listen without port", "bad_listen.yaml", []string{`bad_listen.yaml:1:10: listen "127.0.0.1": want HOST:PORT`}},
 		{"admin TLS and limits", "admin_tls.yaml", []string{
 			`admin_tls.yaml:2:1: admin_tls: needs admin (the admin listen address)`,

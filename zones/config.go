@@ -26,8 +26,14 @@ type Config struct {
 	AdminLimits HTTPLimits `yaml:"admin_limits"`
 	// Server holds protocol settings of the DNS edge.
 	Server ServerConfig `yaml:"server"`
-	// Zones are the authoritative zones served.
+	// Zones are the authoritative zones served. At least one is required
+	// unless AllowNoZones says otherwise.
 	Zones []ZoneConfig `yaml:"zones"`
+	// AllowNoZones accepts a config without zones (a dnsd that answers
+	// every query REFUSED, say while zones are being moved in). Without
+	// it a config, or a reload, with no zones fails: an empty or
+	// truncated file must not take every zone down.
+	AllowNoZones bool `yaml:"allow_no_zones"`
 	// Groups are the mirror groups answered from members, not zone files.
 	Groups []GroupConfig `yaml:"groups"`
 	// Geo says where clients are, for the proximity-aware policies.
