@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +28,13 @@ const DefaultZoneTTL = 3600
 // for in-bailiwick name servers; no DNAME. file names the zone in errors
 // and is the base of relative $INCLUDE paths. All problems are returned
 // joined, each as "FILE:LINE: what".
+//
+// An $INCLUDE may name only a file in the zone file's directory or below
+// it (no "..", no absolute path elsewhere, no symbolic link out of it:
+// ErrIncludeOutside), and an error in an included file says FILE:LINE
+// and the kind of error but never the text there: the error reaches the
+// reload's reply and the log, and an include of the wrong file (say
+// /etc/shadow) must not print it.
 func ParseZone(origin, file string, r io.Reader, allowInclude bool) (*Zone, error) {
 	if _, ok := dns.IsDomainName(origin); !ok || origin == "" {
 		return nil, fmt.Errorf("%s: invalid zone origin %q", file, origin)
@@ -35,8 +45,23 @@ func ParseZone(origin, file string, r io.Reader, allowInclude bool) (*Zone, erro
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	src := newLineReader(data)
-	zp := dns.NewZoneParser(src, origin, file)
+	// The parser opens includes through an fs.FS rooted at the zone
+	// file's directory; it joins each relative include path to the
+	// directory of the file it is in, so it is given absolute names.
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	zp := dns.NewZoneParser(src, origin, abs)
 	zp.SetIncludeAllowed(allowInclude)
+	if allowInclude {
+		root, err := os.OpenRoot(filepath.Dir(abs))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		defer root.Close()
+		zp.SetIncludeFS(includeFS{root: root, prefix: strings.TrimLeft(filepath.ToSlash(filepath.Dir(abs)), "/") + "/"})
+	}
 	zp.SetDefaultTTL(DefaultZoneTTL)
 
 	var (
@@ -52,10 +77,10 @@ func ParseZone(origin, file string, r io.Reader, allowInclude bool) (*Zone, erro
 		lines[rr] = line
 	}
 	if err := zp.Err(); err != nil {
-		return nil, zoneParseError(file, err)
+		return nil, zoneParseError(file, abs, err)
 	}
 
-	c := &zoneCheck{file: file, origin: origin, lines: lines}
+	c := &zoneCheck{file: file, origin: origin, lines: lines, included: src.includeLines()}
 	z := c.check(rrs)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -130,17 +155,46 @@ func (r *lineReader) recordLine(from, to, prev int) int {
 	return prev
 }
 
+// ErrIncludeOutside is the error of an $INCLUDE of a file outside the
+// zone file's directory.
+var ErrIncludeOutside = errors.New("zones: $INCLUDE outside the zone file's directory")
+
+// includeFS opens the zone parser's includes inside root, the zone file's
+// directory; prefix is that directory as the parser names it (slashes,
+// no leading one).
+type includeFS struct {
+	root   *os.Root
+	prefix string
+}
+
+func (f includeFS) Open(name string) (fs.File, error) {
+	rel, ok := strings.CutPrefix(name, f.prefix)
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrIncludeOutside}
+	}
+	file, err := f.root.Open(rel)
+	if err != nil && strings.Contains(err.Error(), "escapes") {
+		// os.Root's error for a symbolic link out of it.
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrIncludeOutside}
+	}
+	return file, err
+}
+
 // zoneParseError turns a *dns.ParseError, whose text is
-// "FILE: dns: WHAT: "TOKEN" at line: L:C", into "FILE:L: WHAT: "TOKEN"".
-func zoneParseError(file string, err error) error {
+// "FILE: dns: WHAT: "TOKEN" at line: L:C", into "FILE:L: WHAT: "TOKEN"";
+// abs is the absolute name the parser knows file by. An error in an
+// included file keeps its name and line and drops the token: the text of
+// a file that the zone file includes is never quoted.
+func zoneParseError(file, abs string, err error) error {
 	var pe *dns.ParseError
 	if !errors.As(err, &pe) {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	s := pe.Error()
+	included := false
 	if i := strings.Index(s, "dns: "); i >= 0 {
-		if f := strings.TrimSuffix(s[:i], ": "); f != "" {
-			file = f // the error may be in an $INCLUDEd file
+		if f := strings.TrimSuffix(s[:i], ": "); f != "" && f != abs {
+			file, included = f, true // the error is in an $INCLUDEd file
 		}
 		s = s[i+len("dns: "):]
 	}
@@ -153,6 +207,19 @@ func zoneParseError(file string, err error) error {
 		line, _ = strconv.Atoi(pos)
 		s = s[:i]
 	}
+	if included && !filepath.IsAbs(file) {
+		file = "/" + file
+	}
+	if errors.Is(err, ErrIncludeOutside) {
+		return fmt.Errorf("%s:%d: %w %s", file, line, ErrIncludeOutside, filepath.Dir(abs))
+	}
+	if included {
+		// The token is the last `: "…"` (strconv.QuoteToASCII escapes
+		// any quote inside it).
+		if i := strings.LastIndex(s, `: "`); i >= 0 {
+			s = s[:i]
+		}
+	}
 	s = strings.TrimSuffix(s, `: ""`) // no token to show
 	if line > 0 {
 		return fmt.Errorf("%s:%d: %s", file, line, s)
@@ -160,12 +227,30 @@ func zoneParseError(file string, err error) error {
 	return fmt.Errorf("%s: %s", file, s)
 }
 
+// includeLines returns the lines that hold an $INCLUDE directive: the
+// records of the included file are named by that line.
+func (r *lineReader) includeLines() map[int]bool {
+	lines := make(map[int]bool)
+	for i, start := range r.starts {
+		end := len(r.data)
+		if i+1 < len(r.starts) {
+			end = r.starts[i+1]
+		}
+		text := bytes.TrimSpace(r.data[start:end])
+		if len(text) >= len("$INCLUDE") && strings.EqualFold(string(text[:len("$INCLUDE")]), "$INCLUDE") {
+			lines[i+1] = true
+		}
+	}
+	return lines
+}
+
 // zoneCheck collects the validation errors of one zone file.
 type zoneCheck struct {
-	file   string
-	origin string
-	lines  map[dns.RR]int
-	errs   []lineError
+	file     string
+	origin   string
+	lines    map[dns.RR]int
+	included map[int]bool // lines of $INCLUDE directives
+	errs     []lineError
 }
 
 type lineError struct {
@@ -173,7 +258,20 @@ type lineError struct {
 	msg  string
 }
 
+// errorf records an error at line. An error about a record of an
+// included file (named by its $INCLUDE line) says what is wrong without
+// the names and data it was written with (every string but the origin
+// reads "…"): the text of an included file is never quoted.
 func (c *zoneCheck) errorf(line int, format string, args ...any) {
+	if c.included[line] {
+		args = slices.Clone(args)
+		for i, a := range args {
+			if s, ok := a.(string); ok && s != c.origin {
+				args[i] = "…"
+			}
+		}
+		format = "a record of the included file: " + format
+	}
 	c.errs = append(c.errs, lineError{line, fmt.Sprintf(format, args...)})
 }
 

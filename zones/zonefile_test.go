@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,8 +174,9 @@ func TestParseZoneInclude(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := parseZoneFile(t, "example.org.", main, true)
-	// Records from an included file are named by the $INCLUDE line.
-	if want := main + ":4: CNAME at \"www.example.org.\""; err == nil || !strings.Contains(err.Error(), want) {
+	// Records from an included file are named by the $INCLUDE line, and
+	// not quoted.
+	if want := main + ":4: a record of the included file: CNAME at \"…\" beside other data (… at line 4)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error = %v, want it to contain %q", err, want)
 	}
 	_, err = parseZoneFile(t, "example.org.", main, false)
@@ -188,5 +190,77 @@ func TestParseZoneBadOrigin(t *testing.T) {
 		if _, err := ParseZone(origin, "z.zone", strings.NewReader(""), false); err == nil {
 			t.Errorf("ParseZone(origin %q) succeeded", origin)
 		}
+	}
+}
+
+// TestParseZoneIncludeConfined: an $INCLUDE reaches only files in the
+// zone file's directory, and an error in an included file names its file
+// and line and the kind of error, never the text written there.
+func TestParseZoneIncludeConfined(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "zones")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "root:$6$s3cr3tHash:19000:0:99999:7:::"
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(base, "shadow"), secret+"\n")
+	write(filepath.Join(dir, "shadow"), secret+"\n")
+	write(filepath.Join(dir, "ok.inc"), "www A 192.0.2.1\n")
+	write(filepath.Join(dir, "outside.inc"), "www.example.com. A 192.0.2.1\n")
+	write(filepath.Join(dir, "nested.inc"), "$INCLUDE ../shadow\n")
+	if err := os.Symlink(filepath.Join(base, "shadow"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(dir, "sub", "ok.inc"), "mail A 192.0.2.2\n")
+	const head = "$TTL 300\n@ SOA ns1.example.net. h 1 2 3 4 5\n@ NS ns1.example.net.\n"
+	main := filepath.Join(dir, "main.zone")
+	tests := []struct {
+		name, include string
+		want          string // "" = valid
+	}{
+		{"same directory", "ok.inc", ""},
+		{"absolute, same directory", filepath.Join(dir, "ok.inc"), ""},
+		{"a subdirectory", "sub/ok.inc", ""},
+		{"parent directory", "../shadow", main + ":4: zones: $INCLUDE outside the zone file's directory " + dir},
+		{"absolute elsewhere", filepath.Join(base, "shadow"), main + ":4: zones: $INCLUDE outside the zone file's directory"},
+		{"symbolic link out", "link", main + ":4: zones: $INCLUDE outside the zone file's directory"},
+		{"nested include out", "nested.inc", filepath.Join(dir, "nested.inc") + ":1: zones: $INCLUDE outside the zone file's directory"},
+		{"syntax error in an included file", "shadow", filepath.Join(dir, "shadow") + ":1: "},
+		{"bad record in an included file", "outside.inc", main + `:4: a record of the included file: owner "…" is outside the zone "example.org."`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			write(main, head+"$INCLUDE "+tt.include+"\n")
+			z, err := parseZoneFile(t, "example.org.", main, true)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ParseZone: %v", err)
+				}
+				if len(z.RRset("www.example.org.", dns.TypeA))+len(z.RRset("mail.example.org.", dns.TypeA)) != 1 {
+					t.Errorf("the included record is not served")
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("error %v, want it to start %q", err, tt.want)
+			}
+			for _, leak := range []string{"root", "s3cr3t", "www.example.com"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("error %q quotes the included file (%q)", err, leak)
+				}
+			}
+			if !errors.Is(err, ErrIncludeOutside) && strings.Contains(tt.want, "outside the zone file's directory") {
+				t.Errorf("error %v is not ErrIncludeOutside", err)
+			}
+		})
 	}
 }
