@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -579,4 +580,40 @@ func TestAnswerFlows(t *testing.T) {
 			t.Errorf("after Keep: %+v", a.Flows("g."))
 		}
 	})
+}
+
+type reloaderFunc func(context.Context) error
+
+func (f reloaderFunc) Reload(ctx context.Context) error { return f(ctx) }
+
+// TestEventLogReloadHidesError: the unauthenticated event feed says a
+// reload failed and where to look, never the error (which quotes config
+// and zone files); the caller still gets the whole error.
+func TestEventLogReloadHidesError(t *testing.T) {
+	secretErr := errors.New(`dnsd.yaml:3:5: zone "example.org.": example.org.zone:7: bad A A: "s3cr3t"`)
+	tests := []struct {
+		name     string
+		err      error
+		wantKind EventKind
+		wantMsg  string
+	}{
+		{"failed", secretErr, EventReloadFailed, ReloadFailedMessage},
+		{"reloaded", nil, EventReload, "configuration reloaded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewEventLog(4, nil)
+			err := l.Reloader(reloaderFunc(func(context.Context) error { return tt.err })).Reload(context.Background())
+			if !errors.Is(err, tt.err) {
+				t.Errorf("Reload returned %v, want %v", err, tt.err)
+			}
+			got := l.Snapshot()
+			if len(got) != 1 || got[0].Kind != tt.wantKind || got[0].Message != tt.wantMsg {
+				t.Fatalf("events %+v, want one %s %q", got, tt.wantKind, tt.wantMsg)
+			}
+			if strings.Contains(got[0].Message, "s3cr3t") {
+				t.Errorf("event quotes the error: %q", got[0].Message)
+			}
+		})
+	}
 }

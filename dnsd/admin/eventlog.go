@@ -141,9 +141,15 @@ func (l *EventLog) FailOpen(group string, on bool) {
 	l.Add(Event{Kind: EventFailOpenOver, Group: group, Message: "members are up again"})
 }
 
+// ReloadFailedMessage is the message of an EventReloadFailed. The event
+// log is served without authentication (the dashboard), so it never
+// carries the reload's error, which quotes the configuration and zone
+// files; the caller of the reload and the log get the error.
+const ReloadFailedMessage = "reload failed; the old configuration keeps serving: see dnsd's log or POST /-/reload's reply"
+
 // Reloader returns r with every reload recorded: EventReload on success,
-// EventReloadFailed with the error on failure. The error is returned as r
-// returned it.
+// EventReloadFailed (ReloadFailedMessage, not the error) on failure. The
+// error is returned as r returned it.
 func (l *EventLog) Reloader(r Reloader) Reloader { return &eventReloader{r: r, log: l} }
 
 type eventReloader struct {
@@ -154,7 +160,7 @@ type eventReloader struct {
 func (e *eventReloader) Reload(ctx context.Context) error {
 	err := e.r.Reload(ctx)
 	if err != nil {
-		e.log.Add(Event{Kind: EventReloadFailed, Message: err.Error()})
+		e.log.Add(Event{Kind: EventReloadFailed, Message: ReloadFailedMessage})
 	} else {
 		e.log.Add(Event{Kind: EventReload, Message: "configuration reloaded"})
 	}
