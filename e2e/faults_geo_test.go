@@ -131,7 +131,7 @@ func checkByLocation(t *testing.T, d *dnsdProc) {
 // postReload asks dnsd to reload and returns the status and body.
 func postReload(t *testing.T, admin string) (int, string) {
 	t.Helper()
-	resp, err := http.Post("http://"+admin+"/-/reload", "text/plain", nil)
+	resp, err := http.Post("http://"+admin+"/-/reload", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

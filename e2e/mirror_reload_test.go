@@ -78,7 +78,7 @@ func TestMirrorReload(t *testing.T) {
 			failedBefore := strings.Count(m.Logs(), "reload failed")
 			reloadedBefore := strings.Count(m.Logs(), `msg=reloaded`)
 			if tt.post {
-				resp, err := hc.Post("http://"+m.Admin+"/-/reload", "", nil)
+				resp, err := hc.Post("http://"+m.Admin+"/-/reload", "application/json", nil)
 				if err != nil {
 					t.Fatal(err)
 				}

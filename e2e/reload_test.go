@@ -77,7 +77,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	// A broken zone (no SOA) is refused; the old data keeps answering.
 	broken := strings.Replace(string(orig), "IN SOA", "IN TXT \"no soa\" ;", 1)
 	writeFile(t, dir, "example.test.zone", broken)
-	resp, err := http.Post("http://"+d.Admin+"/-/reload", "text/plain", nil)
+	resp, err := http.Post("http://"+d.Admin+"/-/reload", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,12 @@ type Config struct {
 	// reload reads both files again: a pair that does not load fails the
 	// reload and the old one keeps serving.
 	AdminTLS TLSFiles `yaml:"admin_tls"`
+	// AdminHosts are host names that the admin listener answers in a
+	// request's Host, besides IP addresses, localhost and admin's own
+	// host: the names that dnsd's probe, a front end or Prometheus reach a
+	// plain HTTP admin listener by (every other Host is refused against
+	// DNS rebinding; over TLS any Host is answered). A restart applies it.
+	AdminHosts []string `yaml:"admin_hosts"`
 	// Limits bound what one client may hold of each HTTP listener, the
 	// public ones and the admin one.
 	Limits HTTPLimits `yaml:"limits"`
@@ -437,6 +443,7 @@ func (v *validator) listen() {
 		c.AdminTLS = c.AdminTLS.Resolve(v.dir)
 	}
 	c.Limits.Check(v.errs, v.pos, "limits")
+	yamlconf.CheckAdminHosts(v.errs, "admin_hosts", c.AdminHosts)
 }
 
 // anyPort reports whether addr asks for a port picked by the kernel (port

@@ -185,6 +185,7 @@ func cloneConfig(cfg *Config) *Config {
 	c.Listen = slices.Clone(cfg.Listen)
 	c.Server.TSIG = slices.Clone(cfg.Server.TSIG)
 	c.Zones = slices.Clone(cfg.Zones)
+	c.AdminHosts = slices.Clone(cfg.AdminHosts)
 	for i := range c.Zones {
 		c.Zones[i].AllowTransfer = slices.Clone(c.Zones[i].AllowTransfer)
 	}
@@ -321,6 +322,7 @@ func (b *builder) listen() {
 	}
 	b.c.AdminTLS.Check(b.errs, "admin_tls", b.dir)
 	b.c.AdminLimits.Check(b.errs, b.c.pos, "admin_limits")
+	yamlconf.CheckAdminHosts(b.errs, "admin_hosts", b.c.AdminHosts)
 }
 
 // AdminTLSFiles returns admin_tls with its files resolved against the

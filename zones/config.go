@@ -24,6 +24,12 @@ type Config struct {
 	AdminTLS TLSFiles `yaml:"admin_tls"`
 	// AdminLimits bound what one client may hold of the admin listener.
 	AdminLimits HTTPLimits `yaml:"admin_limits"`
+	// AdminHosts are host names that the admin listener answers in a
+	// request's Host, besides IP addresses, localhost and admin's own
+	// host: the names that mirrors, groupctl or Prometheus reach a plain
+	// HTTP admin listener by (every other Host is refused against DNS
+	// rebinding; over TLS any Host is answered). A restart applies it.
+	AdminHosts []string `yaml:"admin_hosts"`
 	// Server holds protocol settings of the DNS edge.
 	Server ServerConfig `yaml:"server"`
 	// Zones are the authoritative zones served. At least one is required

@@ -43,6 +43,9 @@ func RestartChanges(cur, next *Config) error {
 	if cur.AdminTLS.Enabled() != next.AdminTLS.Enabled() {
 		changed("admin_tls", onOff(cur.AdminTLS.Enabled()), onOff(next.AdminTLS.Enabled()))
 	}
+	if !slices.Equal(cur.AdminHosts, next.AdminHosts) {
+		changed("admin_hosts", cur.AdminHosts, next.AdminHosts)
+	}
 	if cur.AdminLimits != next.AdminLimits {
 		changed("admin_limits", fmt.Sprintf("%+v", cur.AdminLimits), fmt.Sprintf("%+v", next.AdminLimits))
 	}

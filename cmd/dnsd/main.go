@@ -347,11 +347,11 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		components = append(components, func(ctx context.Context) error { return srv.ServeTCP(ctx, sp.ln) })
 	}
 	if adminLn != nil {
-		hs := daemon.NewAdminServer(admin.NewHandler(admin.Options{
+		hs := daemon.NewAdminServer(api.Guard(admin.NewHandler(admin.Options{
 			Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
 			Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed,
 			AdminToken: adminToken, Dashboard: dash,
-		}), int(set.Config.AdminLimits.MaxHeaderBytes), logger)
+		}), set.Config.Admin, set.Config.AdminHosts, keypair != nil), int(set.Config.AdminLimits.MaxHeaderBytes), logger)
 		components = append(components, daemon.ServeHTTP("dnsd: admin", adminLn, hs, daemon.AdminShutdownGrace))
 	}
 	// SIGHUP is caught before "dnsd started" tells anyone that they may

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/probe/api"
 )
 
 // syncBuffer is a bytes.Buffer that the logger and the test share.
@@ -119,6 +120,7 @@ func TestAdminTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set(api.RequestHeader, "1")
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -348,7 +348,7 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 		admin := http.NewServeMux()
 		admin.Handle(api.Reload.Pattern(), api.ReloadHandler(reloader.Reload))
 		admin.Handle("/", m.AdminHandler())
-		hs := daemon.NewAdminServer(admin, int(cfg.Limits.MaxHeaderBytes), logger)
+		hs := daemon.NewAdminServer(api.Guard(admin, cfg.Admin, cfg.AdminHosts, keypair != nil), int(cfg.Limits.MaxHeaderBytes), logger)
 		components = append(components, daemon.ServeHTTP("mirror: admin", ln, hs, daemon.AdminShutdownGrace))
 	}
 	// SIGHUP is caught before "mirror started" tells anyone that they may

@@ -227,7 +227,7 @@ func TestReload(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(tt.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			resp, err := c.Post("http://"+admin+"/-/reload", "", nil)
+			resp, err := c.Post("http://"+admin+"/-/reload", "application/json", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

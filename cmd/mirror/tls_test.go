@@ -39,7 +39,7 @@ func TestAdminTLS(t *testing.T) {
 	client := ca.Client()
 	reload := func() (int, string) {
 		t.Helper()
-		resp, err := client.Post("https://"+admin+"/-/reload", "", nil)
+		resp, err := client.Post("https://"+admin+"/-/reload", "application/json", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

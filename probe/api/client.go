@@ -217,6 +217,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		return fmt.Errorf("%w: %s %s: %w", ErrRequest, method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set(RequestHeader, "1")
 	if cl.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -8,14 +8,25 @@ import (
 )
 
 // ReloadHandler serves Reload (POST /-/reload) on either daemon's admin
-// listener: it calls reload for a loopback caller
+// listener: it calls reload for a loopback caller whose request a
+// browser could not have sent cross-site (NonSimple: RequestHeader, or
+// Content-Type application/json; and no foreign Origin)
 // and answers 200 {"status":"reloaded"}, or 400 {"error":…} with the
 // reload's error (the old configuration keeps serving); any other caller
-// gets 403 and nothing is reloaded.
+// gets 403 and nothing is reloaded. Serve it behind Guard (the Host).
 func ReloadHandler(reload func(context.Context) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !FromLoopback(r) {
 			writeReply(w, http.StatusForbidden, ErrorReply{Error: "reload is allowed from loopback only"})
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !SameOrigin(o, r.Host) {
+			writeReply(w, http.StatusForbidden, ErrorReply{Error: "reload: Origin " + quote(o) + " is not this admin listener's: cross-site request refused"})
+			return
+		}
+		if !NonSimple(r) {
+			writeReply(w, http.StatusForbidden, ErrorReply{Error: "reload: send the header " + RequestHeader +
+				": 1 (or Content-Type: application/json); a request that a browser may send cross-site is refused"})
 			return
 		}
 		if err := reload(r.Context()); err != nil {

@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/netip"
 	"os"
+	"strings"
 )
 
 // TLSFiles is the certificate and private key of a TLS server, PEM files
@@ -116,4 +118,43 @@ func (l *HTTPLimits) Check(errs *Errors, pos Positions, path string) {
 	} else if l.MaxHeaderBytes < MinHeaderBytes || l.MaxHeaderBytes > MaxHeaderBytes {
 		errs.KeyErrorf(path+".max_header_bytes", "must be in 4KiB..1MiB, got %d", l.MaxHeaderBytes)
 	}
+}
+
+// CheckAdminHosts validates admin_hosts at path, the names besides IP
+// addresses, localhost and the listen host that an admin listener
+// answers in a request's Host (see the admin API's Guard): each a host
+// name, without a port; they are stored lowercase, without a final dot.
+func CheckAdminHosts(errs *Errors, path string, hosts []string) {
+	for i, h := range hosts {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		name := strings.ToLower(strings.TrimSuffix(h, "."))
+		if _, err := netip.ParseAddr(name); err == nil {
+			errs.KeyErrorf(p, "%q is an address: addresses are always answered, list host names only", h)
+			continue
+		}
+		if !isHostName(name) {
+			errs.KeyErrorf(p, "%q: want a host name such as ns1.example.org, without a port", h)
+			continue
+		}
+		hosts[i] = name
+	}
+}
+
+// isHostName reports whether s is a host name: dot-separated labels of
+// 1..63 letters, digits, '-' and '_', at most 253 bytes in all.
+func isHostName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

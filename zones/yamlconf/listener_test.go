@@ -130,3 +130,33 @@ func TestHTTPLimitsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAdminHosts: admin_hosts are host names, stored lowercase
+// without a final dot; an address, a port or a URL is an error at its
+// entry.
+func TestCheckAdminHosts(t *testing.T) {
+	tests := []struct {
+		name, host, want, err string
+	}{
+		{"name", "NS1.Example.ORG.", "ns1.example.org", ""},
+		{"single label", "dnsd", "dnsd", ""},
+		{"address", "192.0.2.53", "", `admin_hosts[0]: "192.0.2.53" is an address`},
+		{"with a port", "ns1.example.org:8053", "", `admin_hosts[0]: "ns1.example.org:8053": want a host name`},
+		{"a URL", "http://ns1.example.org", "", "want a host name"},
+		{"empty", "", "", "want a host name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hosts := []string{tt.host}
+			e := NewErrors("d.yaml", Positions{"": {1, 1}, "admin_hosts[0]": {2, 3}}, "zones")
+			CheckAdminHosts(e, "admin_hosts", hosts)
+			err := e.Err()
+			switch {
+			case tt.err == "" && (err != nil || hosts[0] != tt.want):
+				t.Errorf("%q, %v; want %q", hosts[0], err, tt.want)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), "d.yaml:2:3: "+tt.err) && !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("error %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
