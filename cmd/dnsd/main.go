@@ -272,6 +272,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		}
 	}
 	verifier := api.NewVerifier(h.SignatureWindow.D(), 0)
+	signedRefused, err := admin.NewSignedRefused(reg)
+	if err != nil {
+		return err
+	}
 	signed, err := admin.NewSignedRequests(reg)
 	if err != nil {
 		return err
@@ -349,7 +353,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if adminLn != nil {
 		hs := daemon.NewAdminServer(api.Guard(admin.NewHandler(admin.Options{
 			Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-			Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed,
+			Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed, SignedRefused: signedRefused,
 			AdminToken: adminToken, Dashboard: dash,
 		}), set.Config.Admin, set.Config.AdminHosts, keypair != nil), int(set.Config.AdminLimits.MaxHeaderBytes), logger)
 		components = append(components, daemon.ServeHTTP("dnsd: admin", adminLn, hs, daemon.AdminShutdownGrace))

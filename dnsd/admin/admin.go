@@ -47,6 +47,10 @@ type Options struct {
 	// SignedRequests counts the signed writes accepted by the secret that
 	// signed them (NewSignedRequests); nil counts nothing.
 	SignedRequests *prometheus.CounterVec
+	// SignedRefused counts the writes refused before they are looked at
+	// by route and reason (NewSignedRefused); nil counts nothing. They
+	// are logged at Warn with Logger, rate-limited, either way.
+	SignedRefused *prometheus.CounterVec
 	// Now is the clock for signatures; nil means time.Now.
 	Now func() time.Time
 	// AdminToken returns the configured admin token, which drain and
@@ -78,7 +82,8 @@ func NewHandler(o Options) http.Handler {
 		if now == nil {
 			now = time.Now
 		}
-		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests}
+		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests,
+			refused: newRefusals(o.SignedRefused, o.Logger, now)}
 		api.register(mux)
 	}
 	if o.Dashboard != nil {

@@ -53,6 +53,8 @@ type groupsAPI struct {
 	// signedWith counts accepted signatures by the secret that made them
 	// (secretLabels); nil counts nothing.
 	signedWith *prometheus.CounterVec
+	// refused counts and logs the writes refused before they are looked at.
+	refused *refusals
 }
 
 // secretLabels are the values of the secret label of
@@ -87,7 +89,7 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
-	mux.HandleFunc(api.AddMember.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+	mux.HandleFunc(api.AddMember.Pattern(), a.signed(api.AddMember, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		var info api.MemberInfo
 		if err := decodeStrict(body, &info); err != nil {
 			writeError(w, fmt.Errorf("%w: %w", members.ErrInvalidMember, err))
@@ -100,14 +102,14 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusCreated, out)
 	}))
-	mux.HandleFunc(api.RemoveMember.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	mux.HandleFunc(api.RemoveMember.Pattern(), a.signed(api.RemoveMember, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		if err := a.m.Remove(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam)); err != nil {
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, api.Removed{Removed: r.PathValue(api.MemberParam)})
 	}))
-	mux.HandleFunc(api.PushLoad.Pattern(), a.signedCounting(a.m.RefusedPush, func(w http.ResponseWriter, r *http.Request, body []byte) {
+	mux.HandleFunc(api.PushLoad.Pattern(), a.signedCounting(api.PushLoad, a.m.RefusedPush, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		rep, err := probe.DecodeReport(bytes.NewReader(body), MaxBody)
 		if err != nil {
 			a.m.RefusedPush(err)
@@ -120,7 +122,7 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
 	}))
-	mux.HandleFunc(api.PushRedirects.Pattern(), a.signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
+	mux.HandleFunc(api.PushRedirects.Pattern(), a.signed(api.PushRedirects, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		var rep api.RedirectReport
 		if err := decodeStrict(body, &rep); err != nil {
 			writeError(w, fmt.Errorf("%w: %w", members.ErrInvalidMember, err))
@@ -136,7 +138,7 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		route api.Route
 		on    bool
 	}{{api.DrainMember, true}, {api.UndrainMember, false}} {
-		mux.HandleFunc(op.route.Pattern(), a.operator(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		mux.HandleFunc(op.route.Pattern(), a.operator(op.route, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			if err := a.m.Drain(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam), op.on); err != nil {
 				writeError(w, err)
 				return
@@ -147,15 +149,22 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 }
 
 // signed reads the body (bounded), checks the request's signature with the
-// group's secret and only then calls h.
-func (a *groupsAPI) signed(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
-	return a.signedCounting(func(error) {}, h)
+// group's secret and only then calls h; a refusal is counted and logged
+// (refusals) for route.
+func (a *groupsAPI) signed(route api.Route, h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+	return a.signedCounting(route, func(error) {}, h)
 }
 
 // signedCounting is signed, and calls refused with the error of a request
 // it refuses (no secret, a bad signature).
-func (a *groupsAPI) signedCounting(refused func(error), h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+func (a *groupsAPI) signedCounting(route api.Route, refusedPush func(error), h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		refused := func(err error) {
+			refusedPush(err)
+			if a.refused != nil {
+				a.refused.refuse(route, r, err)
+			}
+		}
 		body, err := readBody(w, r)
 		if err != nil {
 			if errors.Is(err, probe.ErrReportTooLarge) {

@@ -3,6 +3,7 @@ package admin
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -13,8 +14,8 @@ import (
 // carries "Authorization: Bearer TOKEN" is allowed when TOKEN is the
 // configured admin token; any other request must be signed with the
 // group's secret (see signed).
-func (a *groupsAPI) operator(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
-	signed := a.signed(h)
+func (a *groupsAPI) operator(route api.Route, h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+	signed := a.signed(route, h)
 	return func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
 		if !ok {
@@ -30,6 +31,9 @@ func (a *groupsAPI) operator(h func(http.ResponseWriter, *http.Request, []byte))
 			msg := "wrong admin token"
 			if want == "" {
 				msg = "no admin_token is configured: sign the request with the group's secret"
+			}
+			if a.refused != nil {
+				a.refused.refuse(route, r, fmt.Errorf("%w: %s", errBadToken, msg))
 			}
 			writeJSON(w, http.StatusUnauthorized, api.ErrorReply{Error: msg})
 			return
