@@ -181,7 +181,7 @@ func (l *loader) load() (*zones.Set, error) {
 		return nil, err
 	}
 	for _, w := range set.Warnings {
-		l.logger.Warn("config: fix this", "warning", w)
+		l.logger.Warn("config warning", "warning", w)
 	}
 	return set, nil
 }

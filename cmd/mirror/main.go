@@ -159,7 +159,7 @@ func (l loader) load() (*mirror.Config, error) {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
-		l.logger.Warn("config: fix this", "warning", w)
+		l.logger.Warn("config warning", "warning", w)
 	}
 	if len(l.opts.listen) > 0 {
 		cfg.Listen = append([]string(nil), l.opts.listen...)
