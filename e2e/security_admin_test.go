@@ -158,6 +158,7 @@ func TestAdminRefusesBrowsers(t *testing.T) {
 			{"rebinding Host, load", "GET", "/v1/load", map[string]string{"Host": "evil.example"}, http.StatusMisdirectedRequest, "DNS rebinding"},
 			{"rebinding Host, status", "GET", "/v1/status", map[string]string{"Host": "evil.example"}, http.StatusMisdirectedRequest, "DNS rebinding"},
 			{"rebinding Host, metrics", "GET", "/metrics", map[string]string{"Host": "evil.example"}, http.StatusMisdirectedRequest, "DNS rebinding"},
+			{"rebinding Host, site report", "GET", "/v1/site", map[string]string{"Host": "evil.example"}, http.StatusMisdirectedRequest, "DNS rebinding"},
 		}
 		for _, tt := range refused {
 			t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 // Package api is the admin API of transmirror's daemons: the routes of
 // dnsd's and the mirror's admin servers, the JSON types they exchange
 // (group views, members, explanations), the HMAC request signing of
-// writes, and the Client that groupctl and the mirrors use.
+// writes, the browser defences of both admin listeners (Guard: the Host
+// against DNS rebinding, a foreign Origin; ReloadHandler: a non-simple
+// request), and the Client that groupctl and the mirrors use.
 //
 // Requests are signed with one header,
 // Authorization: TM-HMAC-SHA256 ts=<unix seconds>,nonce=<base64url>,sig=<hex HMAC-SHA256>,

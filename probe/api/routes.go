@@ -63,7 +63,8 @@ const (
 	Stream Route = "GET /v1/stream"
 	// Ready answers 200 once dnsd serves.
 	Ready Route = "GET /-/ready"
-	// Reload reloads dnsd's configuration (loopback callers only); a bad
+	// Reload reloads the daemon's configuration (loopback callers only,
+	// with RequestHeader or a JSON Content-Type: see ReloadHandler); a bad
 	// configuration is refused with 400 and the error.
 	Reload Route = "POST /-/reload"
 )
