@@ -101,3 +101,44 @@ func TestCheckGeo(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckWarnsUnprotectedToken: -check passes a config whose admin
+// token file others may read, and prints the warning naming it and its
+// mode; an empty config fails it, saying there are no zones.
+func TestCheckWarnsUnprotectedToken(t *testing.T) {
+	dir := t.TempDir()
+	zone := "$ORIGIN example.test.\n$TTL 300\n@ IN SOA ns1 hostmaster 1 3600 600 604800 60\n@ IN NS ns1\nns1 IN A 127.0.0.1\n"
+	files := map[string]string{
+		"example.test.zone": zone,
+		"admin.token":       "admin-token-0123456789abcdef\n",
+		"dnsd.yaml":         "listen: [\"127.0.0.1:0\"]\nzones:\n  - {origin: example.test., file: example.test.zone}\nadmin_token_file: admin.token\n",
+		"empty.yaml":        "",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "admin.token"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, config string
+		code         int
+		stderr       string
+	}{
+		{"unprotected token", "dnsd.yaml", 0, "level=WARN msg=\"config warning\" warning=\"" + filepath.Join(dir, "dnsd.yaml") + ":4:1: admin_token_file: UNPROTECTED SECRET FILE admin.token: mode 0644"},
+		{"empty config", "empty.yaml", 1, "empty.yaml:1:1: no zones"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run([]string{"-check", "-config", filepath.Join(dir, tt.config)}, &out, &errb); code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tt.code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tt.stderr) {
+				t.Errorf("stderr %q lacks %q", errb.String(), tt.stderr)
+			}
+		})
+	}
+}
