@@ -469,6 +469,7 @@ func (b *builder) groups() {
 			m := &g.Members[j]
 			mpath := fmt.Sprintf("%s.members[%d]", path, j)
 			b.member(mpath, obj, m)
+			b.loop(mpath, obj, g, m)
 			if m.Name != "" && names[m.Name] {
 				b.errorf(mpath+".name", "%s: member %q: defined twice", obj, m.Name)
 			}
