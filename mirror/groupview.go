@@ -24,7 +24,7 @@ import (
 
 // MaxViewSize is the largest group view body, in bytes, that a
 // ViewWatcher reads; a view of a hundred members is about 100 KiB.
-const MaxViewSize = 1 << 20
+const MaxViewSize = api.MaxViewBytes
 
 // StaleViews is how many refresh intervals a group view stays usable:
 // older, it is stale and no request is redirected on its word.

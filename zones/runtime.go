@@ -59,6 +59,10 @@ func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w", obj, m.Name, ErrDuplicateMember))
 				continue
 			}
+			if len(g.Members) >= MaxGroupMembers {
+				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w: the group has %d members, the most a group may have", obj, m.Name, ErrTooManyMembers, len(g.Members)))
+				continue
+			}
 			if n := g.runtimeMembers(); n >= g.MaxRuntimeMembers {
 				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w: the group has %d, max_runtime_members is %d", obj, m.Name, ErrTooManyMembers, n, g.MaxRuntimeMembers))
 				continue
