@@ -100,3 +100,47 @@ func TestSecurityMemberHostIsGroup(t *testing.T) {
 		t.Errorf("groupctl add of a member with a host of its own: %v\n%s", err, out)
 	}
 }
+
+// ipList returns n addresses 127.0.x.1.. as a comma-separated list.
+func ipList(x, n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("127.0.%d.%d", x, i+1))
+	}
+	return out
+}
+
+// TestSecurityMemberAddressCap: a member with more addresses than
+// zones.MaxMemberAddresses is refused in the config file and in a
+// signed GROUP-ADD (a 400 naming the field), and an answer carries at
+// most the group's answers addresses, over TCP too, whatever its members
+// hold.
+func TestSecurityMemberAddressCap(t *testing.T) {
+	big := "{name: big1, host: big1.mirrors.example.test., addresses: [" + strings.Join(ipList(3, 17), ", ") + "], capacity: 1000}"
+	code, out := dnsdCheck(t, secDNSD(t, t.TempDir(), "", big))
+	if want := `dnsd.yaml:13:56: group "www.example.test.": member "big1": addresses: 17, at most 16 per member`; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("dnsd -check: exit %d, want 1 with %q:\n%s", code, want, out)
+	}
+	d := startDNSD(t, true, "-config", secDNSD(t, t.TempDir(), "    answers: 2\n",
+		"{name: big1, host: big1.mirrors.example.test., addresses: ["+strings.Join(ipList(3, 16), ", ")+"], capacity: 1000}",
+		"{name: fra1, host: fra1.mirrors.example.test., addresses: [127.0.1.1], capacity: 1000}"))
+	out, err := groupctl(t, d.Admin, faultSecret, "add", faultGroup, "-name", "big2", "-host", "big2.mirrors.example.test",
+		"-addr", strings.Join(ipList(4, 17), ","), "-capacity", "1000")
+	if want := `member "big2": addresses: 17, at most 16 per member`; err == nil || !strings.Contains(out, "400") || !strings.Contains(out, want) {
+		t.Errorf("groupctl add of 17 addresses: %v, want a 400 with %q:\n%s", err, want, out)
+	}
+	if out, err := groupctl(t, d.Admin, faultSecret, "add", faultGroup, "-name", "big3", "-host", "big3.mirrors.example.test",
+		"-addr", strings.Join(ipList(5, 16), ","), "-capacity", "1000"); err != nil {
+		t.Fatalf("groupctl add of 16 addresses: %v\n%s", err, out)
+	}
+	for _, proto := range []string{"+notcp", "+tcp"} {
+		for range 20 { // the members picked change from answer to answer
+			r := d.Dig(t, proto, faultGroup, "A")
+			if r.Status != "NOERROR" || len(r.Answer) == 0 || len(r.Answer) > 2 {
+				t.Fatalf("dig %s: %s with %d records, want NOERROR with 1 or 2 (answers: 2):\n%s", proto, r.Status, len(r.Answer), r.Raw)
+			}
+		}
+	}
+	r := d.Dig(t, "+tcp", faultGroup, "A")
+	t.Logf("TCP answer with members of 16 addresses and answers: 2: %d records, %d bytes", len(r.Answer), r.Size)
+}

@@ -571,9 +571,8 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	// its previous answer, as their reports' windows will show.
 	from := f.members(ps.from[:0], a.Prev)
 	f.est.Move(picked, from, a.PrevN, scheduler.HiddenLoad(scheduler.AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
-	ans.Addrs = q.Addrs[:0]
+	ans.Addrs = answerAddrs(q.Addrs[:0], f.addrs, picked, answersOf(g.cfg))
 	for _, k := range picked {
-		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
 		name := g.cfg.Members[f.idx[k]].Name
 		g.answered[f.idx[k]].Inc()
 		g.shares.add(name, now)
@@ -583,6 +582,32 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	}
 	d.noteFailOpen(g, failOpen)
 	return ans, nil
+}
+
+// answerAddrs appends to dst the addresses of the picked members (family
+// indexes into addrs), at most n (the group's answers) in all: the first
+// address of each picked member in the order picked, then the second of
+// each, and so on. Every picked member (the policy picks at most n) is
+// in the answer, a member with many addresses crowds out no other, and
+// an answer's A or AAAA RRset has at most n records whatever the members
+// hold: its size over UDP and TCP is bounded by the group's answers.
+func answerAddrs(dst []netip.Addr, addrs [][]netip.Addr, picked []int, n int) []netip.Addr {
+	for j := 0; len(dst) < n; j++ {
+		more := false
+		for _, k := range picked {
+			if j >= len(addrs[k]) {
+				continue
+			}
+			more = true
+			if dst = append(dst, addrs[k][j]); len(dst) == n {
+				return dst
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return dst
 }
 
 // scopeAnswer is what ScopeRates records of an answer naming picked
