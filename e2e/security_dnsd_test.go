@@ -144,3 +144,57 @@ func TestSecurityMemberAddressCap(t *testing.T) {
 	r := d.Dig(t, "+tcp", faultGroup, "A")
 	t.Logf("TCP answer with members of 16 addresses and answers: 2: %d records, %d bytes", len(r.Answer), r.Size)
 }
+
+// TestSecurityAllDrained: with every member drained (groupctl drain),
+// dnsd answers with the drained members by default (fail open, as with
+// every member down); with when_all_drained: nodata it answers NODATA:
+// NOERROR, no address, the SOA in the authority section, AA. Undrained
+// again, the members are back. A value other than answer or nodata is a
+// config error.
+func TestSecurityAllDrained(t *testing.T) {
+	code, out := dnsdCheck(t, secDNSD(t, t.TempDir(), "    when_all_drained: refuse\n",
+		"{name: fra1, host: fra1.mirrors.example.test., addresses: [127.0.1.1], capacity: 1000}"))
+	if want := `dnsd.yaml:12:5: group "www.example.test.": when_all_drained "refuse": want answer or nodata`; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("dnsd -check: exit %d, want 1 with %q:\n%s", code, want, out)
+	}
+	members := []string{
+		"{name: fra1, host: fra1.mirrors.example.test., addresses: [127.0.1.1], capacity: 1000}",
+		"{name: nyc1, host: nyc1.mirrors.example.test., addresses: [127.0.2.1], capacity: 1000}",
+	}
+	for _, tc := range []struct {
+		name, keys string
+		nodata     bool
+	}{
+		{"default", "", false},
+		{"nodata", "    when_all_drained: nodata\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := startDNSD(t, true, "-config", secDNSD(t, t.TempDir(), tc.keys, members...))
+			drain := func(verb string) {
+				t.Helper()
+				for _, m := range []string{"fra1", "nyc1"} {
+					if out, err := groupctl(t, d.Admin, faultSecret, verb, faultGroup, m); err != nil {
+						t.Fatalf("groupctl %s %s: %v\n%s", verb, m, err, out)
+					}
+				}
+			}
+			if r := d.Dig(t, faultGroup, "A"); r.Status != "NOERROR" || len(r.Answer) == 0 {
+				t.Fatalf("before the drains: %s with %d records:\n%s", r.Status, len(r.Answer), r.Raw)
+			}
+			drain("drain")
+			r := d.Dig(t, faultGroup, "A")
+			switch {
+			case r.Status != "NOERROR" || !r.Flags["aa"]:
+				t.Errorf("every member drained: %s, aa %v; want NOERROR with AA:\n%s", r.Status, r.Flags["aa"], r.Raw)
+			case tc.nodata && (len(r.Answer) != 0 || len(r.Authority) != 1 || r.Authority[0].Type != "SOA"):
+				t.Errorf("every member drained, when_all_drained: nodata: want NODATA with the SOA in authority:\n%s", r.Raw)
+			case !tc.nodata && len(r.Answer) == 0:
+				t.Errorf("every member drained, by default: want the drained members (fail open):\n%s", r.Raw)
+			}
+			drain("undrain")
+			if r := d.Dig(t, faultGroup, "A"); r.Status != "NOERROR" || len(r.Answer) == 0 {
+				t.Errorf("undrained: %s with %d records:\n%s", r.Status, len(r.Answer), r.Raw)
+			}
+		})
+	}
+}

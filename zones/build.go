@@ -90,6 +90,16 @@ const (
 	MaxProbeLen = 512
 )
 
+// What a group answers when every member is drained (when_all_drained).
+const (
+	// WhenAllDrainedAnswer fails open: the answer names drained members,
+	// as it names down ones when every member is down (the default).
+	WhenAllDrainedAnswer = "answer"
+	// WhenAllDrainedNoData answers NODATA: no address, the zone's SOA in
+	// the authority section.
+	WhenAllDrainedNoData = "nodata"
+)
+
 // policies are the names a group's policy may have.
 var policies = []string{"weighted", "least-load", "nearest", "hash", "geo-load"}
 
@@ -567,6 +577,13 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	if !(p.LowWatermark > 0 && p.LowWatermark <= p.HighWatermark && p.HighWatermark <= 1.5) {
 		b.errorf(path+".policy", "%s: watermarks: want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5",
 			obj, p.LowWatermark, p.HighWatermark)
+	}
+	switch g.WhenAllDrained {
+	case "":
+		g.WhenAllDrained = WhenAllDrainedAnswer
+	case WhenAllDrainedAnswer, WhenAllDrainedNoData:
+	default:
+		b.errorf(path+".when_all_drained", "%s: when_all_drained %q: want %s or %s", obj, g.WhenAllDrained, WhenAllDrainedAnswer, WhenAllDrainedNoData)
 	}
 	static := 0
 	for _, m := range g.Members {

@@ -121,3 +121,31 @@ func TestMemberCaps(t *testing.T) {
 		}
 	})
 }
+
+// TestWhenAllDrained: when_all_drained is answer (the default) or
+// nodata, nothing else.
+func TestWhenAllDrained(t *testing.T) {
+	tests := []struct{ name, keys, want, err string }{
+		{"default", "", WhenAllDrainedAnswer, ""},
+		{"answer", "    when_all_drained: answer\n", WhenAllDrainedAnswer, ""},
+		{"nodata", "    when_all_drained: nodata\n", WhenAllDrainedNoData, ""},
+		{"upper case", "    when_all_drained: NODATA\n", "", `dnsd.yaml:7:5: group "www.example.org.": when_all_drained "NODATA": want answer or nodata`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := capsSet(t, tc.keys, "{name: m1, host: m1.example.org, addresses: [192.0.3.1], capacity: 1}")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := set.Group("www.example.org").WhenAllDrained; got != tc.want {
+				t.Errorf("when_all_drained %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -167,6 +167,9 @@ type family struct {
 	addrs [][]netip.Addr   // family index → the member's addresses of the family
 	group *scheduler.Group // snapshot with states
 	est   *scheduler.Estimator
+	// drained: every member of the family is drained and the group
+	// answers NODATA then (when_all_drained: nodata).
+	drained bool
 	// redir books the dispatchers' redirects alone, as est does too, so
 	// that est's less redir's is the pending load of this node's own
 	// answers: what it shares with the other nodes of an NS set. The
@@ -414,6 +417,8 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 				Weight: m.Weight, Loc: location(m.Location),
 			})
 		}
+		f.drained = g.cfg.WhenAllDrained == zones.WhenAllDrainedNoData && len(f.idx) > 0 &&
+			!slices.ContainsFunc(f.idx, func(i int) bool { return !g.states[i].Drained })
 		f.group = scheduler.NewGroup(members)
 		if prev != nil && sameMembers(prev.fam[fi], prev.cfg, f, g.cfg) {
 			f.est, f.redir = prev.fam[fi].est, prev.fam[fi].redir
@@ -554,7 +559,7 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	c := d.locate(q, g.policy.DependsOn())
 	ans := dnsd.GroupAnswer{ScopePrefix: c.scope, TTL: g.cfg.TTL.Max}
 	f := g.fam[familyOf(q.Qtype)]
-	if len(f.idx) == 0 {
+	if len(f.idx) == 0 || f.drained {
 		return ans, nil
 	}
 	ps := d.rands.Get().(*pickState)
