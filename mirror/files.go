@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -31,6 +32,10 @@ type FileServerOptions struct {
 	Logger *slog.Logger
 	// Cache, when not nil, serves small files from memory (see Cache).
 	Cache *Cache
+	// MaxRanges is the most byte ranges a Range header may ask for
+	// (LimitRanges): 0 is DefaultMaxRanges, < 0 turns ranges off (every
+	// file is served whole).
+	MaxRanges int
 }
 
 // FileServer is an http.Handler that serves the files below a document
@@ -65,6 +70,7 @@ type FileServer struct {
 	log     *slog.Logger
 	tmpl    *template.Template
 	cache   *Cache
+	ranges  int // the most ranges a request may ask for; < 1: none
 }
 
 var _ http.Handler = (*FileServer)(nil)
@@ -87,6 +93,7 @@ func NewFileServer(root string, o FileServerOptions) (*FileServer, error) {
 		log:     log,
 		tmpl:    template.Must(template.New("listing").Parse(listingHTML)),
 		cache:   o.Cache,
+		ranges:  cmp.Or(o.MaxRanges, DefaultMaxRanges),
 	}, nil
 }
 
@@ -155,9 +162,14 @@ func (s *FileServer) serveFile(w http.ResponseWriter, r *http.Request, name stri
 		return
 	}
 	if rng := r.Header.Get("Range"); rng != "" {
-		if fixed := dropEmptySuffixRanges(rng, fi.Size()); fixed != rng {
+		// Memory hits take the same path: the cache is only the content.
+		if fixed := LimitRanges(dropEmptySuffixRanges(rng, fi.Size()), fi.Size(), s.ranges); fixed != rng {
 			r = r.Clone(r.Context())
-			r.Header.Set("Range", fixed)
+			if fixed == "" {
+				r.Header.Del("Range")
+			} else {
+				r.Header.Set("Range", fixed)
+			}
 		}
 	}
 	h := w.Header()
