@@ -41,11 +41,12 @@ type FileServerOptions struct {
 // FileServer is an http.Handler that serves the files below a document
 // root. Every open goes through an os.Root, so neither ".." nor a symbolic
 // link can reach outside the root; symbolic links that stay inside are
-// followed. Request paths are checked by CleanPath first.
+// followed. Request paths are checked and normalized by CleanPath first.
 //
 // Only GET and HEAD are allowed (others: 405 with Allow). Regular files
 // are served with http.ServeContent straight from the *os.File, so Range
-// (also multipart/byteranges), If-Range, If-Modified-Since,
+// (also multipart/byteranges, at most MaxRanges ranges, coalesced by
+// LimitRanges), If-Range, If-Modified-Since,
 // If-Unmodified-Since, If-Match and If-None-Match work, and large files
 // are streamed (sendfile on TCP), never read into memory.
 //
