@@ -84,7 +84,9 @@ func TestFileServerTraversal(t *testing.T) {
 		// Controls: the same server does serve what is inside.
 		for _, target := range []string{"/public.txt", "/a/b.txt", "/link-in", "/.well-known/security.txt", "/pub%6cic.txt",
 			// Normalized as nginx does: dot segments, empty segments, a .. inside.
-			"/./public.txt", "/a/../public.txt", "//public.txt", "/a/./b.txt", "/a//b.txt", "/dir/../a/b.txt"} {
+			"/./public.txt", "/a/../public.txt", "//public.txt", "/a/./b.txt", "/a//b.txt", "/dir/../a/b.txt",
+			// Absolute-form, as apt sends it to a mirror it uses as its proxy.
+			"http://test/public.txt", "http://test/./public.txt", "http://test/a/../a/b.txt"} {
 			t.Run("control "+target, func(t *testing.T) {
 				if resp, body := rawGet(t, addr, target); resp.StatusCode != 200 || body == "" {
 					t.Errorf("status %d, body %q", resp.StatusCode, body)
