@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,24 @@ const (
 	viewInvalid   = "invalid"    // too large, not JSON, wrong group, unknown policy
 	viewNetwork   = "network"
 )
+
+// Why a member of the view is not a redirect candidate though it is up or
+// unknown and not this mirror: the values of the reason label of
+// transmirror_mirror_view_dropped_candidates.
+const (
+	// DropGroupName: its host is the group name itself (a trailing dot,
+	// case and a port aside). A redirect there comes back to the group:
+	// the client loops until its redirect limit.
+	DropGroupName = "group_name"
+	// DropBadHost: its host is not a host name that can go into a
+	// Location header.
+	DropBadHost = "bad_host"
+	// DropBadFigures: its load, capacity or bandwidth are not numbers.
+	DropBadFigures = "bad_figures"
+)
+
+// DropReasons is the bounded set of the reasons a candidate is dropped.
+var DropReasons = []string{DropGroupName, DropBadHost, DropBadFigures}
 
 // RedirectBooking is what one redirect books on the sibling it sends the
 // client to, until the next group view shows that sibling's load with the
@@ -114,8 +133,8 @@ func (b RedirectBooking) withDefaults() RedirectBooking {
 // once per refreshed view (never per request): the view with the time it
 // was fetched, the candidate siblings as a scheduler group under the
 // group's own policy, and the redirects booked on them since. Candidates
-// are the members that are up or unknown, have a valid host name and are
-// not this mirror.
+// are the members that are up or unknown, have a valid host name that is
+// not the group name, and are not this mirror.
 //
 // The view is immutable; the bookings are its one mutable part, a
 // scheduler.Estimator that the policy reads as pending load (Query.Load),
@@ -148,6 +167,7 @@ type GroupSnapshot struct {
 	fair    float64             // the group's fair utilization u*; NaN: unknown
 	booking RedirectBooking
 	booked  *scheduler.Estimator // the redirects booked on the candidates
+	dropped map[string][]string  // the members left out, by Drop reason
 }
 
 // NewGroupSnapshot builds the snapshot of view for the member self
@@ -166,7 +186,9 @@ type GroupSnapshot struct {
 // out, one without a positive capacity is never below the high watermark. Its
 // weight is the view's weight, or 1 when the view shows none (weight is
 // omitted from the JSON when zero, so a zero can not be told from an
-// absent one).
+// absent one). A member whose host is the group name (view.Name) is left
+// out whatever dnsd says: a redirect to it is a redirect to the group,
+// which loops. Dropped lists the members left out and why.
 func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration, booking RedirectBooking) (*GroupSnapshot, error) {
 	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
 	policy, err := scheduler.New(view.Policy, p)
@@ -184,7 +206,7 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 	s := &GroupSnapshot{
 		View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high,
 		index: make(map[string]int), booking: booking, booked: scheduler.NewEstimator(booking.HalfLife),
-		fair: fairUtilization(view.Members),
+		fair: fairUtilization(view.Members), dropped: make(map[string][]string),
 	}
 	var members []scheduler.Member
 	for _, m := range view.Members {
@@ -192,15 +214,13 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 			continue
 		}
 		host := strings.TrimSuffix(m.Host, ".")
-		if !validTargetHost(host) {
-			continue
-		}
 		fig := scheduler.Figures{
 			Load: m.Load, Pending: m.Pending, Capacity: m.Capacity,
 			BytesPerSecond: m.BytesPerSecond, Bandwidth: m.Bandwidth,
 		}
-		if !figures(fig) {
-			continue // not figures: a member to stay away from
+		if why := dropReason(host, view.Name, fig); why != "" {
+			s.dropped[why] = append(s.dropped[why], m.Name)
+			continue
 		}
 		w := m.Weight
 		if !(w > 0) {
@@ -291,6 +311,25 @@ func figures(f scheduler.Figures) bool {
 	}
 	return true
 }
+
+// dropReason is why a candidate with host and figures fig is no redirect
+// target in the view of group, "" when it is one.
+func dropReason(host, group string, fig scheduler.Figures) string {
+	switch {
+	case !validTargetHost(host):
+		return DropBadHost
+	case hostMatches(host, group):
+		return DropGroupName
+	case !figures(fig):
+		return DropBadFigures // not figures: a member to stay away from
+	}
+	return ""
+}
+
+// Dropped returns the names of the members that are up or unknown and
+// not this mirror but are no candidate, by reason (DropGroupName …),
+// in the view's order. The caller must not change them.
+func (s *GroupSnapshot) Dropped() map[string][]string { return s.dropped }
 
 // validTargetHost accepts a host name, or a host name with a port, that is
 // safe to put into a Location header.
@@ -445,7 +484,8 @@ type ViewWatcherOptions struct {
 	Logger *slog.Logger
 	// Registerer, when set, gets transmirror_mirror_view_refreshes_total
 	// {dnsd,result} (dnsd is the URL's index in URLs) and
-	// transmirror_mirror_view_last_success_timestamp_seconds.
+	// transmirror_mirror_view_last_success_timestamp_seconds and
+	// transmirror_mirror_view_dropped_candidates{reason}.
 	Registerer prometheus.Registerer
 }
 
@@ -464,8 +504,9 @@ type ViewWatcher struct {
 
 	refreshes *prometheus.CounterVec
 	lastOK    prometheus.Gauge
-	mu        sync.Mutex // one refresh at a time; guards next and the spells
-	next      int        // the source asked first
+	dropped   *prometheus.GaugeVec // by Drop reason, of the current view
+	mu        sync.Mutex           // one refresh at a time; guards next and the spells
+	next      int                  // the source asked first
 }
 
 // viewSource is one dnsd that the view is taken from.
@@ -504,6 +545,13 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 			Namespace: "transmirror", Subsystem: "mirror", Name: "view_last_success_timestamp_seconds",
 			Help: "When the group view was last refreshed, in seconds since the epoch (0: never).",
 		}),
+		dropped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "view_dropped_candidates",
+			Help: "Members of the current group view that are up or unknown but no redirect target, by reason (group_name: the host is the group name, which would loop; bad_host; bad_figures).",
+		}, []string{"reason"}),
+	}
+	for _, r := range DropReasons {
+		w.dropped.WithLabelValues(r)
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -521,7 +569,7 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 		}
 	}
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK} {
+		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK, w.dropped} {
 			if err := o.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("mirror: view: register metrics: %w", err)
 			}
@@ -591,9 +639,27 @@ func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (string, err
 	if err != nil {
 		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}
-	w.cur.Store(s)
+	w.noteDropped(w.cur.Swap(s), s)
 	w.lastOK.Set(float64(now.UnixNano()) / 1e9)
 	return viewOK, nil
+}
+
+// noteDropped sets the dropped-candidates gauge from the new snapshot s
+// and logs, at warn, the members dropped for a reason whose list differs
+// from that of the previous snapshot prev (nil: none): once per change of
+// the view, never per request.
+func (w *ViewWatcher) noteDropped(prev, s *GroupSnapshot) {
+	for _, r := range DropReasons {
+		names := s.dropped[r]
+		w.dropped.WithLabelValues(r).Set(float64(len(names)))
+		var before []string
+		if prev != nil {
+			before = prev.dropped[r]
+		}
+		if len(names) > 0 && !slices.Equal(names, before) {
+			w.log.Warn("group view: members left out as redirect targets", "reason", r, "members", names)
+		}
+	}
 }
 
 // sameHost compares host names case-insensitively, ignoring a trailing dot.
