@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,33 @@ const MaxViewSize = 1 << 20
 // StaleViews is how many refresh intervals a group view stays usable:
 // older, it is stale and no request is redirected on its word.
 const StaleViews = 3
+
+// ExpiredViews is how many refresh intervals a dispatcher, which has no
+// content to fall back on, keeps redirecting on a stale view: older, the
+// view has expired and the dispatcher answers 503 with Retry-After
+// rather than send clients where a view that old says (members drained
+// or gone since). With the default 5 s interval: stale after 15 s,
+// expired after 100 s.
+const ExpiredViews = 20
+
+// Why the group view could not be read: the values of the reason label
+// of transmirror_mirror_view_errors_total and of ViewHealth.Reason.
+const (
+	// ViewErrTooLarge: the body is larger than MaxViewSize.
+	ViewErrTooLarge = "too_large"
+	// ViewErrMalformed: the body is not the JSON of a group view.
+	ViewErrMalformed = "malformed"
+	// ViewErrInvalid: the view parses but can not be used: another
+	// group's, or a policy or watermarks the scheduler refuses.
+	ViewErrInvalid = "invalid"
+	// ViewErrRefused: dnsd answered with a status other than 2xx.
+	ViewErrRefused = "refused"
+	// ViewErrUnreachable: no answer (connection refused, timeout, reset).
+	ViewErrUnreachable = "unreachable"
+)
+
+// ViewErrorReasons is the bounded set of ViewErr reasons.
+var ViewErrorReasons = []string{ViewErrTooLarge, ViewErrMalformed, ViewErrInvalid, ViewErrRefused, ViewErrUnreachable}
 
 // Results of a view refresh, the values of the result label of
 // transmirror_mirror_view_refreshes_total.
@@ -154,6 +182,9 @@ type GroupSnapshot struct {
 	Fetched time.Time
 	// StaleAfter is how long after Fetched the view is stale.
 	StaleAfter time.Duration
+	// ExpireAfter is how long after Fetched the view has expired, even
+	// for a dispatcher: StaleAfter·ExpiredViews/StaleViews.
+	ExpireAfter time.Duration
 
 	policy  scheduler.Policy
 	group   *scheduler.Group
@@ -204,7 +235,8 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		booking.Sent = NewSentMeter(booking.TimeConstant)
 	}
 	s := &GroupSnapshot{
-		View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high,
+		View: view, Fetched: fetched, StaleAfter: staleAfter, ExpireAfter: staleAfter * ExpiredViews / StaleViews,
+		policy: policy, high: high,
 		index: make(map[string]int), booking: booking, booked: scheduler.NewEstimator(booking.HalfLife),
 		fair: fairUtilization(view.Members), dropped: make(map[string][]string),
 	}
@@ -352,6 +384,10 @@ func locationOf(l api.LocationView) scheduler.Location {
 // Stale reports whether the view is too old to act on at now.
 func (s *GroupSnapshot) Stale(now time.Time) bool { return now.Sub(s.Fetched) > s.StaleAfter }
 
+// Expired reports whether the view is too old even for a dispatcher to
+// act on at now (older than ExpireAfter).
+func (s *GroupSnapshot) Expired(now time.Time) bool { return now.Sub(s.Fetched) > s.ExpireAfter }
+
 // Candidates returns the number of siblings a redirect may go to.
 func (s *GroupSnapshot) Candidates() int { return s.group.Len() }
 
@@ -484,7 +520,9 @@ type ViewWatcherOptions struct {
 	Logger *slog.Logger
 	// Registerer, when set, gets transmirror_mirror_view_refreshes_total
 	// {dnsd,result} (dnsd is the URL's index in URLs) and
-	// transmirror_mirror_view_last_success_timestamp_seconds and
+	// transmirror_mirror_view_last_success_timestamp_seconds,
+	// transmirror_mirror_view_errors_total{reason},
+	// transmirror_mirror_view_ok, transmirror_mirror_view_age_seconds and
 	// transmirror_mirror_view_dropped_candidates{reason}.
 	Registerer prometheus.Registerer
 }
@@ -494,8 +532,11 @@ type ViewWatcherOptions struct {
 // fetched, as a GroupSnapshot. With several dnsd URLs it asks the one that
 // answered last, and when that fails the next ones in turn, until one
 // gives a good view. A refresh that fails everywhere keeps the old
-// snapshot, which goes stale on its own. Snapshot is safe for concurrent
-// use.
+// snapshot, which goes stale on its own. A refresh that fails everywhere
+// after one that worked (or as the first) is logged at warn with its
+// reason, and so is the first good one after it: once per spell of an
+// unreadable view, however many refreshes fail (Health tells the state).
+// Snapshot and Health are safe for concurrent use.
 type ViewWatcher struct {
 	o       ViewWatcherOptions
 	sources []*viewSource
@@ -505,8 +546,10 @@ type ViewWatcher struct {
 	refreshes *prometheus.CounterVec
 	lastOK    prometheus.Gauge
 	dropped   *prometheus.GaugeVec // by Drop reason, of the current view
-	mu        sync.Mutex           // one refresh at a time; guards next and the spells
-	next      int                  // the source asked first
+	errs      *prometheus.CounterVec
+	health    atomic.Pointer[ViewHealth]
+	mu        sync.Mutex // one refresh at a time; guards next and the spells
+	next      int        // the source asked first
 }
 
 // viewSource is one dnsd that the view is taken from.
@@ -553,6 +596,33 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	for _, r := range DropReasons {
 		w.dropped.WithLabelValues(r)
 	}
+	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_errors_total",
+		Help: "Group view requests to dnsd that gave no usable view, by reason (too_large, malformed, invalid, refused, unreachable).",
+	}, []string{"reason"})
+	for _, r := range ViewErrorReasons {
+		w.errs.WithLabelValues(r)
+	}
+	w.health.Store(&ViewHealth{})
+	viewOKGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_ok",
+		Help: "1 when the last refresh of the group view gave a good view, 0 when it failed or none was tried yet.",
+	}, func() float64 {
+		if w.Health().OK {
+			return 1
+		}
+		return 0
+	})
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_age_seconds",
+		Help: "The age of the group view in use (+Inf: none yet); redirects stop past 3 refresh intervals, a dispatcher's past 20.",
+	}, func() float64 {
+		snap := w.Snapshot()
+		if snap == nil {
+			return math.Inf(1)
+		}
+		return max(w.o.Clock().Sub(snap.Fetched).Seconds(), 0)
+	})
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -569,7 +639,7 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 		}
 	}
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK, w.dropped} {
+		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK, w.dropped, w.errs, viewOKGauge, age} {
 			if err := o.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("mirror: view: register metrics: %w", err)
 			}
@@ -580,6 +650,24 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 
 // Snapshot returns the last good view, or nil when there has been none.
 func (w *ViewWatcher) Snapshot() *GroupSnapshot { return w.cur.Load() }
+
+// ViewHealth is whether the group view can be read, as of the last
+// refresh.
+type ViewHealth struct {
+	// OK is true when the last refresh gave a good view.
+	OK bool
+	// Reason is why the last refresh failed (one of ViewErrorReasons,
+	// that of the last dnsd asked); "" when OK or before any refresh.
+	Reason string
+	// Since is when the view became unreadable: the first failed
+	// refresh of the current spell; zero when OK.
+	Since time.Time
+	// Failures is the number of refreshes failed in a row.
+	Failures int
+}
+
+// Health returns whether the group view can be read.
+func (w *ViewWatcher) Health() ViewHealth { return *w.health.Load() }
 
 // Run refreshes at once and then every interval until ctx is done; it
 // returns nil then. Failures do not stop it.
@@ -597,10 +685,11 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
+	reason := ""
 	for k := range w.sources {
 		i := (w.next + k) % len(w.sources)
 		src := w.sources[i]
-		result, err := w.refresh(ctx, src)
+		result, why, err := w.refresh(ctx, src)
 		w.refreshes.WithLabelValues(src.label, result).Inc()
 		src.spell.note(ctx, result, err)
 		if err == nil {
@@ -608,40 +697,75 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 				w.log.Info("group view now from another dnsd", "url", src.target)
 				w.next = i
 			}
+			w.noteHealth(ViewHealth{OK: true}, nil)
 			return nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
-			break
+			return errors.Join(errs...) // shutting down: no failure of dnsd's
 		}
+		w.errs.WithLabelValues(why).Inc()
+		reason = why
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	prev := w.Health()
+	h := ViewHealth{Reason: reason, Since: prev.Since, Failures: prev.Failures + 1}
+	if prev.Since.IsZero() {
+		h.Since = w.o.Clock()
+	}
+	w.noteHealth(h, err)
+	return err
 }
 
-func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (string, error) {
+// noteHealth makes h the view's health, logging at warn the change from
+// readable (or never tried) to unreadable, with err, and back. The caller
+// holds mu.
+func (w *ViewWatcher) noteHealth(h ViewHealth, err error) {
+	prev := w.health.Swap(&h)
+	switch {
+	case h.OK && prev.Failures > 0:
+		w.log.Warn("group view readable again", "group", w.o.Group, "failures", prev.Failures,
+			"unreadable_for", w.o.Clock().Sub(prev.Since).Round(time.Millisecond).String())
+	case !h.OK && prev.Failures == 0:
+		args := []any{"group", w.o.Group, "reason", h.Reason, "err", err}
+		if snap := w.Snapshot(); snap != nil {
+			args = append(args, "view_fetched", snap.Fetched)
+		}
+		w.log.Warn("group view can not be read: redirects stop when the view is stale, a dispatcher's answers 503 when it expires", args...)
+	}
+}
+
+// refresh asks src for the view once; it returns the refresh result
+// (viewOK …), and for a failure its reason (ViewErr…) and error.
+func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (result, reason string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
 	defer cancel()
 	v, err := src.api.Group(ctx, w.o.Group)
 	var se *api.StatusError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return viewHTTPError, fmt.Errorf("%w: %w", ErrBadView, err)
+		return viewHTTPError, ViewErrRefused, fmt.Errorf("%w: %w", ErrBadView, err)
+	case errors.Is(err, api.ErrResponse) && (errors.As(err, &syntax) || errors.As(err, &typ)):
+		return viewInvalid, ViewErrMalformed, fmt.Errorf("%w: %w", ErrBadView, err)
 	case errors.Is(err, api.ErrResponse):
-		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
+		// The client's one other bad answer: a body over MaxResponse.
+		return viewInvalid, ViewErrTooLarge, fmt.Errorf("%w: %w", ErrBadView, err)
 	case err != nil:
-		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
+		return viewNetwork, ViewErrUnreachable, fmt.Errorf("mirror: view: %w", err)
 	}
 	if !sameHost(v.Name, w.o.Group) {
-		return viewInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
+		return viewInvalid, ViewErrInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
 	}
 	now := w.o.Clock()
 	s, err := NewGroupSnapshot(v, w.o.Self, now, StaleViews*w.o.Interval, w.o.Booking)
 	if err != nil {
-		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
+		return viewInvalid, ViewErrInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}
 	w.noteDropped(w.cur.Swap(s), s)
 	w.lastOK.Set(float64(now.UnixNano()) / 1e9)
-	return viewOK, nil
+	return viewOK, "", nil
 }
 
 // noteDropped sets the dropped-candidates gauge from the new snapshot s
