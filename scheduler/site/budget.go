@@ -61,13 +61,12 @@ func (b *targetBudget) allow(client netip.Addr, now time.Time) bool {
 		a = p.Addr()
 	}
 	raw := a.As16()
-	key := string(raw[:])
-	i := b.clients.lookup(key)
-	if i < 0 {
+	i, ok := b.clients.index[string(raw[:])] // no allocation for a known network
+	if !ok {
 		if b.clients.len() >= MaxBudgetClients {
 			b.clients.remove(b.clients.tail, true)
 		}
-		i = b.clients.insert(key)
+		i = b.clients.insert(string(raw[:]))
 		b.clients.nodes[i].val = budgetSpell{start: now}
 	} else {
 		b.clients.touch(i)

@@ -118,3 +118,25 @@ func TestTargetBudgetForgetsClients(t *testing.T) {
 		t.Errorf("%d networks remembered, want %d", n, MaxBudgetClients)
 	}
 }
+
+// BenchmarkTargetBudget measures one budget check of a new target, from
+// client networks that mostly repeat (1,000 of them) and from ever new
+// ones (each check a new network, evicting the least recent at
+// MaxBudgetClients).
+func BenchmarkTargetBudget(b *testing.B) {
+	for _, tt := range []struct {
+		name     string
+		networks int
+	}{{"repeating", 1000}, {"ever-new", 1 << 20}} {
+		b.Run(tt.name, func(b *testing.B) {
+			bud := newTargetBudget(DefaultParams().withDefaults())
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				n := k % tt.networks
+				bud.allow(netip.AddrFrom4([4]byte{byte(16 + n>>16), byte(n >> 8), byte(n), 1}), t0)
+				k++
+			}
+		})
+	}
+}
