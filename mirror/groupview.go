@@ -56,8 +56,11 @@ const (
 	ViewErrUnreachable = "unreachable"
 )
 
-// ViewErrorReasons is the bounded set of ViewErr reasons.
-var ViewErrorReasons = []string{ViewErrTooLarge, ViewErrMalformed, ViewErrInvalid, ViewErrRefused, ViewErrUnreachable}
+// ViewErrorReasons returns the bounded set of ViewErr reasons, for
+// pre-declaring the metric's label values.
+func ViewErrorReasons() []string {
+	return []string{ViewErrTooLarge, ViewErrMalformed, ViewErrInvalid, ViewErrRefused, ViewErrUnreachable}
+}
 
 // Results of a view refresh, the values of the result label of
 // transmirror_mirror_view_refreshes_total.
@@ -83,8 +86,9 @@ const (
 	DropBadFigures = "bad_figures"
 )
 
-// DropReasons is the bounded set of the reasons a candidate is dropped.
-var DropReasons = []string{DropGroupName, DropBadHost, DropBadFigures}
+// DropReasons returns the bounded set of the reasons a candidate is
+// dropped, for pre-declaring the metric's label values.
+func DropReasons() []string { return []string{DropGroupName, DropBadHost, DropBadFigures} }
 
 // RedirectBooking is what one redirect books on the sibling it sends the
 // client to, until the next group view shows that sibling's load with the
@@ -593,14 +597,14 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 			Help: "Members of the current group view that are up or unknown but no redirect target, by reason (group_name: the host is the group name, which would loop; bad_host; bad_figures).",
 		}, []string{"reason"}),
 	}
-	for _, r := range DropReasons {
+	for _, r := range DropReasons() {
 		w.dropped.WithLabelValues(r)
 	}
 	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "mirror", Name: "view_errors_total",
 		Help: "Group view requests to dnsd that gave no usable view, by reason (too_large, malformed, invalid, refused, unreachable).",
 	}, []string{"reason"})
-	for _, r := range ViewErrorReasons {
+	for _, r := range ViewErrorReasons() {
 		w.errs.WithLabelValues(r)
 	}
 	w.health.Store(&ViewHealth{})
@@ -656,7 +660,7 @@ func (w *ViewWatcher) Snapshot() *GroupSnapshot { return w.cur.Load() }
 type ViewHealth struct {
 	// OK is true when the last refresh gave a good view.
 	OK bool
-	// Reason is why the last refresh failed (one of ViewErrorReasons,
+	// Reason is why the last refresh failed (one of ViewErrorReasons(),
 	// that of the last dnsd asked); "" when OK or before any refresh.
 	Reason string
 	// Since is when the view became unreadable: the first failed
@@ -773,7 +777,7 @@ func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (result, rea
 // from that of the previous snapshot prev (nil: none): once per change of
 // the view, never per request.
 func (w *ViewWatcher) noteDropped(prev, s *GroupSnapshot) {
-	for _, r := range DropReasons {
+	for _, r := range DropReasons() {
 		names := s.dropped[r]
 		w.dropped.WithLabelValues(r).Set(float64(len(names)))
 		var before []string
