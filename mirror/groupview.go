@@ -735,7 +735,7 @@ func (w *ViewWatcher) noteHealth(h ViewHealth, err error) {
 		if snap := w.Snapshot(); snap != nil {
 			args = append(args, "view_fetched", snap.Fetched)
 		}
-		w.log.Warn("group view can not be read: redirects stop when the view is stale, a dispatcher's answers 503 when it expires", args...)
+		w.log.Warn("group view can not be read: redirects stop once the view is stale, a dispatcher answers 503 once it has expired", args...)
 	}
 }
 
@@ -772,6 +772,9 @@ func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (result, rea
 	return viewOK, "", nil
 }
 
+// maxLoggedNames bounds the member names one log line lists.
+const maxLoggedNames = 10
+
 // noteDropped sets the dropped-candidates gauge from the new snapshot s
 // and logs, at warn, the members dropped for a reason whose list differs
 // from that of the previous snapshot prev (nil: none): once per change of
@@ -785,7 +788,8 @@ func (w *ViewWatcher) noteDropped(prev, s *GroupSnapshot) {
 			before = prev.dropped[r]
 		}
 		if len(names) > 0 && !slices.Equal(names, before) {
-			w.log.Warn("group view: members left out as redirect targets", "reason", r, "members", names)
+			w.log.Warn("group view: members left out as redirect targets", "group", w.o.Group, "reason", r,
+				"count", len(names), "members", names[:min(len(names), maxLoggedNames)])
 		}
 	}
 }
