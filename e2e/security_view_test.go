@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -323,4 +324,92 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 			t.Error("mirror a did not log the recovery")
 		}
 	})
+}
+
+// TestSecurityGroupNamedMember (issue 21): a view whose only member has
+// the group name as its host (in another case, with a trailing dot). The
+// real dispatcher used to redirect to the group name until the client
+// gave up; now it answers 503 and says on /metrics which member it left
+// out, and with a proper member beside it it sends every client there.
+func TestSecurityGroupNamedMember(t *testing.T) {
+	vs := startViewSource(t)
+	looped := secGoodView()
+	looped.Members = []api.MemberView{secViewMember("a")}
+	looped.Members[0].Host = "WWW.Example.Test."
+	vs.set(t, looped)
+	dir := t.TempDir()
+	dm := runMirror(t, writeFile(t, dir, "d.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+group: www.example.test
+member: d
+host: d.example.test
+dispatcher: true
+dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_interval: 200ms}
+`, vs.addr)), "d")
+	// A client that follows redirects, the dispatcher standing in for
+	// every host name (as DNS would have it for the group name).
+	hops := 0
+	hc := &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{Proxy: nil, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, dm.HTTP)
+		}},
+		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+			hops = len(via)
+			if len(via) >= 10 {
+				return fmt.Errorf("%d redirects", len(via))
+			}
+			return nil
+		},
+	}
+	t.Cleanup(hc.CloseIdleConnections)
+	_, port, _ := net.SplitHostPort(dm.HTTP)
+	groupURL := "http://www.example.test:" + port + "/file.bin"
+	eventually(t, 10*time.Second, func() string {
+		if v := metricSum(adminGet(t, dm.Admin, "/metrics"), "transmirror_mirror_view_dropped_candidates", `reason="group_name"`); v != 1 {
+			return fmt.Sprintf("view_dropped_candidates{group_name} = %g, want 1", v)
+		}
+		return ""
+	})
+	for i := range 5 {
+		resp, err := hc.Get(groupURL)
+		if err != nil {
+			t.Fatalf("request %d: %v (after %d redirects)", i, err, hops)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || hops != 0 {
+			t.Fatalf("request %d: %s after %d redirects, want 503 and none", i, resp.Status, hops)
+		}
+	}
+	if logs := dm.Logs(); strings.Count(logs, "left out as redirect targets") != 1 {
+		t.Errorf("the dropped member logged %d times, want once (per change of the view):\n%s",
+			strings.Count(logs, "left out as redirect targets"), logs)
+	}
+
+	withB := secGoodView()
+	withB.Members[0].Host = "www.example.test"
+	vs.set(t, withB)
+	noFollow := *hc
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	eventually(t, 10*time.Second, func() string {
+		resp, err := noFollow.Get(groupURL)
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.Contains(loc, "b.mirrors.example.test") {
+			return fmt.Sprintf("%s to %q, want 302 to b", resp.Status, loc)
+		}
+		return ""
+	})
+	for i := range 50 {
+		resp, err := noFollow.Get(groupURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); !strings.Contains(loc, "b.mirrors.example.test") {
+			t.Fatalf("request %d: %s to %q, want b (never the group name)", i, resp.Status, loc)
+		}
+	}
 }
