@@ -75,6 +75,9 @@ const (
 	ReasonNoView = "no_view"
 	// ReasonStaleView: the group view is older than StaleViews intervals.
 	ReasonStaleView = "stale_view"
+	// ReasonExpiredView: a dispatcher's group view is older than
+	// ExpiredViews intervals (503).
+	ReasonExpiredView = "expired_view"
 	// ReasonNoSibling: no sibling below its high watermark (the watermark
 	// law) or its target (the fair-share law); a dispatcher: no member at
 	// all.
@@ -216,9 +219,13 @@ type Decision struct {
 // A dispatcher redirects every GET and HEAD on the group name to the best
 // member for the client; when all are above the high watermark it still
 // sends the client to the policy's first choice, and it uses a stale view
-// rather than none. It refuses what it can not redirect: 503 without a
-// view or a member, 405 for other methods, 404 on its own host name and
-// 421 on any other.
+// rather than none, but not an expired one (older than ExpiredViews
+// intervals: the members it lists may have been drained or removed since,
+// and a 503 with Retry-After tells the client to come back where
+// redirecting on it would send it to a member that may no longer serve).
+// It refuses what it can not redirect: 503 without a view, with an
+// expired view or without a member, 405 for other methods, 404 on its own
+// host name and 421 on any other.
 func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit float64), snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
 	onGroup := hostMatches(req.Host, rules.Group)
 	get := req.Method == http.MethodGet || req.Method == http.MethodHead
@@ -232,6 +239,8 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit flo
 			return Decision{Action: Refuse, Status: http.StatusMethodNotAllowed, Reason: ReasonMethod}
 		case snap == nil:
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
+		case snap.Expired(now):
+			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
 		}
 		host, member, ok := snap.Pick(clientOf(req), rnd, now, true)
 		if !ok {
@@ -425,7 +434,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 		}, []string{"member"})},
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "redirects_skipped_total",
-			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, no_sibling).",
+			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, expired_view, no_sibling).",
 		}, []string{"reason"}),
 	}
 	rd.cur.Store(&redirectConfig{rules: o.Rules, loc: o.Locator})
@@ -447,7 +456,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 	for _, r := range []string{ReasonOverload, ReasonDispatch} {
 		rd.redirects.WithLabelValues(r)
 	}
-	for _, r := range []string{ReasonNoView, ReasonStaleView, ReasonNoSibling} {
+	for _, r := range []string{ReasonNoView, ReasonStaleView, ReasonExpiredView, ReasonNoSibling} {
 		rd.skipped.WithLabelValues(r)
 	}
 	if o.Registerer != nil {
@@ -620,7 +629,7 @@ func (c *viewCounter) sync(snap *GroupSnapshot) {
 // act carries out d, a redirect with scheme.
 func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision, scheme string) {
 	switch d.Reason {
-	case ReasonNoView, ReasonStaleView, ReasonNoSibling:
+	case ReasonNoView, ReasonStaleView, ReasonExpiredView, ReasonNoSibling:
 		rd.skipped.WithLabelValues(d.Reason).Inc()
 	}
 	switch d.Action {
