@@ -25,10 +25,11 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # in PATH or, for a package with no command, a file it installs: dig (e2e),
 # unbound and unbound-checkconf (e2e), headless chromium (e2e dashboard),
 # curl (TestDemo runs the printed curl), gcc and the C headers (-race
-# needs cgo), etcd (the NS set's shared store: dnsd/cluster and e2e).
+# needs cgo), etcd (the NS set's shared store: dnsd/cluster and e2e),
+# apt-get (e2e: apt update from a mirror, flat and dists/ repositories).
 TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
-	etcd:etcd-server
+	etcd:etcd-server apt-get:apt
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux

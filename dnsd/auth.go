@@ -101,7 +101,7 @@ func (a *auth) lookup(ctx context.Context, z *zones.Zone, name string, qtype uin
 			a.negative(z, m) // empty non-terminal or group name: NODATA
 			return "", dns.RcodeSuccess, nil
 		}
-		if node = wildcard(z, name); node == nil {
+		if node = z.Wildcard(name); node == nil {
 			a.negative(z, m)
 			return "", dns.RcodeNameError, nil
 		}
@@ -147,25 +147,6 @@ func (a *auth) lookup(ctx context.Context, z *zones.Zone, name string, qtype uin
 		a.additional(z, rrs, m)
 	}
 	return "", dns.RcodeSuccess, nil
-}
-
-// wildcard returns the wildcard node that synthesizes name (RFC 4592
-// §3.3.1: the source of synthesis is "*." + the closest encloser), or nil.
-func wildcard(z *zones.Zone, name string) *zones.Node {
-	ce := name
-	for {
-		i, end := dns.NextLabel(ce, 0)
-		if end {
-			return nil
-		}
-		ce = ce[i:]
-		if !dns.IsSubDomain(z.Origin, ce) {
-			return nil
-		}
-		if z.Exists(ce) {
-			return z.Node("*." + ce)
-		}
-	}
 }
 
 func sortedTypes(n *zones.Node) []uint16 {

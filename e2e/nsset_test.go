@@ -70,7 +70,7 @@ groups:
     answers: 8
     secret: %[4]s
     allow_private: true # run-time members on loopback
-    max_runtime_members: 200
+    max_runtime_members: 120
     members:
       - {name: static1, host: static1.example.test., addresses: [127.0.10.1], capacity: 1000}
 %[6]s`, i, s.etcd.Endpoint(), nssetGroup, faultSecret, cluster, members))

@@ -48,6 +48,9 @@ const (
 	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes),
 	// limits.max_header_bytes.
 	DefaultMaxHeaderBytes = yamlconf.DefaultMaxHeaderBytes
+	// DefaultMaxRanges is max_ranges: the most byte ranges one request
+	// may ask for (nginx's max_ranges).
+	DefaultMaxRanges = 16
 	// DefaultMaxBodyBytes bounds request bodies (ServerOptions.MaxBodyBytes):
 	// a mirror serves GET and HEAD, whose requests have none.
 	DefaultMaxBodyBytes = 1 << 20
@@ -103,6 +106,19 @@ type Config struct {
 	Backends []frontend.Backend `yaml:"backends"`
 	// Listing turns on HTML directory listings (off by default).
 	Listing bool `yaml:"listing"`
+	// MaxRanges is the most byte ranges a request's Range header may ask
+	// for (default 16, as nginx's max_ranges; 0 turns ranges off); a
+	// request asking for more gets the whole file with 200, as nginx
+	// answers it. What is allowed is coalesced first (LimitRanges).
+	MaxRanges int `yaml:"max_ranges"`
+	// TrustedProxies are the addresses and prefixes (192.0.2.10,
+	// 10.0.0.0/8, 2001:db8::/32) of the proxies in front of this mirror
+	// (a TLS terminator, a load balancer) whose Forwarded (RFC 7239) and
+	// X-Forwarded-For / X-Forwarded-Proto headers are believed: for the
+	// scheme of a redirect under redirect.scheme auto, and for the
+	// client's address that locates it. Headers from other peers are
+	// ignored. Default: none.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Timeouts are the public HTTP server's timeouts.
 	Timeouts TimeoutsConfig `yaml:"timeouts"`
 	// Redirect configures 302 correction to sibling mirrors.
@@ -271,6 +287,40 @@ type RedirectConfig struct {
 	// Never lists request paths never redirected, each starting with "/"
 	// (default ["/"]).
 	Never []string `yaml:"never"`
+	// Scheme is the scheme of the redirects' Location: http, https, or
+	// auto (the default): the request's, https when it came over TLS or a
+	// trusted proxy (trusted_proxies) says it did. The scheme's default
+	// port (:80, :443) is left out of the Location.
+	Scheme string `yaml:"scheme"`
+}
+
+// TrustedPrefixes returns trusted_proxies as prefixes (a bare address is
+// a prefix of its full length); entries that do not parse are left out
+// (ParseConfig refuses them).
+func (c *Config) TrustedPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range c.TrustedProxies {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parsePrefix parses an address or a prefix, unmapped and masked.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
 }
 
 // GeoConfig says where HTTP clients are: the geo block that the mirror
@@ -408,6 +458,12 @@ func (v *validator) validate() {
 	}
 	v.location("location", &c.Location)
 	v.geo()
+	v.proxies()
+	if !v.written("max_ranges") {
+		c.MaxRanges = DefaultMaxRanges
+	} else if c.MaxRanges < 0 {
+		v.errorf("max_ranges", "must be >= 0 (0 turns ranges off), got %d", c.MaxRanges)
+	}
 	// The site section and the back ends are the front end's to check.
 	c.Site.Check(v.errs, v.pos, v.dir, c.Backends, c.Root != "")
 }
@@ -636,9 +692,90 @@ func (v *validator) content() {
 		case !fi.IsDir():
 			v.errorf("root", "%q is not a directory", c.Root)
 		default:
+			v.rootSafe(c.Root, root)
 			c.Root = root
 		}
 	}
+}
+
+// systemDirs are directories that are never a document root: a mirror
+// with one of them as root would serve the machine's configuration,
+// credentials or kernel interfaces. Under the ones marked beneath, no
+// directory is a root either; /usr and /var/lib only as themselves
+// (/usr/share/nginx/html and /var/lib/mirror are common homes for content).
+var systemDirs = []struct {
+	dir     string
+	beneath bool
+}{
+	{"/etc", true}, {"/proc", true}, {"/sys", true}, {"/dev", true}, {"/boot", true},
+	{"/root", true}, {"/run", true}, {"/bin", true}, {"/sbin", true}, {"/lib", true},
+	{"/usr", false}, {"/var/lib", false},
+}
+
+// rootSafe refuses a document root root (resolved, a directory; written
+// is how the config wrote it) that
+// would serve what must stay private: after filepath.Abs and
+// filepath.EvalSymlinks, the file system's root, a system directory
+// (systemDirs), or a directory holding the config file, dnsd's secret
+// file or CA file, or admin_tls's certificate or key. Each problem is
+// an error at root's line.
+func (v *validator) rootSafe(written, root string) {
+	real := realPath(root)
+	if real == string(filepath.Separator) {
+		v.errorf("root", "%q is the file system's root: every file of the machine would be served", written)
+		return
+	}
+	for _, sd := range systemDirs {
+		for _, dir := range []string{sd.dir, realPath(sd.dir)} {
+			if real == dir || sd.beneath && within(dir, real) {
+				v.errorf("root", "%q is in the system directory %s: it must not be served", written, sd.dir)
+				return
+			}
+		}
+	}
+	d := v.c.DNSD
+	private := []struct{ key, what, path string }{
+		{"", "the config file", v.c.File},
+		{"dnsd.secret_file", "the push secret", d.SecretFile},
+		{"dnsd.ca_file", "the CA file", d.CAFile},
+		{"admin_tls.cert_file", "the admin TLS certificate", v.c.AdminTLS.CertFile},
+		{"admin_tls.key_file", "the admin TLS key", v.c.AdminTLS.KeyFile},
+	}
+	for _, p := range private {
+		if p.path == "" {
+			continue
+		}
+		name := v.resolve(p.path)
+		if _, err := os.Stat(name); err != nil {
+			continue // not there, so not served (its own key says why)
+		}
+		if within(real, realPath(name)) {
+			what := p.what
+			if p.key != "" {
+				what += " (" + p.key + ")"
+			}
+			v.errorf("root", "%q holds %s: it would be served", written, what)
+		}
+	}
+}
+
+// realPath is name absolute with its symbolic links resolved, or as
+// absolute as it gets when that fails.
+func realPath(name string) string {
+	if abs, err := filepath.Abs(name); err == nil {
+		name = abs
+	}
+	if real, err := filepath.EvalSymlinks(name); err == nil {
+		name = real
+	}
+	return name
+}
+
+// within reports whether name is dir or below it (both clean and
+// absolute).
+func within(dir, name string) bool {
+	rel, err := filepath.Rel(dir, name)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func (v *validator) timeouts() {
@@ -704,6 +841,11 @@ func (v *validator) redirect() {
 	if !(r.MaxShare > 0 && r.MaxShare <= 1) {
 		v.errorf("redirect.max_share", "must be in (0, 1], got %g", r.MaxShare)
 	}
+	if !v.written("redirect.scheme") {
+		r.Scheme = SchemeAuto
+	} else if !slices.Contains(Schemes, r.Scheme) {
+		v.errorf("redirect.scheme", "%q: want one of %s", r.Scheme, strings.Join(Schemes, ", "))
+	}
 	if !v.written("redirect.never") {
 		r.Never = []string{"/"}
 	}
@@ -711,6 +853,23 @@ func (v *validator) redirect() {
 		path := fmt.Sprintf("redirect.never[%d]", i)
 		if !strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
 			v.errorf(path, "%q: want a path starting with / and without .. segments", p)
+		}
+	}
+}
+
+// proxies validates trusted_proxies.
+func (v *validator) proxies() {
+	seen := make(map[netip.Prefix]bool)
+	for i, s := range v.c.TrustedProxies {
+		path := fmt.Sprintf("trusted_proxies[%d]", i)
+		p, err := parsePrefix(s)
+		switch {
+		case err != nil:
+			v.errorf(path, "%q is not an address or a prefix", s)
+		case seen[p]:
+			v.errorf(path, "%q is listed twice", s)
+		default:
+			seen[p] = true
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -31,16 +32,21 @@ type FileServerOptions struct {
 	Logger *slog.Logger
 	// Cache, when not nil, serves small files from memory (see Cache).
 	Cache *Cache
+	// MaxRanges is the most byte ranges a Range header may ask for
+	// (LimitRanges): 0 is DefaultMaxRanges, < 0 turns ranges off (every
+	// file is served whole).
+	MaxRanges int
 }
 
 // FileServer is an http.Handler that serves the files below a document
 // root. Every open goes through an os.Root, so neither ".." nor a symbolic
 // link can reach outside the root; symbolic links that stay inside are
-// followed. Request paths are checked by CleanPath first.
+// followed. Request paths are checked and normalized by CleanPath first.
 //
 // Only GET and HEAD are allowed (others: 405 with Allow). Regular files
 // are served with http.ServeContent straight from the *os.File, so Range
-// (also multipart/byteranges), If-Range, If-Modified-Since,
+// (also multipart/byteranges, at most MaxRanges ranges, coalesced by
+// LimitRanges), If-Range, If-Modified-Since,
 // If-Unmodified-Since, If-Match and If-None-Match work, and large files
 // are streamed (sendfile on TCP), never read into memory.
 //
@@ -65,6 +71,7 @@ type FileServer struct {
 	log     *slog.Logger
 	tmpl    *template.Template
 	cache   *Cache
+	ranges  int // the most ranges a request may ask for; < 1: none
 }
 
 var _ http.Handler = (*FileServer)(nil)
@@ -87,6 +94,7 @@ func NewFileServer(root string, o FileServerOptions) (*FileServer, error) {
 		log:     log,
 		tmpl:    template.Must(template.New("listing").Parse(listingHTML)),
 		cache:   o.Cache,
+		ranges:  cmp.Or(o.MaxRanges, DefaultMaxRanges),
 	}, nil
 }
 
@@ -155,9 +163,14 @@ func (s *FileServer) serveFile(w http.ResponseWriter, r *http.Request, name stri
 		return
 	}
 	if rng := r.Header.Get("Range"); rng != "" {
-		if fixed := dropEmptySuffixRanges(rng, fi.Size()); fixed != rng {
+		// Memory hits take the same path: the cache is only the content.
+		if fixed := LimitRanges(dropEmptySuffixRanges(rng, fi.Size()), fi.Size(), s.ranges); fixed != rng {
 			r = r.Clone(r.Context())
-			r.Header.Set("Range", fixed)
+			if fixed == "" {
+				r.Header.Del("Range")
+			} else {
+				r.Header.Set("Range", fixed)
+			}
 		}
 	}
 	h := w.Header()

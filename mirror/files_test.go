@@ -243,8 +243,8 @@ func TestFileServerMethods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode != http.StatusMethodNotAllowed {
-			t.Errorf("status %d, want 405", resp.StatusCode)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("status %d, Allow %q; want 200, GET, HEAD", resp.StatusCode, resp.Header.Get("Allow"))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,11 +26,41 @@ import (
 
 // MaxViewSize is the largest group view body, in bytes, that a
 // ViewWatcher reads; a view of a hundred members is about 100 KiB.
-const MaxViewSize = 1 << 20
+const MaxViewSize = api.MaxViewBytes
 
 // StaleViews is how many refresh intervals a group view stays usable:
 // older, it is stale and no request is redirected on its word.
 const StaleViews = 3
+
+// ExpiredViews is how many refresh intervals a dispatcher, which has no
+// content to fall back on, keeps redirecting on a stale view: older, the
+// view has expired and the dispatcher answers 503 with Retry-After
+// rather than send clients where a view that old says (members drained
+// or gone since). With the default 5 s interval: stale after 15 s,
+// expired after 100 s.
+const ExpiredViews = 20
+
+// Why the group view could not be read: the values of the reason label
+// of transmirror_mirror_view_errors_total and of ViewHealth.Reason.
+const (
+	// ViewErrTooLarge: the body is larger than MaxViewSize.
+	ViewErrTooLarge = "too_large"
+	// ViewErrMalformed: the body is not the JSON of a group view.
+	ViewErrMalformed = "malformed"
+	// ViewErrInvalid: the view parses but can not be used: another
+	// group's, or a policy or watermarks the scheduler refuses.
+	ViewErrInvalid = "invalid"
+	// ViewErrRefused: dnsd answered with a status other than 2xx.
+	ViewErrRefused = "refused"
+	// ViewErrUnreachable: no answer (connection refused, timeout, reset).
+	ViewErrUnreachable = "unreachable"
+)
+
+// ViewErrorReasons returns the bounded set of ViewErr reasons, for
+// pre-declaring the metric's label values.
+func ViewErrorReasons() []string {
+	return []string{ViewErrTooLarge, ViewErrMalformed, ViewErrInvalid, ViewErrRefused, ViewErrUnreachable}
+}
 
 // Results of a view refresh, the values of the result label of
 // transmirror_mirror_view_refreshes_total.
@@ -38,6 +70,25 @@ const (
 	viewInvalid   = "invalid"    // too large, not JSON, wrong group, unknown policy
 	viewNetwork   = "network"
 )
+
+// Why a member of the view is not a redirect candidate though it is up or
+// unknown and not this mirror: the values of the reason label of
+// transmirror_mirror_view_dropped_candidates.
+const (
+	// DropGroupName: its host is the group name itself (a trailing dot,
+	// case and a port aside). A redirect there comes back to the group:
+	// the client loops until its redirect limit.
+	DropGroupName = "group_name"
+	// DropBadHost: its host is not a host name that can go into a
+	// Location header.
+	DropBadHost = "bad_host"
+	// DropBadFigures: its load, capacity or bandwidth are not numbers.
+	DropBadFigures = "bad_figures"
+)
+
+// DropReasons returns the bounded set of the reasons a candidate is
+// dropped, for pre-declaring the metric's label values.
+func DropReasons() []string { return []string{DropGroupName, DropBadHost, DropBadFigures} }
 
 // RedirectBooking is what one redirect books on the sibling it sends the
 // client to, until the next group view shows that sibling's load with the
@@ -114,8 +165,8 @@ func (b RedirectBooking) withDefaults() RedirectBooking {
 // once per refreshed view (never per request): the view with the time it
 // was fetched, the candidate siblings as a scheduler group under the
 // group's own policy, and the redirects booked on them since. Candidates
-// are the members that are up or unknown, have a valid host name and are
-// not this mirror.
+// are the members that are up or unknown, have a valid host name that is
+// not the group name, and are not this mirror.
 //
 // The view is immutable; the bookings are its one mutable part, a
 // scheduler.Estimator that the policy reads as pending load (Query.Load),
@@ -135,6 +186,9 @@ type GroupSnapshot struct {
 	Fetched time.Time
 	// StaleAfter is how long after Fetched the view is stale.
 	StaleAfter time.Duration
+	// ExpireAfter is how long after Fetched the view has expired, even
+	// for a dispatcher: StaleAfter·ExpiredViews/StaleViews.
+	ExpireAfter time.Duration
 
 	policy  scheduler.Policy
 	group   *scheduler.Group
@@ -148,6 +202,7 @@ type GroupSnapshot struct {
 	fair    float64             // the group's fair utilization u*; NaN: unknown
 	booking RedirectBooking
 	booked  *scheduler.Estimator // the redirects booked on the candidates
+	dropped map[string][]string  // the members left out, by Drop reason
 }
 
 // NewGroupSnapshot builds the snapshot of view for the member self
@@ -166,7 +221,9 @@ type GroupSnapshot struct {
 // out, one without a positive capacity is never below the high watermark. Its
 // weight is the view's weight, or 1 when the view shows none (weight is
 // omitted from the JSON when zero, so a zero can not be told from an
-// absent one).
+// absent one). A member whose host is the group name (view.Name) is left
+// out whatever dnsd says: a redirect to it is a redirect to the group,
+// which loops. Dropped lists the members left out and why.
 func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleAfter time.Duration, booking RedirectBooking) (*GroupSnapshot, error) {
 	p := scheduler.Params{LowWatermark: view.Watermarks.Low, HighWatermark: view.Watermarks.High}
 	policy, err := scheduler.New(view.Policy, p)
@@ -182,9 +239,10 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		booking.Sent = NewSentMeter(booking.TimeConstant)
 	}
 	s := &GroupSnapshot{
-		View: view, Fetched: fetched, StaleAfter: staleAfter, policy: policy, high: high,
+		View: view, Fetched: fetched, StaleAfter: staleAfter, ExpireAfter: staleAfter * ExpiredViews / StaleViews,
+		policy: policy, high: high,
 		index: make(map[string]int), booking: booking, booked: scheduler.NewEstimator(booking.HalfLife),
-		fair: fairUtilization(view.Members),
+		fair: fairUtilization(view.Members), dropped: make(map[string][]string),
 	}
 	var members []scheduler.Member
 	for _, m := range view.Members {
@@ -192,15 +250,13 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 			continue
 		}
 		host := strings.TrimSuffix(m.Host, ".")
-		if !validTargetHost(host) {
-			continue
-		}
 		fig := scheduler.Figures{
 			Load: m.Load, Pending: m.Pending, Capacity: m.Capacity,
 			BytesPerSecond: m.BytesPerSecond, Bandwidth: m.Bandwidth,
 		}
-		if !figures(fig) {
-			continue // not figures: a member to stay away from
+		if why := dropReason(host, view.Name, fig); why != "" {
+			s.dropped[why] = append(s.dropped[why], m.Name)
+			continue
 		}
 		w := m.Weight
 		if !(w > 0) {
@@ -292,6 +348,25 @@ func figures(f scheduler.Figures) bool {
 	return true
 }
 
+// dropReason is why a candidate with host and figures fig is no redirect
+// target in the view of group, "" when it is one.
+func dropReason(host, group string, fig scheduler.Figures) string {
+	switch {
+	case !validTargetHost(host):
+		return DropBadHost
+	case hostMatches(host, group):
+		return DropGroupName
+	case !figures(fig):
+		return DropBadFigures // not figures: a member to stay away from
+	}
+	return ""
+}
+
+// Dropped returns the names of the members that are up or unknown and
+// not this mirror but are no candidate, by reason (DropGroupName …),
+// in the view's order. The caller must not change them.
+func (s *GroupSnapshot) Dropped() map[string][]string { return s.dropped }
+
 // validTargetHost accepts a host name, or a host name with a port, that is
 // safe to put into a Location header.
 func validTargetHost(h string) bool {
@@ -312,6 +387,10 @@ func locationOf(l api.LocationView) scheduler.Location {
 
 // Stale reports whether the view is too old to act on at now.
 func (s *GroupSnapshot) Stale(now time.Time) bool { return now.Sub(s.Fetched) > s.StaleAfter }
+
+// Expired reports whether the view is too old even for a dispatcher to
+// act on at now (older than ExpireAfter).
+func (s *GroupSnapshot) Expired(now time.Time) bool { return now.Sub(s.Fetched) > s.ExpireAfter }
 
 // Candidates returns the number of siblings a redirect may go to.
 func (s *GroupSnapshot) Candidates() int { return s.group.Len() }
@@ -445,7 +524,10 @@ type ViewWatcherOptions struct {
 	Logger *slog.Logger
 	// Registerer, when set, gets transmirror_mirror_view_refreshes_total
 	// {dnsd,result} (dnsd is the URL's index in URLs) and
-	// transmirror_mirror_view_last_success_timestamp_seconds.
+	// transmirror_mirror_view_last_success_timestamp_seconds,
+	// transmirror_mirror_view_errors_total{reason},
+	// transmirror_mirror_view_ok, transmirror_mirror_view_age_seconds and
+	// transmirror_mirror_view_dropped_candidates{reason}.
 	Registerer prometheus.Registerer
 }
 
@@ -454,8 +536,11 @@ type ViewWatcherOptions struct {
 // fetched, as a GroupSnapshot. With several dnsd URLs it asks the one that
 // answered last, and when that fails the next ones in turn, until one
 // gives a good view. A refresh that fails everywhere keeps the old
-// snapshot, which goes stale on its own. Snapshot is safe for concurrent
-// use.
+// snapshot, which goes stale on its own. A refresh that fails everywhere
+// after one that worked (or as the first) is logged at warn with its
+// reason, and so is the first good one after it: once per spell of an
+// unreadable view, however many refreshes fail (Health tells the state).
+// Snapshot and Health are safe for concurrent use.
 type ViewWatcher struct {
 	o       ViewWatcherOptions
 	sources []*viewSource
@@ -464,6 +549,9 @@ type ViewWatcher struct {
 
 	refreshes *prometheus.CounterVec
 	lastOK    prometheus.Gauge
+	dropped   *prometheus.GaugeVec // by Drop reason, of the current view
+	errs      *prometheus.CounterVec
+	health    atomic.Pointer[ViewHealth]
 	mu        sync.Mutex // one refresh at a time; guards next and the spells
 	next      int        // the source asked first
 }
@@ -504,7 +592,41 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 			Namespace: "transmirror", Subsystem: "mirror", Name: "view_last_success_timestamp_seconds",
 			Help: "When the group view was last refreshed, in seconds since the epoch (0: never).",
 		}),
+		dropped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "transmirror", Subsystem: "mirror", Name: "view_dropped_candidates",
+			Help: "Members of the current group view that are up or unknown but no redirect target, by reason (group_name: the host is the group name, which would loop; bad_host; bad_figures).",
+		}, []string{"reason"}),
 	}
+	for _, r := range DropReasons() {
+		w.dropped.WithLabelValues(r)
+	}
+	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_errors_total",
+		Help: "Group view requests to dnsd that gave no usable view, by reason (too_large, malformed, invalid, refused, unreachable).",
+	}, []string{"reason"})
+	for _, r := range ViewErrorReasons() {
+		w.errs.WithLabelValues(r)
+	}
+	w.health.Store(&ViewHealth{})
+	viewOKGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_ok",
+		Help: "1 when the last refresh of the group view gave a good view, 0 when it failed or none was tried yet.",
+	}, func() float64 {
+		if w.Health().OK {
+			return 1
+		}
+		return 0
+	})
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_age_seconds",
+		Help: "The age of the group view in use (+Inf: none yet); redirects stop past 3 refresh intervals, a dispatcher's past 20.",
+	}, func() float64 {
+		snap := w.Snapshot()
+		if snap == nil {
+			return math.Inf(1)
+		}
+		return max(w.o.Clock().Sub(snap.Fetched).Seconds(), 0)
+	})
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -521,7 +643,7 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 		}
 	}
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK} {
+		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK, w.dropped, w.errs, viewOKGauge, age} {
 			if err := o.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("mirror: view: register metrics: %w", err)
 			}
@@ -532,6 +654,24 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 
 // Snapshot returns the last good view, or nil when there has been none.
 func (w *ViewWatcher) Snapshot() *GroupSnapshot { return w.cur.Load() }
+
+// ViewHealth is whether the group view can be read, as of the last
+// refresh.
+type ViewHealth struct {
+	// OK is true when the last refresh gave a good view.
+	OK bool
+	// Reason is why the last refresh failed (one of ViewErrorReasons(),
+	// that of the last dnsd asked); "" when OK or before any refresh.
+	Reason string
+	// Since is when the view became unreadable: the first failed
+	// refresh of the current spell; zero when OK.
+	Since time.Time
+	// Failures is the number of refreshes failed in a row.
+	Failures int
+}
+
+// Health returns whether the group view can be read.
+func (w *ViewWatcher) Health() ViewHealth { return *w.health.Load() }
 
 // Run refreshes at once and then every interval until ctx is done; it
 // returns nil then. Failures do not stop it.
@@ -549,10 +689,11 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
+	reason := ""
 	for k := range w.sources {
 		i := (w.next + k) % len(w.sources)
 		src := w.sources[i]
-		result, err := w.refresh(ctx, src)
+		result, why, err := w.refresh(ctx, src)
 		w.refreshes.WithLabelValues(src.label, result).Inc()
 		src.spell.note(ctx, result, err)
 		if err == nil {
@@ -560,40 +701,97 @@ func (w *ViewWatcher) Refresh(ctx context.Context) error {
 				w.log.Info("group view now from another dnsd", "url", src.target)
 				w.next = i
 			}
+			w.noteHealth(ViewHealth{OK: true}, nil)
 			return nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
-			break
+			return errors.Join(errs...) // shutting down: no failure of dnsd's
 		}
+		w.errs.WithLabelValues(why).Inc()
+		reason = why
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	prev := w.Health()
+	h := ViewHealth{Reason: reason, Since: prev.Since, Failures: prev.Failures + 1}
+	if prev.Since.IsZero() {
+		h.Since = w.o.Clock()
+	}
+	w.noteHealth(h, err)
+	return err
 }
 
-func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (string, error) {
+// noteHealth makes h the view's health, logging at warn the change from
+// readable (or never tried) to unreadable, with err, and back. The caller
+// holds mu.
+func (w *ViewWatcher) noteHealth(h ViewHealth, err error) {
+	prev := w.health.Swap(&h)
+	switch {
+	case h.OK && prev.Failures > 0:
+		w.log.Warn("group view readable again", "group", w.o.Group, "failures", prev.Failures,
+			"unreadable_for", w.o.Clock().Sub(prev.Since).Round(time.Millisecond).String())
+	case !h.OK && prev.Failures == 0:
+		args := []any{"group", w.o.Group, "reason", h.Reason, "err", err}
+		if snap := w.Snapshot(); snap != nil {
+			args = append(args, "view_fetched", snap.Fetched)
+		}
+		w.log.Warn("group view can not be read: redirects stop once the view is stale, a dispatcher answers 503 once it has expired", args...)
+	}
+}
+
+// refresh asks src for the view once; it returns the refresh result
+// (viewOK …), and for a failure its reason (ViewErr…) and error.
+func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (result, reason string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
 	defer cancel()
 	v, err := src.api.Group(ctx, w.o.Group)
 	var se *api.StatusError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return viewHTTPError, fmt.Errorf("%w: %w", ErrBadView, err)
+		return viewHTTPError, ViewErrRefused, fmt.Errorf("%w: %w", ErrBadView, err)
+	case errors.Is(err, api.ErrResponse) && (errors.As(err, &syntax) || errors.As(err, &typ)):
+		return viewInvalid, ViewErrMalformed, fmt.Errorf("%w: %w", ErrBadView, err)
 	case errors.Is(err, api.ErrResponse):
-		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
+		// The client's one other bad answer: a body over MaxResponse.
+		return viewInvalid, ViewErrTooLarge, fmt.Errorf("%w: %w", ErrBadView, err)
 	case err != nil:
-		return viewNetwork, fmt.Errorf("mirror: view: %w", err)
+		return viewNetwork, ViewErrUnreachable, fmt.Errorf("mirror: view: %w", err)
 	}
 	if !sameHost(v.Name, w.o.Group) {
-		return viewInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
+		return viewInvalid, ViewErrInvalid, fmt.Errorf("%w: view of %q, want %q", ErrBadView, v.Name, w.o.Group)
 	}
 	now := w.o.Clock()
 	s, err := NewGroupSnapshot(v, w.o.Self, now, StaleViews*w.o.Interval, w.o.Booking)
 	if err != nil {
-		return viewInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
+		return viewInvalid, ViewErrInvalid, fmt.Errorf("%w: %w", ErrBadView, err)
 	}
-	w.cur.Store(s)
+	w.noteDropped(w.cur.Swap(s), s)
 	w.lastOK.Set(float64(now.UnixNano()) / 1e9)
-	return viewOK, nil
+	return viewOK, "", nil
+}
+
+// maxLoggedNames bounds the member names one log line lists.
+const maxLoggedNames = 10
+
+// noteDropped sets the dropped-candidates gauge from the new snapshot s
+// and logs, at warn, the members dropped for a reason whose list differs
+// from that of the previous snapshot prev (nil: none): once per change of
+// the view, never per request.
+func (w *ViewWatcher) noteDropped(prev, s *GroupSnapshot) {
+	for _, r := range DropReasons() {
+		names := s.dropped[r]
+		w.dropped.WithLabelValues(r).Set(float64(len(names)))
+		var before []string
+		if prev != nil {
+			before = prev.dropped[r]
+		}
+		if len(names) > 0 && !slices.Equal(names, before) {
+			w.log.Warn("group view: members left out as redirect targets", "group", w.o.Group, "reason", r,
+				"count", len(names), "members", names[:min(len(names), maxLoggedNames)])
+		}
+	}
 }
 
 // sameHost compares host names case-insensitively, ignoring a trailing dot.

@@ -133,7 +133,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		if cerr != nil {
 			return nil, cerr
 		}
-		if m.files, err = NewFileServer(cfg.Root, FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache}); err != nil {
+		if m.files, err = NewFileServer(cfg.Root, FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache, MaxRanges: maxRanges(cfg.MaxRanges)}); err != nil {
 			return nil, err
 		}
 		// What it serves is reported to a site front end (api.SiteReport).
@@ -254,6 +254,15 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	m.admin = http.MaxBytesHandler(NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
 		SiteReport: m.siteReport(o.Clock), Serving: m.serving}), DefaultMaxBodyBytes)
 	return m, nil
+}
+
+// maxRanges is FileServerOptions.MaxRanges for the max_ranges key, whose
+// 0 turns ranges off.
+func maxRanges(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // joinRand is the Joiner's own randomness, drawn from r (the redirects',

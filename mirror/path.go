@@ -27,42 +27,95 @@ const (
 	maxSegmentLen = 255
 )
 
-// CleanPath validates the escaped path of a request (r.URL.EscapedPath())
-// and returns the slash-separated name it denotes relative to the document
-// root, without leading or trailing slash ("." for the root itself), and
-// whether it ended in "/". It never returns a name that could leave the
-// root, and it refuses rather than repairs:
+// NormalizePath validates the escaped path of a request and returns it
+// normalized as nginx and Apache do before they map it to a file: empty
+// segments are merged ("//" is "/"), "." segments are removed and a ".."
+// segment removes the segment before it (RFC 3986 5.2.4 dot-segment
+// removal), so that a flat apt repository's "/debian/./Release" is
+// "/debian/Release". It refuses with ErrBadPath, rather than repairs:
 //
 //   - a path not starting with "/", longer than 4096 bytes or with a
 //     segment longer than 255 bytes;
-//   - empty segments ("//"), "." and ".." segments, also when encoded
-//     (%2e%2e), since a client that sends them is either broken or hostile;
+//   - a ".." that would leave the root ("/..", "/a/../.."), where RFC 3986
+//     would stop at the root but a client that sends it is either broken
+//     or hostile;
+//   - dot segments that are encoded (%2e, %2e%2e, .%2e): only the
+//     literal "." and ".." are dot segments, and an encoded one is a trick;
 //   - encoded slashes and backslashes (%2F, %5C), raw backslashes, NUL and
 //     other control characters, invalid escapes and invalid or overlong
-//     UTF-8 (%c0%ae) after decoding;
-//   - a segment that is a Windows drive ("C:") or that the OS could not
-//     use as a local name (filepath.Localize);
+//     UTF-8 (%c0%ae) after decoding, Windows drives ("C:") in any segment,
+//     also in one that a ".." removes.
 //
-// all with ErrBadPath. Segments starting with "." (dot-files such as
-// .git or .htaccess, and "..;") are refused with ErrHiddenPath, except a
-// first segment ".well-known" (RFC 8615). Percent-decoding is done once:
-// "%252e" is the literal name "%2e".
-func CleanPath(escaped string) (name string, isDir bool, err error) {
+// The result is still escaped as it came (segments are not re-encoded)
+// and keeps a trailing slash, also when the last segment was "." or "..".
+func NormalizePath(escaped string) (string, error) {
 	if len(escaped) > maxPathLen {
-		return "", false, fmt.Errorf("%w: longer than %d bytes", ErrBadPath, maxPathLen)
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadPath, maxPathLen)
 	}
 	rest, ok := strings.CutPrefix(escaped, "/")
 	if !ok {
-		return "", false, fmt.Errorf("%w: does not start with /", ErrBadPath)
+		return "", fmt.Errorf("%w: does not start with /", ErrBadPath)
 	}
+	if rest == "" {
+		return "/", nil
+	}
+	raw := strings.Split(rest, "/")
+	segs := make([]string, 0, len(raw))
+	isDir := false
+	for _, r := range raw {
+		isDir = false
+		switch r {
+		case "", ".":
+			isDir = true
+			continue
+		case "..":
+			if len(segs) == 0 {
+				return "", fmt.Errorf("%w: .. leaves the root", ErrBadPath)
+			}
+			segs = segs[:len(segs)-1]
+			isDir = true
+			continue
+		}
+		if _, err := cleanSegment(r); err != nil {
+			return "", err
+		}
+		segs = append(segs, r)
+	}
+	if len(segs) == 0 {
+		return "/", nil
+	}
+	norm := "/" + strings.Join(segs, "/")
+	if isDir {
+		norm += "/"
+	}
+	return norm, nil
+}
+
+// CleanPath validates the escaped path of a request (r.URL.EscapedPath())
+// and returns the slash-separated name it denotes relative to the document
+// root, without leading or trailing slash ("." for the root itself), and
+// whether it ended in "/". The path is first normalized by NormalizePath
+// (empty and "." segments dropped, ".." inside the root applied), with its
+// errors; CleanPath never returns a name that could leave the root.
+// Besides what NormalizePath refuses, a name that the OS could not use as
+// a local name (filepath.Localize) is refused with ErrBadPath. Segments
+// of the normalized path starting with "." (dot-files such as .git or
+// .htaccess, and "..;") are refused with ErrHiddenPath, except a first
+// segment ".well-known" (RFC 8615). Percent-decoding is done once:
+// "%252e" is the literal name "%2e".
+func CleanPath(escaped string) (name string, isDir bool, err error) {
+	norm, err := NormalizePath(escaped)
+	if err != nil {
+		return "", false, err
+	}
+	rest := norm[1:]
 	if rest == "" {
 		return ".", true, nil
 	}
-	raw := strings.Split(rest, "/")
-	if raw[len(raw)-1] == "" {
-		isDir = true
-		raw = raw[:len(raw)-1]
+	if rest, isDir = strings.CutSuffix(rest, "/"); isDir && rest == "" {
+		return ".", true, nil
 	}
+	raw := strings.Split(rest, "/")
 	segs := make([]string, 0, len(raw))
 	for i, r := range raw {
 		seg, err := cleanSegment(r)

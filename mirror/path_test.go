@@ -31,10 +31,23 @@ func TestCleanPath(t *testing.T) {
 		{"colon not a drive", "/ab:/c", "ab:/c", false, nil},
 		{"empty", "", "", false, ErrBadPath},
 		{"relative", "a/b", "", false, ErrBadPath},
-		{"double slash", "//a", "", false, ErrBadPath},
-		{"inner double slash", "/a//b", "", false, ErrBadPath},
-		{"dot", "/./a", "", false, ErrBadPath},
-		{"dotdot", "/a/../b", "", false, ErrBadPath},
+		{"double slash merged", "//a", "a", false, nil},
+		{"inner double slash merged", "/a//b", "a/b", false, nil},
+		{"dot removed", "/./a", "a", false, nil},
+		{"flat apt repository", "/debian/./Release", "debian/Release", false, nil},
+		{"dotdot inside the root", "/a/../b", "b", false, nil},
+		{"trailing dot is a directory", "/a/.", "a", true, nil},
+		{"trailing dotdot to the root", "/a/..", ".", true, nil},
+		{"only slashes", "///", ".", true, nil},
+		{"dotdot over a dot-file", "/.git/../a", "a", false, nil},
+		{"dotdot to a dot-file", "/a/../.git", "", false, ErrHiddenPath},
+		{"bare dotdot", "/..", "", false, ErrBadPath},
+		{"dotdot above the root", "/a/../../b", "", false, ErrBadPath},
+		{"dotdot after merged slashes", "//..//b", "", false, ErrBadPath},
+		{"encoded dot", "/%2e/a", "", false, ErrBadPath},
+		{"half encoded dotdot", "/.%2e/a", "", false, ErrBadPath},
+		{"encoded dotdot after a name", "/a/%2e%2e", "", false, ErrBadPath},
+		{"encoded slash in a removed segment", "/a%2fb/../c", "", false, ErrBadPath},
 		{"encoded dotdot", "/%2e%2E", "", false, ErrBadPath},
 		{"encoded slash", "/a%2Fb", "", false, ErrBadPath},
 		{"encoded backslash", "/a%5cb", "", false, ErrBadPath},
@@ -75,9 +88,10 @@ func TestCleanPath(t *testing.T) {
 // FuzzCleanPath checks that whatever CleanPath accepts stays inside the
 // root: a local, clean, slash-separated name with no dot segments, no
 // hidden segments, no backslashes or control characters, valid UTF-8,
-// and stable when escaped and cleaned again.
+// the same from its NormalizePath form, and stable when escaped and
+// cleaned again.
 func FuzzCleanPath(f *testing.F) {
-	for _, s := range []string{"/", "/a/b/", "/../x", "/%2e%2e/x", "/.well-known/x", "/a%2fb"} {
+	for _, s := range []string{"/", "/a/b/", "/../x", "/%2e%2e/x", "/.well-known/x", "/a%2fb", "/debian/./Release", "//a/../b/", "/a/.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, escaped string) {
@@ -91,11 +105,23 @@ func FuzzCleanPath(f *testing.F) {
 			}
 			return
 		}
+		norm, nerr := NormalizePath(escaped)
+		if nerr != nil {
+			t.Fatalf("CleanPath(%q) accepted what NormalizePath refuses: %v", escaped, nerr)
+		}
 		if name == "." {
-			if escaped != "/" || !isDir {
-				t.Fatalf("CleanPath(%q) = %q, %v: only / is the root", escaped, name, isDir)
+			if norm != "/" || !isDir {
+				t.Fatalf("CleanPath(%q) = %q, %v: only what normalizes to / is the root (%q)", escaped, name, isDir, norm)
 			}
 			return
+		}
+		// The normalized path names the same thing, and is its own
+		// normal form.
+		if name2, isDir2, err := CleanPath(norm); err != nil || name2 != name || isDir2 != isDir {
+			t.Fatalf("CleanPath(%q) = %q, %v; from its normal form %q: %q, %v, %v", escaped, name, isDir, norm, name2, isDir2, err)
+		}
+		if again, err := NormalizePath(norm); err != nil || again != norm {
+			t.Fatalf("NormalizePath(%q) = %q, again %q, %v", escaped, norm, again, err)
 		}
 		switch {
 		case name == "", strings.HasPrefix(name, "/"), strings.HasSuffix(name, "/"):
@@ -133,6 +159,44 @@ func FuzzCleanPath(f *testing.F) {
 			t.Fatalf("CleanPath(%q) = %q, %v; again from %q: %q, %v, %v", escaped, name, isDir, again, name2, isDir2, err)
 		}
 	})
+}
+
+func TestNormalizePath(t *testing.T) {
+	tests := []struct {
+		name    string
+		escaped string
+		want    string
+		err     bool
+	}{
+		{"root", "/", "/", false},
+		{"kept", "/a/b%20c", "/a/b%20c", false},
+		{"kept directory", "/a/b/", "/a/b/", false},
+		{"flat apt repository", "/debian/./Release", "/debian/Release", false},
+		{"flat apt repository, Packages.xz", "/debian/./Packages.xz", "/debian/Packages.xz", false},
+		{"merged slashes", "//a///b", "/a/b", false},
+		{"dotdot inside", "/a/b/../c", "/a/c", false},
+		{"trailing dot", "/a/.", "/a/", false},
+		{"trailing dotdot", "/a/b/..", "/a/", false},
+		{"to the root", "/a/..", "/", false},
+		{"escapes kept as they came", "/%61/./b", "/%61/b", false},
+		{"leaves the root", "/..", "", true},
+		{"leaves the root later", "/a/../../b", "", true},
+		{"encoded dotdot", "/a/%2E%2E/b", "", true},
+		{"encoded dot", "/a/%2e", "", true},
+		{"relative", "a", "", true},
+		{"absolute form", "http://h/a", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NormalizePath(tt.escaped)
+			if (err != nil) != tt.err || got != tt.want {
+				t.Fatalf("NormalizePath(%q) = %q, %v; want %q, error %v", tt.escaped, got, err, tt.want, tt.err)
+			}
+			if err != nil && !errors.Is(err, ErrBadPath) {
+				t.Errorf("error %v is not ErrBadPath", err)
+			}
+		})
+	}
 }
 
 func mapSlice(s []string, f func(string) string) []string {

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +75,9 @@ const (
 	ReasonNoView = "no_view"
 	// ReasonStaleView: the group view is older than StaleViews intervals.
 	ReasonStaleView = "stale_view"
+	// ReasonExpiredView: a dispatcher's group view is older than
+	// ExpiredViews intervals (503).
+	ReasonExpiredView = "expired_view"
 	// ReasonNoSibling: no sibling below its high watermark (the watermark
 	// law) or its target (the fair-share law); a dispatcher: no member at
 	// all.
@@ -116,6 +118,13 @@ type RedirectRules struct {
 	MinSize int64
 	// Never are request paths never redirected (exact match).
 	Never []string
+	// Scheme is the scheme of the Location: SchemeHTTP, SchemeHTTPS, or
+	// SchemeAuto or "" for the request's (RequestScheme).
+	Scheme string
+	// TrustedProxies are the peers whose Forwarded and X-Forwarded-*
+	// headers are believed, for the scheme and for the client's address
+	// that locates it (ForwardedOf); nil believes no one.
+	TrustedProxies []netip.Prefix
 }
 
 // RedirectRulesFromConfig returns the rules that cfg describes.
@@ -124,7 +133,8 @@ func RedirectRulesFromConfig(cfg *Config) RedirectRules {
 	return RedirectRules{
 		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
 		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
-		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never),
+		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
+		TrustedProxies: cfg.TrustedPrefixes(),
 	}
 }
 
@@ -209,9 +219,13 @@ type Decision struct {
 // A dispatcher redirects every GET and HEAD on the group name to the best
 // member for the client; when all are above the high watermark it still
 // sends the client to the policy's first choice, and it uses a stale view
-// rather than none. It refuses what it can not redirect: 503 without a
-// view or a member, 405 for other methods, 404 on its own host name and
-// 421 on any other.
+// rather than none, but not an expired one (older than ExpiredViews
+// intervals: the members it lists may have been drained or removed since,
+// and a 503 with Retry-After tells the client to come back where
+// redirecting on it would send it to a member that may no longer serve).
+// It refuses what it can not redirect: 503 without a view, with an
+// expired view or without a member, 405 for other methods, 404 on its own
+// host name and 421 on any other.
 func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit float64), snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
 	onGroup := hostMatches(req.Host, rules.Group)
 	get := req.Method == http.MethodGet || req.Method == http.MethodHead
@@ -225,6 +239,8 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit flo
 			return Decision{Action: Refuse, Status: http.StatusMethodNotAllowed, Reason: ReasonMethod}
 		case snap == nil:
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
+		case snap.Expired(now):
+			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
 		}
 		host, member, ok := snap.Pick(clientOf(req), rnd, now, true)
 		if !ok {
@@ -291,21 +307,18 @@ func hostMatches(h, host string) bool {
 	return sameHost(h, host)
 }
 
-// RedirectLocation is the Location of a redirect of r to the host target:
-// the same scheme (https when r came over TLS), the target host, the port
-// of r's Host header unless it is the scheme's default (members of a
-// group listen on the same port; on 80 and 443 the port is left out), or
-// the target's own port when the view gives one, then r's path (as
-// escaped) and query unchanged.
-func RedirectLocation(r *http.Request, target string) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
+// RedirectLocation is the Location of a redirect of r to the host target
+// with scheme (http or https, see RequestScheme): the target host, the
+// port of r's Host header unless it is the default of scheme (members of
+// a group listen on the same port; :80 for http and :443 for https are
+// left out) or not a port (ValidHostPort: the request check refuses
+// those before), or the target's own port when the view gives one, then
+// r's path (as escaped) and query unchanged.
+func RedirectLocation(r *http.Request, scheme, target string) string {
 	host := target
 	if _, _, err := net.SplitHostPort(target); err != nil {
-		if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" &&
-			!(scheme == "http" && port == "80") && !(scheme == "https" && port == "443") {
+		if port, ok := ValidHostPort(r.Host); ok && port != "" &&
+			!(scheme == SchemeHTTP && port == "80") && !(scheme == SchemeHTTPS && port == "443") {
 			host = net.JoinHostPort(target, port)
 		}
 	}
@@ -421,7 +434,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 		}, []string{"member"})},
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "transmirror", Subsystem: "mirror", Name: "redirects_skipped_total",
-			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, no_sibling).",
+			Help: "Requests that were to be redirected but were served (or, by a dispatcher, refused), by reason (no_view, stale_view, expired_view, no_sibling).",
 		}, []string{"reason"}),
 	}
 	rd.cur.Store(&redirectConfig{rules: o.Rules, loc: o.Locator})
@@ -443,7 +456,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 	for _, r := range []string{ReasonOverload, ReasonDispatch} {
 		rd.redirects.WithLabelValues(r)
 	}
-	for _, r := range []string{ReasonNoView, ReasonStaleView, ReasonNoSibling} {
+	for _, r := range []string{ReasonNoView, ReasonStaleView, ReasonExpiredView, ReasonNoSibling} {
 		rd.skipped.WithLabelValues(r)
 	}
 	if o.Registerer != nil {
@@ -494,6 +507,7 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		redirectable = true
 		return rd.share(rules, snap, now)
 	}
+	fw := ForwardedOf(r, rules.TrustedProxies)
 	rd.mu.Lock()
 	rnd := rand.New(rand.NewPCG(rd.rnd.Uint64(), rd.rnd.Uint64()))
 	rd.mu.Unlock()
@@ -502,13 +516,13 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Host:   r.Host,
 		Path:   r.URL.Path,
 		Size:   rd.sizeFunc(r),
-		Client: func() scheduler.Client { return locateClient(r, cur.loc) },
+		Client: func() scheduler.Client { return locateClient(fw.Client, cur.loc) },
 	}, share, snap, now, rnd)
 	if d.Action == Redirect {
 		snap.Book(d.Member, now)
 	}
 	rd.o.Flows.Note(now, redirectable, d.Action != Serve)
-	rd.act(w, r, d)
+	rd.act(w, r, d, RequestScheme(rules.Scheme, r.TLS != nil, fw.Proto))
 }
 
 // share is the share of the redirectable requests to redirect at now
@@ -612,10 +626,10 @@ func (c *viewCounter) sync(snap *GroupSnapshot) {
 	}
 }
 
-// act carries out d.
-func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision) {
+// act carries out d, a redirect with scheme.
+func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision, scheme string) {
 	switch d.Reason {
-	case ReasonNoView, ReasonStaleView, ReasonNoSibling:
+	case ReasonNoView, ReasonStaleView, ReasonExpiredView, ReasonNoSibling:
 		rd.skipped.WithLabelValues(d.Reason).Inc()
 	}
 	switch d.Action {
@@ -623,7 +637,7 @@ func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision) {
 		rd.redirects.WithLabelValues(d.Reason).Inc()
 		rd.targets.vec.WithLabelValues(d.Member).Inc()
 		h := w.Header()
-		h.Set("Location", RedirectLocation(r, d.Target))
+		h.Set("Location", RedirectLocation(r, scheme, d.Target))
 		h.Set("Cache-Control", "no-store")
 		writeTiny(w, r, http.StatusFound)
 	case Refuse:
@@ -654,15 +668,10 @@ func writeTiny(w http.ResponseWriter, r *http.Request, code int) {
 	}
 }
 
-// locateClient locates the request's remote address with loc (no ECS
-// over HTTP); a nil loc puts everyone at the unknown location.
-func locateClient(r *http.Request, loc *geo.Locator) scheduler.Client {
-	var src netip.Addr
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		src = ap.Addr()
-	} else if a, err := netip.ParseAddr(strings.Trim(r.RemoteAddr, "[]")); err == nil {
-		src = a
-	}
+// locateClient locates the client's address src (ForwardedOf) with loc
+// (no ECS over HTTP); a nil loc or the zero src puts it at the unknown
+// location.
+func locateClient(src netip.Addr, loc *geo.Locator) scheduler.Client {
 	p := geo.ClientPrefix(src, netip.Prefix{}, false)
 	c := scheduler.Client{Key: scheduler.ScopeKey(p)}
 	if loc != nil {

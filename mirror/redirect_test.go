@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -251,8 +252,82 @@ func TestRedirectLocation(t *testing.T) {
 			if tt.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			if got := RedirectLocation(r, tt.target); got != tt.want {
+			if got := RedirectLocation(r, RequestScheme(SchemeAuto, r.TLS != nil, ""), tt.target); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRedirectLocationBehindProxies builds the Location as the
+// Redirector does (ForwardedOf, RequestScheme, RedirectLocation) for
+// requests that came through a TLS terminator, trusted or not.
+func TestRedirectLocationBehindProxies(t *testing.T) {
+	lb := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:1::/48")}
+	tests := []struct {
+		name    string
+		scheme  string // redirect.scheme
+		trusted []netip.Prefix
+		remote  string
+		host    string
+		tls     bool
+		header  map[string]string
+		want    string
+		client  string // the address ForwardedOf gives ("": the zero Addr)
+	}{
+		{"plain http", "", nil, "192.0.2.1:5000", "www.example.org", false, nil, "http://ams1.example.org/a", "192.0.2.1"},
+		{"TLS on the connection", "", nil, "192.0.2.1:5000", "www.example.org", true, nil, "https://ams1.example.org/a", "192.0.2.1"},
+		{"TLS, explicit 443 dropped", "auto", nil, "192.0.2.1:5000", "www.example.org:443", true, nil, "https://ams1.example.org/a", "192.0.2.1"},
+		{"X-Forwarded-Proto from a trusted proxy", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}, "https://ams1.example.org/a", "198.51.100.7"},
+		{"X-Forwarded-Proto, Host :443 dropped", "", lb, "10.1.2.3:5000", "www.example.org:443", false,
+			map[string]string{"X-Forwarded-Proto": "https"}, "https://ams1.example.org/a", "10.1.2.3"},
+		{"X-Forwarded-Proto, Host :80 kept for https", "", lb, "10.1.2.3:5000", "www.example.org:80", false,
+			map[string]string{"X-Forwarded-Proto": "HTTPS"}, "https://ams1.example.org:80/a", "10.1.2.3"},
+		{"X-Forwarded-Proto from an untrusted peer", "", lb, "192.0.2.9:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}, "http://ams1.example.org/a", "192.0.2.9"},
+		{"X-Forwarded-Proto with no one trusted", "", nil, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-Proto": "https"}, "http://ams1.example.org/a", "10.1.2.3"},
+		{"X-Forwarded-Proto nonsense ignored", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-Proto": "gopher"}, "http://ams1.example.org/a", "10.1.2.3"},
+		{"Forwarded proto", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"Forwarded": `for="[2001:db8:2::5]:4711";proto=https;by=10.1.2.3`}, "https://ams1.example.org/a", "2001:db8:2::5"},
+		{"Forwarded wins over X-Forwarded-Proto", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"Forwarded": "for=198.51.100.7;proto=http", "X-Forwarded-Proto": "https"}, "http://ams1.example.org/a", "198.51.100.7"},
+		{"Forwarded chain, rightmost untrusted", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"Forwarded": "for=203.0.113.66;proto=http, for=198.51.100.7;proto=https, for=10.9.9.9"}, "https://ams1.example.org/a", "198.51.100.7"},
+		{"X-Forwarded-For chain, rightmost untrusted", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-For": "203.0.113.66, 198.51.100.7, 10.9.9.9", "X-Forwarded-Proto": "https"}, "https://ams1.example.org/a", "198.51.100.7"},
+		{"Forwarded for=unknown", "", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"Forwarded": "for=unknown;proto=https"}, "https://ams1.example.org/a", ""},
+		{"scheme https set", "https", nil, "192.0.2.1:5000", "www.example.org:443", false, nil, "https://ams1.example.org/a", "192.0.2.1"},
+		{"scheme http set, over TLS", "http", nil, "192.0.2.1:5000", "www.example.org:80", true, nil, "http://ams1.example.org/a", "192.0.2.1"},
+		{"scheme http set, trusted proxy ignored", "http", lb, "10.1.2.3:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-Proto": "https"}, "http://ams1.example.org/a", "10.1.2.3"},
+		{"bad Host port dropped", "", nil, "192.0.2.1:5000", "www.example.org:80.evil.example", false, nil, "http://ams1.example.org/a", "192.0.2.1"},
+		{"IPv4-mapped peer trusted", "", lb, "[::ffff:10.1.2.3]:5000", "www.example.org", false,
+			map[string]string{"X-Forwarded-Proto": "https"}, "https://ams1.example.org/a", "10.1.2.3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/a", nil)
+			r.Host, r.RemoteAddr = tt.host, tt.remote
+			if tt.tls {
+				r.TLS = &tls.ConnectionState{}
+			}
+			for k, v := range tt.header {
+				r.Header.Set(k, v)
+			}
+			fw := ForwardedOf(r, tt.trusted)
+			if got := RedirectLocation(r, RequestScheme(tt.scheme, r.TLS != nil, fw.Proto), "ams1.example.org"); got != tt.want {
+				t.Errorf("Location %q, want %q", got, tt.want)
+			}
+			want := netip.Addr{}
+			if tt.client != "" {
+				want = netip.MustParseAddr(tt.client)
+			}
+			if fw.Client != want {
+				t.Errorf("client %v, want %v", fw.Client, want)
 			}
 		})
 	}

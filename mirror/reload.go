@@ -60,7 +60,8 @@ func (r *Reload) Commit() {
 // reloadable reports whether a running mirror takes a change of the key
 // at path (e.g. "redirect.max_share", "geo.networks[0].prefix") on a
 // reload: the capacity and the bandwidth, the redirect rules (but
-// redirect.time_constant) and the host name in them, geo and location,
+// redirect.time_constant) and the host name and trusted_proxies in them,
+// geo and location,
 // and admin_tls's files (read again by the reload). Everything else is built once, at the start, so a
 // key added later needs a restart until it is made reloadable here.
 func reloadable(path string) bool {
@@ -73,7 +74,7 @@ func reloadable(path string) bool {
 	top, _, _ := strings.Cut(path, ".")
 	top, _, _ = strings.Cut(top, "[")
 	switch top {
-	case "host", "capacity", "bandwidth", "redirect", "geo", "location":
+	case "host", "capacity", "bandwidth", "redirect", "trusted_proxies", "geo", "location":
 		return true
 	}
 	return false

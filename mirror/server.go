@@ -97,7 +97,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	s := &Server{o: o, handler: http.MaxBytesHandler(o.Handler, o.MaxBodyBytes), log: o.Logger}
+	s := &Server{o: o, handler: withRequestCheck(http.MaxBytesHandler(o.Handler, o.MaxBodyBytes)), log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -131,7 +131,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:                 s.o.WriteTimeout,
 		IdleTimeout:                  s.o.IdleTimeout,
 		MaxHeaderBytes:               s.o.MaxHeaderBytes,
-		DisableGeneralOptionsHandler: true, // "OPTIONS *" gets 405 like other methods
+		DisableGeneralOptionsHandler: true, // "OPTIONS *" is withRequestCheck's
 		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:                  func(net.Listener) context.Context { return base },
 	}

@@ -25,8 +25,12 @@ const (
 	ViewNone = "none"
 	// ViewFresh: the view is young enough to redirect on.
 	ViewFresh = "fresh"
-	// ViewStale: the view is older than StaleViews intervals.
+	// ViewStale: the view is older than StaleViews intervals: nothing is
+	// redirected on it but by a dispatcher.
 	ViewStale = "stale"
+	// ViewExpired: the view is older than ExpiredViews intervals: a
+	// dispatcher answers 503 rather than redirect on it.
+	ViewExpired = "expired"
 )
 
 // Status is what the mirror's status page shows, and what api.MirrorStatus
@@ -121,8 +125,11 @@ type RedirectStatus struct {
 
 // ViewStatus describes the group view the mirror redirects on.
 type ViewStatus struct {
-	// State is ViewNone, ViewFresh or ViewStale.
+	// State is ViewNone, ViewFresh, ViewStale or ViewExpired.
 	State string `json:"state"`
+	// Unreadable, when set, says that the last refresh of the view
+	// failed: why and since when. The page shows it as a warning.
+	Unreadable *ViewErrorStatus `json:"unreadable,omitempty"`
 	// Fetched is when the view was received; zero with ViewNone.
 	Fetched time.Time `json:"fetched,omitzero"`
 	// AgeSeconds is the time since Fetched; StaleAfterSeconds the age
@@ -135,6 +142,20 @@ type ViewStatus struct {
 	// redirect may go to (up or unknown, not this mirror).
 	Members    int `json:"members"`
 	Candidates int `json:"candidates"`
+}
+
+// ViewErrorStatus describes a group view that can not be read (see
+// ViewHealth). It names no URL: the reason is one of a bounded set.
+type ViewErrorStatus struct {
+	// Reason is why the last refresh failed: too_large, malformed,
+	// invalid, refused or unreachable.
+	Reason string `json:"reason"`
+	// Since is when the first refresh of this spell failed.
+	Since time.Time `json:"since"`
+	// ForSeconds is the time since Since.
+	ForSeconds float64 `json:"for_seconds"`
+	// Failures is the number of refreshes failed in a row.
+	Failures int `json:"failures"`
 }
 
 // JoinStatus describes the mirror's own membership (join: in mirror.yaml).
@@ -212,7 +233,7 @@ func (m *Mirror) Status(now time.Time) Status {
 	s.Redirect.Arrivals, s.Redirect.Redirectable = f.Arrivals, f.Redirectable
 
 	if m.view != nil {
-		s.View = viewStatus(m.view.Snapshot(), now)
+		s.View = viewStatus(m.view.Snapshot(), m.view.Health(), now)
 	}
 	if m.joiner != nil {
 		js := m.joiner.Status()
@@ -229,17 +250,25 @@ func (m *Mirror) Status(now time.Time) Status {
 	return s
 }
 
-// viewStatus describes snap (nil: none yet) at now.
-func viewStatus(snap *GroupSnapshot, now time.Time) *ViewStatus {
+// viewStatus describes snap (nil: none yet) at now, with the view's
+// health h.
+func viewStatus(snap *GroupSnapshot, h ViewHealth, now time.Time) *ViewStatus {
+	v := &ViewStatus{State: ViewNone}
+	if !h.OK && h.Failures > 0 {
+		v.Unreadable = &ViewErrorStatus{
+			Reason: h.Reason, Since: h.Since, ForSeconds: max(now.Sub(h.Since).Seconds(), 0), Failures: h.Failures,
+		}
+	}
 	if snap == nil {
-		return &ViewStatus{State: ViewNone}
+		return v
 	}
-	v := &ViewStatus{
-		State: ViewFresh, Fetched: snap.Fetched, AgeSeconds: max(now.Sub(snap.Fetched).Seconds(), 0),
-		StaleAfterSeconds: snap.StaleAfter.Seconds(), Policy: snap.View.Policy,
-		Members: len(snap.View.Members), Candidates: snap.Candidates(),
-	}
-	if snap.Stale(now) {
+	v.State, v.Fetched, v.AgeSeconds = ViewFresh, snap.Fetched, max(now.Sub(snap.Fetched).Seconds(), 0)
+	v.StaleAfterSeconds, v.Policy = snap.StaleAfter.Seconds(), snap.View.Policy
+	v.Members, v.Candidates = len(snap.View.Members), snap.Candidates()
+	switch {
+	case snap.Expired(now):
+		v.State = ViewExpired
+	case snap.Stale(now):
 		v.State = ViewStale
 	}
 	return v

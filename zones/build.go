@@ -59,10 +59,45 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultWeight is a member's static weight.
 	DefaultWeight = 1
-	// DefaultMaxRuntimeMembers caps the run-time members of a group.
+	// DefaultMaxRuntimeMembers caps the run-time members of a group
+	// (fewer when the config file's members leave less room under
+	// MaxGroupMembers).
 	DefaultMaxRuntimeMembers = 64
 	// MaxRuntimeMembersLimit bounds max_runtime_members.
-	MaxRuntimeMembersLimit = 4096
+	MaxRuntimeMembersLimit = MaxGroupMembers
+)
+
+// Caps on a group's members, static and run-time alike. They bound what
+// every reader of a group pays for it: the group view (GET
+// /v1/groups/{group}) that each mirror refreshes, whose worst case (every
+// cap reached, every field at its longest) must stay well inside the
+// mirrors' view limit, api.MaxViewBytes; dnsd/members checks that at
+// compile time and its tests encode that worst view. Raise one and that
+// check says whether another must come down.
+const (
+	// MaxGroupMembers caps the members of a group: the config file's
+	// plus max_runtime_members. A mirror group is a few dozen mirrors;
+	// 128 leaves room for several times that.
+	MaxGroupMembers = 128
+	// MaxMemberAddresses caps a member's addresses. A mirror has a
+	// handful (an IPv4 and an IPv6 address, a few more when multi-homed);
+	// 16 is plenty, and a member with thousands would blow up the group
+	// view and every answer that names it.
+	MaxMemberAddresses = 16
+	// MaxMemberNameLen caps a member's name (a DNS label's length).
+	MaxMemberNameLen = 63
+	// MaxProbeLen caps a member's probe URL, in bytes.
+	MaxProbeLen = 512
+)
+
+// What a group answers when every member is drained (when_all_drained).
+const (
+	// WhenAllDrainedAnswer fails open: the answer names drained members,
+	// as it names down ones when every member is down (the default).
+	WhenAllDrainedAnswer = "answer"
+	// WhenAllDrainedNoData answers NODATA: no address, the zone's SOA in
+	// the authority section.
+	WhenAllDrainedNoData = "nodata"
 )
 
 // policies are the names a group's policy may have.
@@ -475,6 +510,7 @@ func (b *builder) groups() {
 			m := &g.Members[j]
 			mpath := fmt.Sprintf("%s.members[%d]", path, j)
 			b.member(mpath, obj, m)
+			b.loop(mpath, obj, g, m)
 			if m.Name != "" && names[m.Name] {
 				b.errorf(mpath+".name", "%s: member %q: defined twice", obj, m.Name)
 			}
@@ -548,11 +584,30 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 		b.errorf(path+".policy", "%s: watermarks: want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5",
 			obj, p.LowWatermark, p.HighWatermark)
 	}
-	if g.MaxRuntimeMembers == 0 && !b.written(path+".max_runtime_members") {
-		g.MaxRuntimeMembers = DefaultMaxRuntimeMembers
+	switch g.WhenAllDrained {
+	case "":
+		g.WhenAllDrained = WhenAllDrainedAnswer
+	case WhenAllDrainedAnswer, WhenAllDrainedNoData:
+	default:
+		b.errorf(path+".when_all_drained", "%s: when_all_drained %q: want %s or %s", obj, g.WhenAllDrained, WhenAllDrainedAnswer, WhenAllDrainedNoData)
 	}
-	if g.MaxRuntimeMembers < 0 || g.MaxRuntimeMembers > MaxRuntimeMembersLimit {
+	static := 0
+	for _, m := range g.Members {
+		if !m.Runtime {
+			static++
+		}
+	}
+	if static > MaxGroupMembers {
+		b.errorf(path+".members", "%s: %d members, at most %d", obj, static, MaxGroupMembers)
+	}
+	if g.MaxRuntimeMembers == 0 && !b.written(path+".max_runtime_members") {
+		g.MaxRuntimeMembers = max(0, min(DefaultMaxRuntimeMembers, MaxGroupMembers-static))
+	}
+	switch {
+	case g.MaxRuntimeMembers < 0 || g.MaxRuntimeMembers > MaxRuntimeMembersLimit:
 		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d must be in 0..%d (0: no GROUP-ADD)", obj, g.MaxRuntimeMembers, MaxRuntimeMembersLimit)
+	case static <= MaxGroupMembers && static+g.MaxRuntimeMembers > MaxGroupMembers:
+		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d and %d members in the file are more than %d, the most a group may have", obj, g.MaxRuntimeMembers, static, MaxGroupMembers)
 	}
 	b.secret(path, obj, "secret", &g.Secret, g.SecretFile, &g.secretFromFile)
 	b.secret(path, obj, "previous_secret", &g.PreviousSecret, g.PreviousSecretFile, &g.previousSecretFromFile)
@@ -617,16 +672,23 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 	obj := fmt.Sprintf("%s: member %q", gobj, m.Name)
 	if !yamlconf.IsMemberName(m.Name) {
 		b.errorf(path+".name", "%s: name must match [a-z0-9-]+", obj)
+	} else if len(m.Name) > MaxMemberNameLen {
+		b.errorf(path+".name", "%s: name is %d bytes long, at most %d", obj, len(m.Name), MaxMemberNameLen)
 	}
 	if m.Host == "" {
 		b.errorf(path+".host", "%s: host is required", obj)
 	} else if _, ok := dns.IsDomainName(m.Host); !ok || strings.ContainsAny(m.Host, " \\") {
 		b.errorf(path+".host", "%s: host %q is not a domain name", obj, m.Host)
 	}
-	if len(m.Addresses) == 0 {
+	addrs := m.Addresses
+	switch {
+	case len(m.Addresses) == 0:
 		b.errorf(path+".addresses", "%s: at least one address is required", obj)
+	case len(m.Addresses) > MaxMemberAddresses:
+		b.errorf(path+".addresses", "%s: addresses: %d, at most %d per member", obj, len(m.Addresses), MaxMemberAddresses)
+		addrs = nil // one error for them, not one per address
 	}
-	for i, a := range m.Addresses {
+	for i, a := range addrs {
 		apath := fmt.Sprintf("%s.addresses[%d]", path, i)
 		aobj := obj
 		if m.Runtime { // no position in a file says which address
@@ -664,10 +726,25 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 	}
 	if m.Probe != "" {
 		u, err := url.Parse(m.Probe)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch {
+		case len(m.Probe) > MaxProbeLen:
+			b.errorf(path+".probe", "%s: probe is %d bytes long, at most %d", obj, len(m.Probe), MaxProbeLen)
+		case strings.IndexFunc(m.Probe, notURLChar) >= 0:
+			b.errorf(path+".probe", "%s: probe %q: want the characters of RFC 3986 (escape the others with %%XX)", obj, m.Probe)
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			b.errorf(path+".probe", "%s: probe %q: want an http or https URL", obj, m.Probe)
 		}
 	}
+}
+
+// notURLChar reports whether r is not one of the characters of a URI
+// (RFC 3986: unreserved, reserved and "%"): none needs escaping in JSON.
+func notURLChar(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("-._~:/?#[]@!$&'()*+,;=%", r)
 }
 
 // Defaults of the health section.

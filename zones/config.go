@@ -166,7 +166,9 @@ type GroupConfig struct {
 	TTL TTLBounds `yaml:"ttl"`
 	// Policy chooses members for each answer.
 	Policy PolicyConfig `yaml:"policy"`
-	// Answers is how many addresses of each family an answer carries (default 2).
+	// Answers is how many addresses of each family an answer carries
+	// at most (default 2): one of each member picked, in the order
+	// picked, then a second of each, and so on.
 	Answers int `yaml:"answers"`
 	// Secret authenticates writes (pushes, membership changes) for the group.
 	// After Build it holds the secret whichever way it was given.
@@ -193,9 +195,17 @@ type GroupConfig struct {
 	// and broadcast addresses are refused always. Members of the config
 	// file are not restricted by it.
 	AllowPrivate bool `yaml:"allow_private"`
+	// WhenAllDrained is what dnsd answers when every member that has an
+	// address of the asked family is drained: WhenAllDrainedAnswer (the
+	// default: fail open, the drained members, as when every member is
+	// down) or WhenAllDrainedNoData (NODATA: no address, the SOA in the
+	// authority section).
+	WhenAllDrained string `yaml:"when_all_drained"`
 	// MaxRuntimeMembers caps the members added at run time to the group
-	// (default DefaultMaxRuntimeMembers; 0 when written: GROUP-ADD is
-	// refused).
+	// (default DefaultMaxRuntimeMembers, or what MaxGroupMembers leaves
+	// beside the file's members when that is fewer; 0 when written:
+	// GROUP-ADD is refused). The file's members plus MaxRuntimeMembers
+	// may be at most MaxGroupMembers.
 	MaxRuntimeMembers int `yaml:"max_runtime_members"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`

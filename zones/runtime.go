@@ -23,7 +23,10 @@ import (
 func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 	c := cloneConfig(s.Config)
 	// Errors about run-time members name no position in the file.
-	b := &builder{c: c, errs: yamlconf.NewErrors("", nil, "zones")}
+	b := &builder{c: c, zones: make(map[string]*Zone, len(s.Zones)), errs: yamlconf.NewErrors("", nil, "zones")}
+	for _, z := range s.Zones {
+		b.zones[z.Origin] = z // for host names that alias the group (loop)
+	}
 	index := make(map[string]int, len(c.Groups))
 	for i, g := range c.Groups {
 		index[g.Name] = i
@@ -47,12 +50,17 @@ func (s *Set) WithMembers(extra map[string][]MemberConfig) (*Set, error) {
 			b.member("", obj, &m)
 			if b.errs.Len() == before {
 				b.untrusted(obj, g, &m)
+				b.loop("", obj, g, &m)
 			}
 			if b.errs.Len() > before {
 				continue
 			}
 			if slices.ContainsFunc(g.Members, func(x MemberConfig) bool { return x.Name == m.Name }) {
 				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w", obj, m.Name, ErrDuplicateMember))
+				continue
+			}
+			if len(g.Members) >= MaxGroupMembers {
+				b.errs.Add(fmt.Errorf("zones: %s: member %q: %w: the group has %d members, the most a group may have", obj, m.Name, ErrTooManyMembers, len(g.Members)))
 				continue
 			}
 			if n := g.runtimeMembers(); n >= g.MaxRuntimeMembers {

@@ -162,6 +162,26 @@ func (z *Zone) RRset(name string, t uint16) []dns.RR {
 	return n.RRsets[t]
 }
 
+// Wildcard returns the wildcard node that synthesizes name (RFC 4592
+// §3.3.1: the source of synthesis is "*." + the closest encloser), or
+// nil. name is canonical and does not exist in the zone.
+func (z *Zone) Wildcard(name string) *Node {
+	ce := name
+	for {
+		i, end := dns.NextLabel(ce, 0)
+		if end {
+			return nil
+		}
+		ce = ce[i:]
+		if !dns.IsSubDomain(z.Origin, ce) {
+			return nil
+		}
+		if z.Exists(ce) {
+			return z.Node("*." + ce)
+		}
+	}
+}
+
 // Records returns every record of the zone, SOA first, in canonical order;
 // the caller must not modify them. AXFR sends these and the SOA again.
 func (z *Zone) Records() []dns.RR { return z.rrs }

@@ -127,6 +127,10 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	ld := loader{opts: o, logger: logger}
 	cfg, err := ld.load()
+	if err == nil && os.Geteuid() == 0 {
+		// A mistake in root (or a link in it) then exposes every file.
+		logger.Warn("mirror: running as root (uid 0): run it as an unprivileged user that can read only what it serves", "root", cfg.Root)
+	}
 	if err == nil && o.check {
 		err = check(cfg, logger)
 	}

@@ -70,7 +70,7 @@ func startNodeWith(t *testing.T, dir, name, endpoint, extra string, sharer func(
   node: %s
   etcd: {endpoints: [%q], prefix: /test/, request_timeout: 500ms, dial_timeout: 500ms, lease_ttl: 2s}
 %sgroups:`, name, endpoint, extra), 1)
-	cfg = strings.Replace(cfg, "allow_private: true", "allow_private: true\n    max_runtime_members: 200", 1)
+	cfg = strings.Replace(cfg, "allow_private: true", "allow_private: true\n    max_runtime_members: 120", 1)
 	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(testenv.Zone), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -167,6 +167,9 @@ type family struct {
 	addrs [][]netip.Addr   // family index → the member's addresses of the family
 	group *scheduler.Group // snapshot with states
 	est   *scheduler.Estimator
+	// drained: every member of the family is drained and the group
+	// answers NODATA then (when_all_drained: nodata).
+	drained bool
 	// redir books the dispatchers' redirects alone, as est does too, so
 	// that est's less redir's is the pending load of this node's own
 	// answers: what it shares with the other nodes of an NS set. The
@@ -414,6 +417,8 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 				Weight: m.Weight, Loc: location(m.Location),
 			})
 		}
+		f.drained = g.cfg.WhenAllDrained == zones.WhenAllDrainedNoData && len(f.idx) > 0 &&
+			!slices.ContainsFunc(f.idx, func(i int) bool { return !g.states[i].Drained })
 		f.group = scheduler.NewGroup(members)
 		if prev != nil && sameMembers(prev.fam[fi], prev.cfg, f, g.cfg) {
 			f.est, f.redir = prev.fam[fi].est, prev.fam[fi].redir
@@ -554,7 +559,7 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	c := d.locate(q, g.policy.DependsOn())
 	ans := dnsd.GroupAnswer{ScopePrefix: c.scope, TTL: g.cfg.TTL.Max}
 	f := g.fam[familyOf(q.Qtype)]
-	if len(f.idx) == 0 {
+	if len(f.idx) == 0 || f.drained {
 		return ans, nil
 	}
 	ps := d.rands.Get().(*pickState)
@@ -571,9 +576,8 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	// its previous answer, as their reports' windows will show.
 	from := f.members(ps.from[:0], a.Prev)
 	f.est.Move(picked, from, a.PrevN, scheduler.HiddenLoad(scheduler.AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
-	ans.Addrs = q.Addrs[:0]
+	ans.Addrs = answerAddrs(q.Addrs[:0], f.addrs, picked, answersOf(g.cfg))
 	for _, k := range picked {
-		ans.Addrs = append(ans.Addrs, f.addrs[k]...)
 		name := g.cfg.Members[f.idx[k]].Name
 		g.answered[f.idx[k]].Inc()
 		g.shares.add(name, now)
@@ -583,6 +587,32 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	}
 	d.noteFailOpen(g, failOpen)
 	return ans, nil
+}
+
+// answerAddrs appends to dst the addresses of the picked members (family
+// indexes into addrs), at most n (the group's answers) in all: the first
+// address of each picked member in the order picked, then the second of
+// each, and so on. Every picked member (the policy picks at most n) is
+// in the answer, a member with many addresses crowds out no other, and
+// an answer's A or AAAA RRset has at most n records whatever the members
+// hold: its size over UDP and TCP is bounded by the group's answers.
+func answerAddrs(dst []netip.Addr, addrs [][]netip.Addr, picked []int, n int) []netip.Addr {
+	for j := 0; len(dst) < n; j++ {
+		more := false
+		for _, k := range picked {
+			if j >= len(addrs[k]) {
+				continue
+			}
+			more = true
+			if dst = append(dst, addrs[k][j]); len(dst) == n {
+				return dst
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return dst
 }
 
 // scopeAnswer is what ScopeRates records of an answer naming picked

@@ -51,6 +51,10 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		e.Why = fmt.Sprintf("no member has a %s address: NODATA", e.Qtype)
 		return e, nil
 	}
+	if f.drained {
+		e.Why = fmt.Sprintf("every member with a %s address is drained and the group has when_all_drained: nodata: NODATA", e.Qtype)
+		return e, nil
+	}
 	rng := rand.New(rand.NewPCG(d.seed, 0))
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
@@ -63,9 +67,9 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	for _, k := range picked {
 		isPicked[k] = true
 		e.Answer = append(e.Answer, g.cfg.Members[f.idx[k]].Name)
-		for _, a := range f.addrs[k] {
-			e.Addresses = append(e.Addresses, a.String())
-		}
+	}
+	for _, a := range answerAddrs(nil, f.addrs, picked, answersOf(g.cfg)) {
+		e.Addresses = append(e.Addresses, a.String())
 	}
 	for k, i := range f.idx {
 		m := g.cfg.Members[i]

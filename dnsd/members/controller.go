@@ -203,6 +203,7 @@ func (c *Controller) Check(base *zones.Set) error {
 // prepare is Check, returning the commit; c.mu is held for both.
 func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 	st, store, path := c.state, c.store, c.path
+	var dropped map[string]int // entries of the state file past a group's cap
 	switch {
 	case c.fixed != nil && c.base == nil:
 		store = c.fixed
@@ -214,9 +215,9 @@ func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 		if st, err = fs.Load(); err != nil {
 			return nil, err
 		}
-		store, path = fs, base.StateFile
+		store, path, dropped = fs, base.StateFile, fs.Dropped()
 	}
-	set, err := c.merge(base, st)
+	set, err := c.merge(base, st, dropped)
 	if err != nil {
 		return nil, err
 	}
@@ -243,26 +244,71 @@ func (c *Controller) prepare(base *zones.Set) (commit func(), err error) {
 }
 
 // merge builds the served Set from base and the run-time members of st,
-// leaving out (with a log line) those that no longer fit.
-func (c *Controller) merge(base *zones.Set, st State) (*zones.Set, error) {
+// leaving out those that no longer fit: the members of a group that is
+// not configured, those past its max_runtime_members (not even
+// validated), and invalid ones. dropped are the entries of each group
+// that the state file held past the most a group can have (FileStore.
+// Dropped; nil for none). The first maxLoggedProblems of these are logged
+// one by one, the rest summed up in one line: a state file of 200,000
+// members makes a handful of lines, not 200,000.
+func (c *Controller) merge(base *zones.Set, st State, dropped map[string]int) (*zones.Set, error) {
+	p := &problems{log: c.log}
+	for _, g := range slices.Sorted(maps.Keys(dropped)) {
+		p.warn("state file: entries past the most a group can have not read", "group", g, "entries", dropped[g], "max", zones.MaxGroupMembers)
+	}
 	extra := make(map[string][]zones.MemberConfig)
 	for _, g := range slices.Sorted(maps.Keys(st.Groups)) {
-		for _, info := range st.Groups[g].Members {
+		ms := st.Groups[g].Members
+		gc := base.Group(g)
+		if gc == nil {
+			if len(ms) > 0 {
+				p.warn("run-time members not served", "group", g, "members", len(ms), "err", zones.ErrUnknownGroup)
+			}
+			continue
+		}
+		for i, info := range ms {
+			if len(extra[g]) >= gc.MaxRuntimeMembers {
+				p.warn("run-time members not served", "group", g, "members", len(ms)-i,
+					"err", fmt.Errorf("%w: max_runtime_members is %d", zones.ErrTooManyMembers, gc.MaxRuntimeMembers))
+				break
+			}
 			mc, err := memberConfig(info)
 			if err == nil {
 				_, err = base.WithMembers(map[string][]zones.MemberConfig{g: {mc}})
 			}
-			if err == nil && len(extra[g]) >= base.Group(g).MaxRuntimeMembers {
-				err = fmt.Errorf("%w: max_runtime_members is %d", zones.ErrTooManyMembers, base.Group(g).MaxRuntimeMembers)
-			}
 			if err != nil {
-				c.log.Warn("run-time member not served", "group", g, "member", info.Name, "err", err)
+				p.warn("run-time member not served", "group", g, "member", info.Name, "err", err)
 				continue
 			}
 			extra[g] = append(extra[g], mc)
 		}
 	}
+	p.summary()
 	return base.WithMembers(extra)
+}
+
+// maxLoggedProblems is how many problems of the run-time state merge logs
+// one by one; the rest are counted in one line.
+const maxLoggedProblems = 5
+
+// problems logs the first maxLoggedProblems warnings and counts the rest.
+type problems struct {
+	log *slog.Logger
+	n   int
+}
+
+func (p *problems) warn(msg string, args ...any) {
+	p.n++
+	if p.n <= maxLoggedProblems {
+		p.log.Warn(msg, args...)
+	}
+}
+
+// summary logs how many problems there were, when not all were logged.
+func (p *problems) summary() {
+	if p.n > maxLoggedProblems {
+		p.log.Warn("run-time state: more problems, not logged one by one", "problems", p.n, "logged", maxLoggedProblems)
+	}
 }
 
 // memberConfig converts a GROUP-ADD body into a member config; zones
@@ -422,7 +468,7 @@ func (c *Controller) update(group string, edit func(cur *zones.Set, gs GroupStat
 			st.Groups[group] = gs
 		}
 		if set == nil {
-			if set, err = c.merge(c.base, st); err != nil {
+			if set, err = c.merge(c.base, st, nil); err != nil {
 				return err
 			}
 		}
@@ -499,7 +545,7 @@ func (c *Controller) applyLocked(st State) error {
 		c.state = st // not loaded yet: Load serves it
 		return nil
 	}
-	set, err := c.merge(c.base, st)
+	set, err := c.merge(c.base, st, nil)
 	if err != nil {
 		return err
 	}

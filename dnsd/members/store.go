@@ -101,6 +101,17 @@ type FileStore struct {
 	path string
 	mu   sync.Mutex
 	st   State // what the file holds, once read or written
+
+	dropped map[string]int // entries of each group the last Load did not keep
+}
+
+// Dropped returns how many entries (run-time members and drains) of
+// each group the last Load left out, past the most a group can have
+// (zones.MaxGroupMembers); nil when none.
+func (f *FileStore) Dropped() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.dropped)
 }
 
 var _ Store = (*FileStore)(nil)
@@ -120,11 +131,11 @@ func (f *FileStore) Load() (State, error) {
 	if f.path == "" {
 		return f.st.Clone(), nil
 	}
-	p, err := readState(f.path)
+	p, dropped, err := readState(f.path)
 	if err != nil {
 		return State{}, err
 	}
-	f.st = fromPersisted(p)
+	f.st, f.dropped = fromPersisted(p), dropped
 	return f.st.Clone(), nil
 }
 

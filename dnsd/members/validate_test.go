@@ -45,6 +45,7 @@ func TestGroupAddValidation(t *testing.T) {
 		{"capacity too large", []byte(`{"name":"x1","host":"x1.example.org.","addresses":["192.0.3.2"],"capacity":1e12}`), http.StatusBadRequest, `member \"x1\": capacity: 1e+12 is above 1e+09`},
 		{"weight too large", add("x1", `"192.0.3.2"`, `,"weight":1e6`), http.StatusBadRequest, `weight: 1e+06 is above 1000`},
 		{"probe on loopback", add("x1", `"192.0.3.2"`, `,"probe":"http://127.0.0.1:9100/v1/load"`), http.StatusBadRequest, `probe: 127.0.0.1 is loopback`},
+		{"host is the group's name", []byte(`{"name":"x1","host":"WWW.example.org","addresses":["192.0.3.2"],"capacity":10}`), http.StatusBadRequest, `member \"x1\": host: \"WWW.example.org\" is the group's own name: redirects to it would loop`},
 		{"second member", add("new2", `"192.0.3.3"`, ""), http.StatusCreated, `"name":"new2"`},
 		{"over the cap", add("new3", `"192.0.3.4"`, ""), http.StatusConflict, `too many run-time members: the group has 2, max_runtime_members is 2`},
 	}

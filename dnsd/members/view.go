@@ -10,7 +10,39 @@ import (
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
+	"github.com/transmirror/transmirror/zones"
 )
+
+// Bounds of a group view's JSON from the caps of zones, for the check
+// below; the worst-case view test encodes the largest view those caps
+// allow and holds it, and each member of it, to these figures.
+const (
+	// maxHostJSON bounds a host name in the JSON: a domain name of 255
+	// bytes at most (its dot included), its quotes and key.
+	maxHostJSON = 255 + len(`"host":"",`)
+	// maxAddrJSON is the longest address in the JSON: a full IPv6
+	// address, its quotes and comma.
+	maxAddrJSON = len(`"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",`)
+	// memberViewFixed bounds the rest of a member's JSON: its keys, 26
+	// numbers of at most 24 bytes each, times of 35, the location, the
+	// state and source, and its last report's keys and figures.
+	memberViewFixed = 2048
+	// maxMemberViewBytes bounds one member's JSON in a view: its name
+	// twice (itself and its last report's), its host and its report's
+	// group name, its addresses and its probe URL (which needs no
+	// escaping: zones allows only the characters of RFC 3986).
+	maxMemberViewBytes = memberViewFixed + 2*zones.MaxMemberNameLen + 2*maxHostJSON +
+		zones.MaxMemberAddresses*maxAddrJSON + zones.MaxProbeLen
+	// maxViewHeadBytes bounds a view without its members.
+	maxViewHeadBytes = 1024
+	// maxViewBytes bounds the JSON of GET /v1/groups/{group}.
+	maxViewBytes = maxViewHeadBytes + zones.MaxGroupMembers*maxMemberViewBytes
+)
+
+// The largest view dnsd can make fits in half of what a mirror reads
+// (api.MaxViewBytes): this constant is negative, and the conversion does
+// not compile, when a cap of zones grows past it.
+const _ = uint(api.MaxViewBytes/2 - maxViewBytes)
 
 // View is GROUP-QUERY: the group's settings and every member with its live
 // state, its figures as measured (reported load, bytes per second and

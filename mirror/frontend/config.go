@@ -25,6 +25,18 @@ const (
 	ModeHandoff = "handoff"
 )
 
+// Target keys: what names a request's target for the policy
+// (site.target_key).
+const (
+	// TargetKeyPath keys a request on its escaped path only, the
+	// default: a file mirror's query does not change the file, and a
+	// unique query per request would make a new target of each.
+	TargetKeyPath = "path"
+	// TargetKeyPathQuery keys it on the path and the query (the request
+	// URI), for content that does vary with the query.
+	TargetKeyPathQuery = "path_query"
+)
+
 // Defaults of the site section.
 const (
 	// DefaultPolicy is site.policy.name.
@@ -87,6 +99,9 @@ type Config struct {
 	Policy PolicyConfig `yaml:"policy"`
 	// Mode is proxy (default), redirect or handoff.
 	Mode string `yaml:"mode"`
+	// TargetKey is what the policy sees as a request's target (its
+	// Request.Key): TargetKeyPath (the default) or TargetKeyPathQuery.
+	TargetKey string `yaml:"target_key"`
 	// Health configures the active and passive health checks of back ends.
 	Health HealthConfig `yaml:"health"`
 	// Admission bounds the requests in flight over all back ends and
@@ -151,9 +166,15 @@ type PolicyConfig struct {
 	BalanceFactor float64 `yaml:"balance_factor"`
 	// VirtualNodes is chbl's ring points per unit of weight.
 	VirtualNodes int `yaml:"virtual_nodes"`
-	// PrefixV4 and PrefixV6 are client-hash's prefix lengths.
+	// PrefixV4 and PrefixV6 are client-hash's prefix lengths, and the
+	// client networks of the target budget.
 	PrefixV4 int `yaml:"prefix_v4"`
 	PrefixV6 int `yaml:"prefix_v6"`
+	// ClientTargets and ClientWindow bound the new targets that one
+	// client network adds to lard's and lard-r's tables (default 100 per
+	// 1s); see site.LARD.
+	ClientTargets int               `yaml:"client_targets"`
+	ClientWindow  yamlconf.Duration `yaml:"client_window"`
 }
 
 // Params returns the policy parameters as scheduler/site takes them.
@@ -172,6 +193,8 @@ func (p PolicyConfig) Params() site.Params {
 		VirtualNodes:   p.VirtualNodes,
 		PrefixV4:       p.PrefixV4,
 		PrefixV6:       p.PrefixV6,
+		ClientTargets:  p.ClientTargets,
+		ClientWindow:   p.ClientWindow.D(),
 	}
 }
 
@@ -286,6 +309,14 @@ func (v *checker) site() {
 	default:
 		v.errorf("site.mode", "%q: want one of proxy, redirect, handoff", s.Mode)
 	}
+	if !v.written("site.target_key") {
+		s.TargetKey = TargetKeyPath
+	}
+	switch s.TargetKey {
+	case TargetKeyPath, TargetKeyPathQuery:
+	default:
+		v.errorf("site.target_key", "%q: want path or path_query", s.TargetKey)
+	}
 	for i := range v.backends {
 		b := &v.backends[i]
 		path := fmt.Sprintf("backends[%d]", i)
@@ -353,6 +384,7 @@ func (v *checker) sitePolicy() {
 		"ward_balance": p.WardBalance == 0, "sketch_entries": p.SketchEntries == 0,
 		"max_object_bytes": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
 		"virtual_nodes": p.VirtualNodes == 0, "prefix_v4": p.PrefixV4 == 0, "prefix_v6": p.PrefixV6 == 0,
+		"client_targets": p.ClientTargets == 0, "client_window": p.ClientWindow == 0,
 	} {
 		if zero && v.written("site.policy."+key) {
 			v.errorf("site.policy."+key, "must not be 0 (leave it out for the default)")

@@ -59,6 +59,7 @@ type handler struct {
 	tHigh     float64 // the load of a back end at its bandwidth, per weight
 	adm       *admission
 	mode      string
+	keyQuery  bool // site.target_key path_query: the key has the query
 	policy    site.Policy
 	backends  []*backend
 	health    HealthConfig
@@ -228,7 +229,8 @@ func (r *reported) cache() (memory, maxObject int64) {
 // servers using the handler have stopped).
 //
 // For each request the policy picks among the back ends that are not
-// down, given a site.Request with Key = RequestKey (the escaped path, no
+// down, given a site.Request with Key = RequestKey (the escaped path;
+// under site.target_key: path_query a digest of the query too, never the
 // query), Client = the remote address and Size = 0 (unknown), and the
 // number of requests each back end has in flight. When every back end is
 // down the front end fails open and picks among all of them
@@ -265,6 +267,11 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	if sc.Mode == "" {
 		sc.Mode = ModeProxy
 	}
+	switch sc.TargetKey {
+	case "", TargetKeyPath, TargetKeyPathQuery:
+	default:
+		return nil, nil, fmt.Errorf("frontend: target key %q: want path or path_query", sc.TargetKey)
+	}
 	if o.Rand == nil {
 		var seed [32]byte
 		if _, err := crand.Read(seed[:]); err != nil {
@@ -284,6 +291,7 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		tHigh:     tHigh,
 		adm:       newAdmission(sc, backends),
 		mode:      sc.Mode,
+		keyQuery:  sc.TargetKey == TargetKeyPathQuery,
 		policy:    pol,
 		health:    withHealthDefaults(sc.Health),
 		transport: o.Transport,
@@ -425,9 +433,10 @@ func (h *handler) Close() error {
 	return nil
 }
 
-// policyRequest is what the policy is told about r.
-func policyRequest(r *http.Request) site.Request {
-	req := site.Request{Key: RequestKey(r.URL)}
+// policyRequest is what the policy is told about r: its key is
+// RequestKey(r.URL, withQuery) (site.target_key).
+func policyRequest(r *http.Request, withQuery bool) site.Request {
+	req := site.Request{Key: RequestKey(r.URL, withQuery)}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		req.Client = ap.Addr().Unmap()
 	}

@@ -196,7 +196,7 @@ func (h *handler) followHandoff(uc *net.UnixConn, b *backend, req site.Request, 
 			h.begin(b)
 			h.adm.take()
 			open++
-			cur = site.Request{Key: key, Client: req.Client}
+			cur = site.Request{Key: policyKey(key, h.keyQuery), Client: req.Client}
 		case reportEnd:
 			first = false
 			if open > 0 {
@@ -606,7 +606,7 @@ func ReportHandoffs(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rep.send(reportBegin, RequestKey(r.URL), 0)
+		rep.send(reportBegin, RequestKey(r.URL, true), 0)
 		cw := probe.NewCountingWriter(w)
 		// Deferred: a handler that aborts (http.ErrAbortHandler) ends too.
 		defer func() { rep.send(reportEnd, "", responseSize(cw)) }()

@@ -239,7 +239,7 @@ func (h *handler) fetchReport(ctx context.Context, b *backend) error {
 	if h.mode == ModeRedirect {
 		for _, c := range rep.Completions {
 			b.sent.add(c.Size, now)
-			h.policy.Done(site.Request{Key: c.Key, Size: c.Size}, b.name, now)
+			h.policy.Done(site.Request{Key: policyKey(c.Key, h.keyQuery), Size: c.Size}, b.name, now)
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 
 // ServeHTTP hands r to a back end by the configured mode.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := policyRequest(r)
+	req := policyRequest(r, h.keyQuery)
 	if h.mode == ModeRedirect {
 		h.serveRedirect(w, r, req)
 		return

@@ -1,10 +1,13 @@
 package frontend
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,11 +63,32 @@ type BackendReport struct {
 }
 
 // RequestKey is what the site policies, the completions of a back end's
-// report and a handoff's begin record know of a request: its escaped path,
-// never its query. The report is served to anyone who can reach the admin
-// listener, and a client's query may carry a token (?token=…); the
-// policies' locality is by file, which the path names.
-func RequestKey(u *url.URL) string { return u.EscapedPath() }
+// report and a handoff's begin record know of a request: its escaped path
+// and, when withQuery and it has a query, "?" and the first 8 bytes of
+// the query's SHA-256 in hex, never the query itself. The report is served
+// to anyone who can reach the admin listener, and a client's query may
+// carry a token (?token=…); the digest still tells one query from
+// another for site.target_key: path_query. A back end reports keys with
+// the digest (it does not know the front end's target_key); the front
+// end takes them through policyKey.
+func RequestKey(u *url.URL, withQuery bool) string {
+	if !withQuery || u.RawQuery == "" {
+		return u.EscapedPath()
+	}
+	sum := sha256.Sum256([]byte(u.RawQuery))
+	return u.EscapedPath() + "?" + hex.EncodeToString(sum[:8])
+}
+
+// policyKey returns the policy's key of a request that a back end
+// reported as key (RequestKey with the query's digest): key itself when
+// withQuery, else its path.
+func policyKey(key string, withQuery bool) string {
+	if withQuery {
+		return key
+	}
+	path, _, _ := strings.Cut(key, "?")
+	return path
+}
 
 // Completion is one completed request: its RequestKey and the size Done
 // is told (see doneSize).
@@ -87,7 +111,7 @@ func NewCompletions() *Completions { return &Completions{} }
 func (c *Completions) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cw := probe.NewCountingWriter(w)
-		defer func() { c.add(Completion{Key: RequestKey(r.URL), Size: responseSize(cw)}) }()
+		defer func() { c.add(Completion{Key: RequestKey(r.URL, true), Size: responseSize(cw)}) }()
 		next.ServeHTTP(cw, r)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,36 +249,49 @@ func TestBackendBandwidth(t *testing.T) {
 }
 
 // TestReportHidesQueries: the unauthenticated report (api.SiteReport)
-// shows the path of each completed request, never its query, which may
-// carry a client's token; the policies' key is the same path.
+// shows the path of each completed request and a digest of its query,
+// never the query, which may carry a client's token; the front end's
+// policy keys match the reported ones under either site.target_key.
 func TestReportHidesQueries(t *testing.T) {
 	c := NewCompletions()
 	h := c.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("x")) }))
 	tests := []struct {
-		name, target, want string
+		name, target, path, query string
 	}{
-		{"token query", "/pub/a.iso?token=s3cr3t", "/pub/a.iso"},
-		{"escaped path kept", "/a%20b/c?x=1&y=%2F", "/a%20b/c"},
-		{"no query", "/pub/b.iso", "/pub/b.iso"},
-		{"empty query", "/pub/c.iso?", "/pub/c.iso"},
+		{"token query", "/pub/a.iso?token=s3cr3t", "/pub/a.iso", "token=s3cr3t"},
+		{"escaped path kept", "/a%20b/c?x=1&y=%2F", "/a%20b/c", "x=1&y=%2F"},
+		{"no query", "/pub/b.iso", "/pub/b.iso", ""},
+		{"empty query", "/pub/c.iso?", "/pub/c.iso", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, tt.target, nil)
 			h.ServeHTTP(httptest.NewRecorder(), r)
-			if got := policyRequest(r).Key; got != tt.want {
-				t.Errorf("policy key %q, want %q", got, tt.want)
-			}
 			rec := httptest.NewRecorder()
 			ReportHandler(func() BackendReport { return BackendReport{} }, c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/site", nil))
 			var rep BackendReport
 			if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}
-			last := rep.Completions[len(rep.Completions)-1].Key
-			if last != tt.want || strings.Contains(rec.Body.String(), "?") {
-				t.Errorf("report's last key %q, want %q; body %s", last, tt.want, rec.Body.String())
+			reported := rep.Completions[len(rep.Completions)-1].Key
+			if tt.query != "" && strings.Contains(rec.Body.String(), tt.query) {
+				t.Errorf("the report shows the query %q: %s", tt.query, rec.Body.String())
+			}
+			if p, _, _ := strings.Cut(reported, "?"); p != tt.path {
+				t.Errorf("reported key %q, want the path %q", reported, tt.path)
+			}
+			if got := policyRequest(r, false).Key; got != tt.path || policyKey(reported, false) != got {
+				t.Errorf("path keys: policy %q, from the report %q; want %q", got, policyKey(reported, false), tt.path)
+			}
+			if got := policyRequest(r, true).Key; got != policyKey(reported, true) || (tt.query != "") != strings.Contains(got, "?") {
+				t.Errorf("path_query keys: policy %q, from the report %q", got, policyKey(reported, true))
 			}
 		})
 	}
+	t.Run("queries told apart", func(t *testing.T) {
+		a, b := RequestKey(&url.URL{Path: "/f", RawQuery: "v=1"}, true), RequestKey(&url.URL{Path: "/f", RawQuery: "v=2"}, true)
+		if a == b {
+			t.Errorf("two queries, one key %q", a)
+		}
+	})
 }

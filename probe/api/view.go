@@ -9,6 +9,12 @@ import (
 	"github.com/transmirror/transmirror/probe"
 )
 
+// MaxViewBytes is the largest GroupView body, in bytes, that a mirror
+// reads (its ClientOptions.MaxResponse when it refreshes the view). dnsd
+// bounds its groups (members, addresses, name lengths) so that the
+// largest view it can make stays within half of it.
+const MaxViewBytes = 1 << 20
+
 // GroupView is GROUP-QUERY's answer, the JSON of dnsd's GetGroup: the
 // group's settings and every member with its live state and its figures
 // as measured (the last reported load and bytes per second, when they

@@ -10,7 +10,7 @@
 // use; the front end calls it per request, from many goroutines, each
 // passing its own snapshot of the back ends:
 //
-//	i, err := pol.Pick(site.Request{Key: r.URL.RequestURI(), Client: addr, Size: size}, backends, now)
+//	i, err := pol.Pick(site.Request{Key: r.URL.EscapedPath(), Client: addr, Size: size}, backends, now)
 //	if err != nil { ... } // site.ErrNoBackend: every back end is down
 //	inflight[i].Add(1)    // the caller keeps the in-flight counts that
 //	... proxy ...          // the next snapshots carry in Backend.Active
@@ -20,8 +20,10 @@
 // Back ends are passed whole on every call; policies remember them by
 // name and forget names that leave the set. Each policy's memory is
 // bounded (see each policy name's comment); nothing grows with the
-// number of distinct URLs or clients beyond Params.MaxTargets or
-// Params.SketchEntries entries.
+// number of distinct URLs or clients beyond Params.MaxTargets,
+// Params.SketchEntries or MaxBudgetClients entries, and one client
+// network adds at most Params.ClientTargets targets per
+// Params.ClientWindow to lard's and lard-r's tables.
 //
 // Every policy from [New] also implements [Stater]: State reports a few
 // bounded figures of its state (LARD's target table, WARD's core, the

@@ -20,20 +20,21 @@ type lard struct {
 	rng     *rand.Rand
 	targets lru[lardTarget] // at most p.MaxTargets entries
 	// moves counts the targets moved to another back end (for State).
-	moves uint64
+	moves  uint64
+	budget targetBudget // the new targets each client network may add
 }
 
 var _ Policy = (*lard)(nil)
 
 func newLARD(p Params, rng *rand.Rand) *lard {
-	l := &lard{p: p, rng: rng}
+	l := &lard{p: p, rng: rng, budget: newTargetBudget(p)}
 	l.targets.init()
 	return l
 }
 
 func (l *lard) Name() string { return LARD }
 
-func (l *lard) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
+func (l *lard) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	least, minLoad := leastLoaded(bs, l.rng)
@@ -53,6 +54,9 @@ func (l *lard) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 			l.moves++
 		}
 	} else {
+		if !l.budget.allow(req.Client, now) {
+			return untracked(req.Key, bs, least, minLoad, &l.p), nil
+		}
 		if l.targets.len() >= l.p.MaxTargets {
 			l.targets.remove(l.targets.tail, true)
 		}
@@ -80,13 +84,14 @@ type lardR struct {
 	// replicas is the number of members over all sets, for State.
 	replicas int
 	// grows counts the back ends added to an existing set (for State).
-	grows uint64
+	grows  uint64
+	budget targetBudget // the new targets each client network may add
 }
 
 var _ Policy = (*lardR)(nil)
 
 func newLARDR(p Params, rng *rand.Rand) *lardR {
-	l := &lardR{p: p, rng: rng}
+	l := &lardR{p: p, rng: rng, budget: newTargetBudget(p)}
 	l.targets.init()
 	return l
 }
@@ -115,6 +120,9 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	}
 	slot := l.targets.lookup(req.Key)
 	if slot < 0 {
+		if !l.budget.allow(req.Client, now) {
+			return untracked(req.Key, bs, least, minLoad, &l.p), nil
+		}
 		if l.targets.len() >= l.p.MaxTargets {
 			// Keep the evicted set's slice for the new target.
 			l.replicas -= len(l.targets.nodes[l.targets.tail].val.members)

@@ -43,7 +43,15 @@ const (
 	// Active/Weight; the paper's values T_low = 25 and T_high = 65 are the
 	// defaults (Params.TLow, Params.THigh). The table is an LRU of at most
 	// Params.MaxTargets entries (default 100,000); evicting a target forgets
-	// its assignment. Memory: MaxTargets × (len(key) + about 100 bytes).
+	// its assignment. One client network (Params.PrefixV4, PrefixV6) adds
+	// at most Params.ClientTargets new targets per Params.ClientWindow
+	// (default 100 per second); past that a key without a target goes,
+	// without getting one, to its owner by weighted rendezvous hashing (the
+	// least loaded back end when the owner is overloaded), so that a client
+	// asking for ever new keys can not wipe out the table (clients without
+	// an address or on loopback are not bounded). Memory: MaxTargets ×
+	// (len(key) + about 100 bytes), and MaxBudgetClients × about 100 bytes
+	// for the budget.
 	LARD = "lard"
 
 	// LARDR is LARD with replication (LARD/R, same paper). Each target maps
@@ -52,7 +60,8 @@ const (
 	// its load ≥ 2·T_high, the least loaded back end of all joins the set and
 	// takes the request. When the set has more than one member and has not
 	// changed for K (Params.ReplicaHold, default 20 s, the paper's value),
-	// its most loaded member leaves it. Bounded like LARD: memory is
+	// its most loaded member leaves it. Bounded like LARD, with LARD's
+	// per-client budget of new targets: memory is
 	// MaxTargets × (len(key) + about 120 bytes + 16 bytes per member).
 	LARDR = "lard-r"
 
@@ -151,7 +160,9 @@ type Backend struct {
 
 // Request is what a policy knows about one request.
 type Request struct {
-	// Key names the target: the URL path, with its query if it has one.
+	// Key names the target: the front end gives the URL path, or the path
+	// with its query (its site.target_key). Every distinct key may take a
+	// target table entry, within each client's budget (see [LARD]).
 	Key string
 	// Client is the client's address (for client-hash).
 	Client netip.Addr
@@ -212,6 +223,14 @@ type Params struct {
 	// VirtualNodes is chbl's number of ring points per unit of weight
 	// (default 100).
 	VirtualNodes int
+	// ClientTargets and ClientWindow bound the new targets one client
+	// network (PrefixV4, PrefixV6) adds to the target table of lard and
+	// lard-r: at most ClientTargets per ClientWindow (default 100 per
+	// 1 s). Past that a new key is dispatched without a target, by a
+	// weighted rendezvous hash of the key (the least loaded back end when
+	// its owner is overloaded). See [LARD].
+	ClientTargets int
+	ClientWindow  time.Duration
 }
 
 // DefaultParams returns the parameters [New] uses for zero fields.
@@ -229,6 +248,8 @@ func DefaultParams() Params {
 		MaxObjectBytes: 1 << 20,
 		BalanceFactor:  1.25,
 		VirtualNodes:   100,
+		ClientTargets:  100,
+		ClientWindow:   time.Second,
 	}
 }
 
@@ -270,6 +291,12 @@ func (p Params) withDefaults() Params {
 	}
 	if p.VirtualNodes == 0 {
 		p.VirtualNodes = d.VirtualNodes
+	}
+	if p.ClientTargets == 0 {
+		p.ClientTargets = d.ClientTargets
+	}
+	if p.ClientWindow == 0 {
+		p.ClientWindow = d.ClientWindow
 	}
 	return p
 }
@@ -318,6 +345,12 @@ func (p Params) validate() error {
 	}
 	if p.VirtualNodes < 1 || p.VirtualNodes > 10_000 {
 		bad("virtual_nodes %d must be in [1, 10000]", p.VirtualNodes)
+	}
+	if p.ClientTargets < 1 || p.ClientTargets > math.MaxInt32/2 {
+		bad("client_targets %d must be in [1, %d]", p.ClientTargets, math.MaxInt32/2)
+	}
+	if p.ClientWindow < 0 {
+		bad("client_window %v must not be negative", p.ClientWindow)
 	}
 	return errors.Join(errs...)
 }

@@ -29,6 +29,8 @@ func TestNew(t *testing.T) {
 		{name: "all errors at once", policy: CHBL, rng: rng,
 			params:  Params{BalanceFactor: 0.5, VirtualNodes: -1, PrefixV4: 33, MaxTargets: -5},
 			wantErr: ErrBadParams, wantSub: []string{"balance_factor 0.5", "virtual_nodes -1", "prefix_v4 33", "max_targets -5"}},
+		{name: "client budget", policy: LARD, rng: rng, params: Params{ClientTargets: -1, ClientWindow: -time.Second},
+			wantErr: ErrBadParams, wantSub: []string{"client_targets -1", "client_window -1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

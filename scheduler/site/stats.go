@@ -49,6 +49,10 @@ type LARDStats struct {
 	// overloaded, down or gone), for lard-r the back ends added to a
 	// target's set because its members were overloaded.
 	Reassignments uint64 `json:"reassignments"`
+	// Untracked counts the requests for a new key that added no target
+	// because their client network had used its budget
+	// (Params.ClientTargets per Params.ClientWindow).
+	Untracked uint64 `json:"untracked,omitempty"`
 }
 
 // WARDStats describe ward's core and the sketch it is chosen from.
@@ -121,7 +125,9 @@ func (c *clientHash) State() Stats { return Stats{Policy: ClientHash} }
 func (l *lard) State() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Stats{Policy: LARD, LARD: &LARDStats{Targets: l.targets.len(), MaxTargets: l.p.MaxTargets, Reassignments: l.moves}}
+	return Stats{Policy: LARD, LARD: &LARDStats{
+		Targets: l.targets.len(), MaxTargets: l.p.MaxTargets, Reassignments: l.moves, Untracked: l.budget.refused,
+	}}
 }
 
 // State returns the size of the target table and the number of replicas
@@ -131,6 +137,7 @@ func (l *lardR) State() Stats {
 	defer l.mu.Unlock()
 	return Stats{Policy: LARDR, LARD: &LARDStats{
 		Targets: l.targets.len(), MaxTargets: l.p.MaxTargets, Replicas: l.replicas, Reassignments: l.grows,
+		Untracked: l.budget.refused,
 	}}
 }
 
