@@ -173,9 +173,12 @@ func (f includeFS) Open(name string) (fs.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrIncludeOutside}
 	}
 	file, err := f.root.Open(rel)
-	if err != nil && strings.Contains(err.Error(), "escapes") {
-		// os.Root's error for a symbolic link out of it.
-		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrIncludeOutside}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// os.Root refuses a symbolic link out of it (its error is not
+		// exported): the link itself, or a directory on the way.
+		if fi, lerr := f.root.Lstat(rel); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 || strings.Contains(err.Error(), "escapes") {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: ErrIncludeOutside}
+		}
 	}
 	return file, err
 }
