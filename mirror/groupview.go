@@ -581,22 +581,49 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	w := &ViewWatcher{
-		o:   o,
-		log: o.Logger,
-		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "transmirror", Subsystem: "mirror", Name: "view_refreshes_total",
-			Help: "Group view requests to dnsd, by dnsd (the index of its URL) and result (ok, http_error, invalid, network).",
-		}, []string{"dnsd", "result"}),
-		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "transmirror", Subsystem: "mirror", Name: "view_last_success_timestamp_seconds",
-			Help: "When the group view was last refreshed, in seconds since the epoch (0: never).",
-		}),
-		dropped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "transmirror", Subsystem: "mirror", Name: "view_dropped_candidates",
-			Help: "Members of the current group view that are up or unknown but no redirect target, by reason (group_name: the host is the group name, which would loop; bad_host; bad_figures).",
-		}, []string{"reason"}),
+	w := &ViewWatcher{o: o, log: o.Logger}
+	w.health.Store(&ViewHealth{})
+	collectors := w.newMetrics()
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
 	}
+	for i, u := range o.URLs {
+		c, err := api.NewClient(u, api.ClientOptions{HTTP: o.Client, Clock: o.Clock, MaxResponse: MaxViewSize})
+		if err != nil {
+			return nil, fmt.Errorf("mirror: view: %w", err)
+		}
+		src := &viewSource{label: strconv.Itoa(i), api: c, target: c.URL(api.GetGroup, o.Group)}
+		src.spell = spell{log: w.log, what: "group view refresh", target: src.target}
+		w.sources = append(w.sources, src)
+		for _, r := range []string{viewOK, viewHTTPError, viewInvalid, viewNetwork} {
+			w.refreshes.WithLabelValues(src.label, r)
+		}
+	}
+	if o.Registerer != nil {
+		for _, c := range collectors {
+			if err := o.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("mirror: view: register metrics: %w", err)
+			}
+		}
+	}
+	return w, nil
+}
+
+// newMetrics makes the watcher's metrics, with every bounded label value
+// present from the start, and returns them for registering.
+func (w *ViewWatcher) newMetrics() []prometheus.Collector {
+	w.refreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_refreshes_total",
+		Help: "Group view requests to dnsd, by dnsd (the index of its URL) and result (ok, http_error, invalid, network).",
+	}, []string{"dnsd", "result"})
+	w.lastOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_last_success_timestamp_seconds",
+		Help: "When the group view was last refreshed, in seconds since the epoch (0: never).",
+	})
+	w.dropped = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "mirror", Name: "view_dropped_candidates",
+		Help: "Members of the current group view that are up or unknown but no redirect target, by reason (group_name: the host is the group name, which would loop; bad_host; bad_figures).",
+	}, []string{"reason"})
 	for _, r := range DropReasons() {
 		w.dropped.WithLabelValues(r)
 	}
@@ -607,7 +634,6 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 	for _, r := range ViewErrorReasons() {
 		w.errs.WithLabelValues(r)
 	}
-	w.health.Store(&ViewHealth{})
 	viewOKGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "transmirror", Subsystem: "mirror", Name: "view_ok",
 		Help: "1 when the last refresh of the group view gave a good view, 0 when it failed or none was tried yet.",
@@ -627,29 +653,7 @@ func NewViewWatcher(o ViewWatcherOptions) (*ViewWatcher, error) {
 		}
 		return max(w.o.Clock().Sub(snap.Fetched).Seconds(), 0)
 	})
-	if w.log == nil {
-		w.log = slog.New(slog.DiscardHandler)
-	}
-	for i, u := range o.URLs {
-		c, err := api.NewClient(u, api.ClientOptions{HTTP: o.Client, Clock: o.Clock, MaxResponse: MaxViewSize})
-		if err != nil {
-			return nil, fmt.Errorf("mirror: view: %w", err)
-		}
-		src := &viewSource{label: strconv.Itoa(i), api: c, target: c.URL(api.GetGroup, o.Group)}
-		src.spell = spell{log: w.log, what: "group view refresh", target: src.target}
-		w.sources = append(w.sources, src)
-		for _, r := range []string{viewOK, viewHTTPError, viewInvalid, viewNetwork} {
-			w.refreshes.WithLabelValues(src.label, r)
-		}
-	}
-	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{w.refreshes, w.lastOK, w.dropped, w.errs, viewOKGauge, age} {
-			if err := o.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("mirror: view: register metrics: %w", err)
-			}
-		}
-	}
-	return w, nil
+	return []prometheus.Collector{w.refreshes, w.lastOK, w.dropped, w.errs, viewOKGauge, age}
 }
 
 // Snapshot returns the last good view, or nil when there has been none.

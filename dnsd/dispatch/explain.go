@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe/api"
@@ -72,39 +73,46 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 		e.Addresses = append(e.Addresses, a.String())
 	}
 	for k, i := range f.idx {
-		m := g.cfg.Members[i]
-		st := g.states[i]
-		pending := f.est.Pending(k, now)
-		fig := scheduler.Figures{
-			Load: st.Load, Pending: pending, Capacity: m.Capacity,
-			BytesPerSecond: st.BytesPerSecond, Bandwidth: m.Bandwidth.BytesPerSecond(),
-		}
-		util := fig.Utilization()
-		em := api.ExplainedMember{
-			Name: m.Name, State: st.Name(), Load: st.Load, Pending: api.Round2(pending),
-			Capacity: m.Capacity, BytesPerSecond: st.BytesPerSecond, Bandwidth: fig.Bandwidth,
-			Weight: m.Weight, Utilization: api.Round2(util), Picked: isPicked[k],
-			DistanceKm: math.Round(scheduler.DistanceKm(c.res.Loc, location(m.Location))),
-		}
-		// by says which capacity is the bound, when it is the uplink.
-		by := ""
-		if fig.BandwidthUtilization() > fig.LoadUtilization() {
-			by = " by bandwidth"
-		}
-		switch {
-		case !st.Answered():
-			em.Note = "left out: " + st.Name()
-		case util >= high:
-			em.Note = fmt.Sprintf("at or above the high watermark (%.2f)%s: skipped while others have room", high, by)
-		case util > low:
-			em.Note = fmt.Sprintf("between the watermarks%s: share reduced to %.0f%%", by, 100*(high-util)/(high-low))
-		default:
-			em.Note = "has room"
-		}
-		e.Members = append(e.Members, em)
+		e.Members = append(e.Members, explainMember(g, f, k, i, c.res.Loc, isPicked[k], e.Watermarks, now))
 	}
 	e.Why = why(g.cfg.Policy.Name, e) + ttlWhy(a, f.up, g.cfg.TTL)
 	return e, nil
+}
+
+// explainMember is the explanation of member k of family f (the group's
+// member i): its state and figures, and a note on why it was or was not
+// picked given the watermarks w.
+func explainMember(g *dgroup, f *family, k, i int, loc scheduler.Location, picked bool, w api.Watermarks, now time.Time) api.ExplainedMember {
+	m := g.cfg.Members[i]
+	st := g.states[i]
+	pending := f.est.Pending(k, now)
+	fig := scheduler.Figures{
+		Load: st.Load, Pending: pending, Capacity: m.Capacity,
+		BytesPerSecond: st.BytesPerSecond, Bandwidth: m.Bandwidth.BytesPerSecond(),
+	}
+	util := fig.Utilization()
+	em := api.ExplainedMember{
+		Name: m.Name, State: st.Name(), Load: st.Load, Pending: api.Round2(pending),
+		Capacity: m.Capacity, BytesPerSecond: st.BytesPerSecond, Bandwidth: fig.Bandwidth,
+		Weight: m.Weight, Utilization: api.Round2(util), Picked: picked,
+		DistanceKm: math.Round(scheduler.DistanceKm(loc, location(m.Location))),
+	}
+	// by says which capacity is the bound, when it is the uplink.
+	by := ""
+	if fig.BandwidthUtilization() > fig.LoadUtilization() {
+		by = " by bandwidth"
+	}
+	switch {
+	case !st.Answered():
+		em.Note = "left out: " + st.Name()
+	case util >= w.High:
+		em.Note = fmt.Sprintf("at or above the high watermark (%.2f)%s: skipped while others have room", w.High, by)
+	case util > w.Low:
+		em.Note = fmt.Sprintf("between the watermarks%s: share reduced to %.0f%%", by, 100*(w.High-util)/(w.High-w.Low))
+	default:
+		em.Note = "has room"
+	}
+	return em
 }
 
 // ttlWhy says what the TTL came from: the scope's estimated request rate

@@ -267,11 +267,6 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	if sc.Mode == "" {
 		sc.Mode = ModeProxy
 	}
-	switch sc.TargetKey {
-	case "", TargetKeyPath, TargetKeyPathQuery:
-	default:
-		return nil, nil, fmt.Errorf("frontend: target key %q: want path or path_query", sc.TargetKey)
-	}
 	if o.Rand == nil {
 		var seed [32]byte
 		if _, err := crand.Read(seed[:]); err != nil {

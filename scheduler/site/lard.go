@@ -120,20 +120,7 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	}
 	slot := l.targets.lookup(req.Key)
 	if slot < 0 {
-		if !l.budget.allow(req.Client, now) {
-			return untracked(req.Key, bs, least, minLoad, &l.p), nil
-		}
-		if l.targets.len() >= l.p.MaxTargets {
-			// Keep the evicted set's slice for the new target.
-			l.replicas -= len(l.targets.nodes[l.targets.tail].val.members)
-			l.targets.remove(l.targets.tail, false)
-		}
-		slot = l.targets.insert(req.Key)
-		s := &l.targets.nodes[slot].val
-		s.members = append(s.members[:0], bs[least].Name)
-		s.changed = now
-		l.replicas++
-		return least, nil
+		return l.add(req, bs, least, minLoad, now), nil
 	}
 	l.targets.touch(slot)
 	s := &l.targets.nodes[slot].val
@@ -160,16 +147,56 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 		s.changed = now
 		return least, nil
 	}
-	// n: the least loaded member; m: the most loaded other member. Ties
-	// are broken at random.
-	n, nLoad, ties := -1, 0.0, 0
+	n, nLoad, m := extremes(bs, idx, l.rng)
+	if overloaded(nLoad, minLoad, &l.p) && least != n && !contains(s.members, bs[least].Name) {
+		s.members = append(s.members, bs[least].Name)
+		n = least
+		changed = true
+		l.grows++
+	}
+	if len(s.members) > 1 && now.Sub(s.changed) > l.p.ReplicaHold {
+		s.members = removeName(s.members, bs[m].Name)
+		changed = true
+	}
+	if changed {
+		s.changed = now
+	}
+	return n, nil
+}
+
+// add makes req's key a new target served by the least loaded back end,
+// evicting the least recently used target when the table is full, unless
+// the client's network has used its budget of new targets: then the
+// request is dispatched without an entry (untracked).
+func (l *lardR) add(req Request, bs []Backend, least int, minLoad float64, now time.Time) int {
+	if !l.budget.allow(req.Client, now) {
+		return untracked(req.Key, bs, least, minLoad, &l.p)
+	}
+	if l.targets.len() >= l.p.MaxTargets {
+		// Keep the evicted set's slice for the new target.
+		l.replicas -= len(l.targets.nodes[l.targets.tail].val.members)
+		l.targets.remove(l.targets.tail, false)
+	}
+	slot := l.targets.insert(req.Key)
+	s := &l.targets.nodes[slot].val
+	s.members = append(s.members[:0], bs[least].Name)
+	s.changed = now
+	l.replicas++
+	return least
+}
+
+// extremes returns n, the least loaded of the back ends idx, with its
+// load, and m, the most loaded other one (n itself when idx has one).
+// Ties are broken at random.
+func extremes(bs []Backend, idx []int, rng *rand.Rand) (n int, nLoad float64, m int) {
+	n, ties := -1, 0
 	for _, i := range idx {
 		switch ld := load(&bs[i]); {
 		case n < 0 || ld < nLoad:
 			n, nLoad, ties = i, ld, 1
 		case ld == nLoad:
 			ties++
-			if l.rng.IntN(ties) == 0 {
+			if rng.IntN(ties) == 0 {
 				n = i
 			}
 		}
@@ -185,7 +212,7 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 			m, mLoad, ties = i, ld, 1
 		case ld == mLoad:
 			ties++
-			if l.rng.IntN(ties) == 0 {
+			if rng.IntN(ties) == 0 {
 				m = i
 			}
 		}
@@ -193,20 +220,7 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	if m < 0 {
 		m = n // a single member
 	}
-	if overloaded(nLoad, minLoad, &l.p) && least != n && !contains(s.members, bs[least].Name) {
-		s.members = append(s.members, bs[least].Name)
-		n = least
-		changed = true
-		l.grows++
-	}
-	if len(s.members) > 1 && now.Sub(s.changed) > l.p.ReplicaHold {
-		s.members = removeName(s.members, bs[m].Name)
-		changed = true
-	}
-	if changed {
-		s.changed = now
-	}
-	return n, nil
+	return n, nLoad, m
 }
 
 // Done does nothing: loads are the back ends' Active counts.
