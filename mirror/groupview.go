@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -750,16 +749,13 @@ func (w *ViewWatcher) refresh(ctx context.Context, src *viewSource) (result, rea
 	defer cancel()
 	v, err := src.api.Group(ctx, w.o.Group)
 	var se *api.StatusError
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
 		return viewHTTPError, ViewErrRefused, fmt.Errorf("%w: %w", ErrBadView, err)
-	case errors.Is(err, api.ErrResponse) && (errors.As(err, &syntax) || errors.As(err, &typ)):
-		return viewInvalid, ViewErrMalformed, fmt.Errorf("%w: %w", ErrBadView, err)
-	case errors.Is(err, api.ErrResponse):
-		// The client's one other bad answer: a body over MaxResponse.
+	case errors.Is(err, api.ErrTooLarge):
 		return viewInvalid, ViewErrTooLarge, fmt.Errorf("%w: %w", ErrBadView, err)
+	case errors.Is(err, api.ErrResponse):
+		return viewInvalid, ViewErrMalformed, fmt.Errorf("%w: %w", ErrBadView, err)
 	case err != nil:
 		return viewNetwork, ViewErrUnreachable, fmt.Errorf("mirror: view: %w", err)
 	}

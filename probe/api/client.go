@@ -37,7 +37,7 @@ type ClientOptions struct {
 	// that two identical writes in one second are not a replay.
 	Rand io.Reader
 	// MaxResponse bounds an answer's body (default DefaultMaxResponse); a
-	// larger answer is an ErrResponse.
+	// larger answer is an ErrResponse and an ErrTooLarge.
 	MaxResponse int64
 }
 
@@ -241,7 +241,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		return &StatusError{Method: method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: message(b)}
 	}
 	if int64(len(b)) > c.o.MaxResponse {
-		return fmt.Errorf("%w: %s %s: more than %d bytes", ErrResponse, method, path, c.o.MaxResponse)
+		return fmt.Errorf("%w: %s %s: %w: more than %d bytes", ErrResponse, method, path, ErrTooLarge, c.o.MaxResponse)
 	}
 	if out == nil {
 		return nil

@@ -179,7 +179,7 @@ func TestClient(t *testing.T) {
 		{"not JSON", "", func(c *Client) (any, error) { return c.Group(ctx, "html") },
 			nil, ErrResponse, 0, ""},
 		{"too large", "", func(c *Client) (any, error) { return c.Group(ctx, "huge") },
-			nil, ErrResponse, 0, ""},
+			nil, ErrTooLarge, 0, ""},
 		{"a member that does not marshal: nothing sent", testSecret, func(c *Client) (any, error) {
 			return c.AddMember(ctx, "www", MemberInfo{Name: "nan", Capacity: math.NaN()})
 		}, nil, ErrRequest, 0, ""},

@@ -31,6 +31,9 @@ var (
 	// ErrResponse is returned for an answer that is too large or not the
 	// JSON the route returns.
 	ErrResponse = errors.New("api: bad answer")
+	// ErrTooLarge is returned, together with ErrResponse, for an answer
+	// whose body is larger than the client's MaxResponse.
+	ErrTooLarge = errors.New("api: answer too large")
 	// ErrRequest is returned, before anything is sent, for a request that
 	// can not be made: a body that does not marshal (a NaN), a bad URL.
 	ErrRequest = errors.New("api: bad request")
