@@ -26,10 +26,12 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # unbound and unbound-checkconf (e2e), headless chromium (e2e dashboard),
 # curl (TestDemo runs the printed curl), gcc and the C headers (-race
 # needs cgo), etcd (the NS set's shared store: dnsd/cluster and e2e),
-# apt-get (e2e: apt update from a mirror, flat and dists/ repositories).
+# apt-get (e2e: apt update from a mirror, flat and dists/ repositories),
+# mount and umount (e2e: a read-only and a full state directory; these
+# need root, which the test says when it is missing).
 TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
-	etcd:etcd-server apt-get:apt
+	etcd:etcd-server apt-get:apt mount:mount umount:mount
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux
