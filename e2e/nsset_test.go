@@ -60,7 +60,7 @@ server: {identity: ns%[1]d.example.test, nsid: ns%[1]d}
 health: {interval: 300ms, timeout: 250ms, jitter: 30ms}
 cluster:
   node: ns%[1]d
-  etcd: {endpoints: ["%[2]s"], prefix: /e2e-nsset/, request_timeout: 1s, dial_timeout: 1s, lease_ttl: 3s}
+  etcd: {endpoints: ["%[2]s"], prefix: /e2e-nsset/, request_timeout: 2s, dial_timeout: 3s, lease_ttl: 3s}
 %[5]szones:
   - origin: example.test.
     file: example.test.zone

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -34,14 +35,15 @@ type Server struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	stopped bool
+	flags   []string // slowDisk's
 }
 
 // Start starts etcd with a fresh data directory and waits until it serves
 // clients; it retries with other ports when one was taken meanwhile.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	base := t.TempDir()
-	s := &Server{t: t}
+	base, flags := slowDisk(t)
+	s := &Server{t: t, flags: flags}
 	var err error
 	for i := range 5 {
 		s.dir = fmt.Sprintf("%s/%d", base, i) // a failed start may leave a member behind
@@ -111,14 +113,38 @@ func (s *Server) Restart() {
 	s.t.Fatalf("etcdtest: restart: %v", err)
 }
 
+// slowDisk makes the test etcd tolerate a slow, shared disk: it returns
+// the directory for etcd's data and the flags to add. From etcd 3.5 on
+// that is --unsafe-no-fsync (a test's data need not survive a power cut)
+// and the test's temporary directory; before (Debian's etcd-server may be
+// 3.4, which refuses flags it does not know) the data go to a memory file
+// system, where an fsync costs nothing, when the machine has one. The
+// election timeout stays etcd's 1 s: it also sets the shortest lease etcd
+// grants (1.5 election timeouts), and the tests expire leases of 2 s.
+func slowDisk(t testing.TB) (dir string, flags []string) {
+	t.Helper()
+	help, _ := exec.Command(Binary, "--help").CombinedOutput()
+	if bytes.Contains(help, []byte("--unsafe-no-fsync")) {
+		return t.TempDir(), []string{"--unsafe-no-fsync"}
+	}
+	const memFS = "/dev/shm"
+	dir, err := os.MkdirTemp(memFS, "etcdtest-")
+	if err != nil {
+		return t.TempDir(), nil
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir, nil
+}
+
 func (s *Server) run() error {
-	cmd := exec.Command(Binary,
+	cmd := exec.Command(Binary, append([]string{
 		"--name", "default",
 		"--data-dir", s.dir,
 		"--listen-client-urls", s.client, "--advertise-client-urls", s.client,
 		"--listen-peer-urls", s.peer, "--initial-advertise-peer-urls", s.peer,
-		"--initial-cluster", "default="+s.peer,
-		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "info")
+		"--initial-cluster", "default=" + s.peer,
+		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "info"},
+		s.flags...)...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
