@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // The 302-correction scenario of the issue, end to end: one real dnsd
@@ -170,7 +172,7 @@ func TestCorrection(t *testing.T) {
 	followDone := cl.follow(loadCtx, fc, rec)
 
 	var firstRedirect time.Duration
-	eventually(t, 30*time.Second, func() string {
+	testpoll.Until(t, 30*time.Second, func() string {
 		if at, ok := rec.first(corrLoad, http.StatusFound); ok {
 			firstRedirect = at
 			return ""
@@ -183,7 +185,7 @@ func TestCorrection(t *testing.T) {
 	// corrHold long and holds corrMinLoaded group-name requests.
 	holdFrom := loadAt + corrReportWindow + corrMeterRefresh
 	var holdTo time.Duration
-	eventually(t, time.Until(rec.start.Add(holdFrom+corrHold))+60*time.Second, func() string {
+	testpoll.Until(t, time.Until(rec.start.Add(holdFrom+corrHold))+60*time.Second, func() string {
 		now := rec.since()
 		if n := rec.count(corrLoad, 0, holdFrom, now); now < holdFrom+corrHold || n < corrMinLoaded {
 			return fmt.Sprintf("the window from %v holds %d group-name requests after %v, want %d and %v (generator: %d issued, %d dropped, %d late; %s)",
@@ -446,7 +448,7 @@ groups:
 	})
 
 	var upAt time.Time
-	eventually(t, 15*time.Second, func() string {
+	testpoll.Until(t, 15*time.Second, func() string {
 		up := 0
 		v, err := cl.viewErr()
 		if err != nil {
@@ -463,7 +465,7 @@ groups:
 		upAt = time.Now()
 		return ""
 	})
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		for _, m := range cl.mirrors {
 			text, err := cl.get("http://" + m.admin + "/metrics")
 			if err != nil {

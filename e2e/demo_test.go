@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // demoAddrs are the fixed loopback addresses of tmdemo: its printed
@@ -128,7 +130,7 @@ func TestDemo(t *testing.T) {
 	}
 
 	p.Signal(syscall.SIGINT)
-	eventually(t, 20*time.Second, func() string {
+	testpoll.Until(t, 20*time.Second, func() string {
 		if !p.Exited() {
 			return "tmdemo still running after SIGINT"
 		}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // TestFaultMirrorKilled: three mirrors (a, which half the clients have
@@ -92,7 +94,7 @@ redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.
 	killed := time.Since(start)
 	<-b.done
 	bound := faultHealth.exitBound()
-	eventually(t, bound+10*time.Second, func() string {
+	testpoll.Until(t, bound+10*time.Second, func() string {
 		// Gone: no answer naming b for two health intervals.
 		last, _ := log.lastNamed(b.ip)
 		if quiet := time.Since(start) - max(last, killed); quiet < 2*faultHealth.Interval {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // TestFaultDNSDRestart: an NS set of two dnsd, each with its own state
@@ -101,7 +103,7 @@ func TestFaultDNSDRestart(t *testing.T) {
 	queriesAt := func(d *dnsdProc) float64 {
 		return metricSum(scrape(t, d.Admin), "transmirror_dnsd_queries_total", `qtype="A"`, `rcode="NOERROR"`)
 	}
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		if n := sent.Load(); n < 100 {
 			return fmt.Sprintf("%d queries through unbound so far", n)
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // stallServer is a TCP listener that accepts connections and never
@@ -190,7 +192,7 @@ func TestFaultMirrorStalls(t *testing.T) {
 	// at its timeout.
 	h := faultHealth
 	bound := time.Duration(h.Fall)*h.Interval + h.Jitter + h.Timeout
-	eventually(t, bound+10*time.Second, func() string {
+	testpoll.Until(t, bound+10*time.Second, func() string {
 		st, err := memberStates(d.Admin)
 		if err != nil {
 			return err.Error()

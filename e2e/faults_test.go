@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // The fault matrix (issue 15): each TestFault… starts a cluster of its own
@@ -493,7 +495,7 @@ func memberStates(admin string) (map[string]string, error) {
 // waitMembersUp waits until dnsd at admin has every one of members up.
 func waitMembersUp(t *testing.T, admin string, members []faultMember) {
 	t.Helper()
-	eventually(t, 15*time.Second, func() string {
+	testpoll.Until(t, 15*time.Second, func() string {
 		st, err := memberStates(admin)
 		if err != nil {
 			return err.Error()

@@ -403,45 +403,6 @@ func types(rrs []rr) []string {
 	return s
 }
 
-// freePort returns a loopback port that was free a moment ago, for the one
-// third-party server (unbound) that can not report the port it bound.
-func freePort(t testing.TB, network string) int {
-	t.Helper()
-	switch network {
-	case "udp":
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		return pc.LocalAddr().(*net.UDPAddr).Port
-	default:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().(*net.TCPAddr).Port
-	}
-}
-
-// eventually polls cond every 50ms until it returns "" or the deadline
-// passes; then it fails the test with the last reason.
-func eventually(t testing.TB, within time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // writeFile writes content into dir/name and returns the path.
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // grafanaMetricRE finds the metric names in a PromQL expression.
@@ -120,7 +122,7 @@ site:
 	}
 	// Requests through the front end, so that it picks back ends.
 	hc := &http.Client{Timeout: 5 * time.Second}
-	eventually(t, 20*time.Second, func() string {
+	testpoll.Until(t, 20*time.Second, func() string {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+fe.HTTP+"/index.html", nil)
 		req.Host = "www.example.test"
 		resp, err := hc.Do(req)
@@ -152,7 +154,7 @@ site:
 	// Poll until every name is there: a counter vector shows once it
 	// counted something, and the traffic needs a moment.
 	var types map[string]string
-	eventually(t, 30*time.Second, func() string {
+	testpoll.Until(t, 30*time.Second, func() string {
 		types = map[string]string{}
 		for _, addr := range daemons {
 			for k, v := range scrapeTypes(adminGet(t, addr, "/metrics")) {

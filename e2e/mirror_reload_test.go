@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // mirrorReloadYAML is a mirror without dnsd; %s is the rest of the config.
@@ -95,7 +97,7 @@ func TestMirrorReload(t *testing.T) {
 				m.Signal(syscall.SIGHUP)
 			}
 			// The reload is over once its log line is written.
-			eventually(t, 10*time.Second, func() string {
+			testpoll.Until(t, 10*time.Second, func() string {
 				logs := m.Logs()
 				switch {
 				case tt.want == "" && strings.Count(logs, `msg=reloaded`) == reloadedBefore:

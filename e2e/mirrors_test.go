@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // mirrorProc is a running mirror with the addresses it reported.
@@ -239,13 +241,13 @@ func TestMembershipWithRealMirror(t *testing.T) {
 	if err != nil {
 		t.Fatalf("groupctl add: %v\n%s", err, out)
 	}
-	eventually(t, 5*time.Second, func() string {
+	testpoll.Until(t, 5*time.Second, func() string {
 		if a := answers(t, d); !has(a, "127.0.9.1") {
 			return fmt.Sprintf("dig does not see the added mirror: %v", a)
 		}
 		return ""
 	})
-	eventually(t, 5*time.Second, func() string {
+	testpoll.Until(t, 5*time.Second, func() string {
 		out, err := groupctl(t, d.Admin, secret, "status", "www.example.test")
 		if err != nil || !regexp.MustCompile(`fra9\s+up\s+runtime`).MatchString(out) {
 			return fmt.Sprintf("groupctl status does not show fra9 up: %v\n%s", err, out)
@@ -266,7 +268,7 @@ func TestMembershipWithRealMirror(t *testing.T) {
 	// the mirror was still in the answers then. The time a dig takes is
 	// not the mirror's, so it is not counted against the bound.
 	var lastSeen, gone time.Duration
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		sent := time.Since(stopped)
 		if a := answers(t, d); has(a, "127.0.9.1") {
 			lastSeen = sent

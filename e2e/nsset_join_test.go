@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // The addresses of the NS-set join scenario's mirrors: static1 is the
@@ -56,7 +58,7 @@ func TestNSSetJoinAndLeave(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, 5*time.Second, func() string {
+	testpoll.Until(t, 5*time.Second, func() string {
 		if n := from(); n < 20 {
 			return fmt.Sprintf("%d files fetched from %s", n, nssetJoinIP)
 		}
@@ -77,7 +79,7 @@ func TestNSSetJoinAndLeave(t *testing.T) {
 		return n
 	}
 	after := total()
-	eventually(t, 5*time.Second, func() string {
+	testpoll.Until(t, 5*time.Second, func() string {
 		if total() < after+20 {
 			return "clients stalled after the exit"
 		}

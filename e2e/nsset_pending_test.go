@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
 )
 
@@ -53,7 +54,7 @@ func TestNSSetSharesPending(t *testing.T) {
 		}
 		return 0, fmt.Sprintf("ns%d has no static1", i+1)
 	}
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		for i := range 2 {
 			if _, why := pending(i); why != "" {
 				return why
@@ -70,7 +71,7 @@ func TestNSSetSharesPending(t *testing.T) {
 		}
 	}
 	var on1, on2 float64
-	eventually(t, 5*time.Second, func() string {
+	testpoll.Until(t, 5*time.Second, func() string {
 		var why string
 		if on1, why = pending(0); why != "" {
 			return why

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
+	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -130,7 +131,7 @@ func nodeMetric(d *dnsdProc, name string, labels ...string) (float64, error) {
 func waitAnswered(t *testing.T, nodes []*dnsdProc, addr string, want bool, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	eventually(t, within, func() string {
+	testpoll.Until(t, within, func() string {
 		for i, d := range nodes {
 			got, why := nssetAnswers(t, d)
 			if why != "" {
@@ -149,7 +150,7 @@ func waitAnswered(t *testing.T, nodes []*dnsdProc, addr string, want bool, withi
 func waitDegraded(t *testing.T, nodes []*dnsdProc, want float64, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	eventually(t, within, func() string {
+	testpoll.Until(t, within, func() string {
 		for i, d := range nodes {
 			v, err := degraded(d)
 			if err != nil {
@@ -224,7 +225,7 @@ func TestNSSet(t *testing.T) {
 	if err := push(0, 420); err != nil {
 		t.Fatalf("push to ns1: %v", err)
 	}
-	eventually(t, 2*time.Second, func() string {
+	testpoll.Until(t, 2*time.Second, func() string {
 		v, err := s.client(t, 2).Group(ctx, nssetGroup)
 		if err != nil {
 			return err.Error()
@@ -321,7 +322,7 @@ func TestNSSetConcurrentAdds(t *testing.T) {
 		t.Error(err)
 	}
 	added := time.Since(start)
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		for i, c := range clients {
 			v, err := c.Group(ctx, nssetGroup)
 			if err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // TestReloadUnderLoad reloads dnsd with SIGHUP while clients query it: every
@@ -65,7 +67,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 		d.Signal(syscall.SIGHUP)
 		name := fmt.Sprintf("new%d.example.test", i)
-		eventually(t, 10*time.Second, func() string {
+		testpoll.Until(t, 10*time.Second, func() string {
 			r := d.Dig(t, name, "A")
 			if r.Status != "NOERROR" || len(r.Answer) != 1 {
 				return fmt.Sprintf("%s not served after reload %d: %s", name, i, r.Status)
@@ -87,7 +89,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Errorf("POST /-/reload with a broken zone: %d %s; want 400 naming the zone file", resp.StatusCode, body)
 	}
 	d.Signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		if !strings.Contains(d.Logs(), "reload failed") {
 			return "no 'reload failed' log line after SIGHUP with a broken zone"
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -182,7 +183,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	}
 
 	// Both redirect to b on the good view.
-	eventually(t, 15*time.Second, func() string {
+	testpoll.Until(t, 15*time.Second, func() string {
 		a, err := get(am.HTTP)
 		if err != nil {
 			return err.Error()
@@ -192,7 +193,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 		}
 		return ""
 	})
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		d, err := get(dm.HTTP)
 		if err != nil {
 			return err.Error()
@@ -205,7 +206,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 
 	vs.set(t, secHugeView(t))
 	hugeAt := time.Now()
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		if n := vs.served(); n < 2 {
 			return fmt.Sprintf("the huge view fetched %d times, want 2 (each mirror once)", n)
 		}
@@ -214,7 +215,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 
 	t.Run("mirror serves once its view is stale", func(t *testing.T) {
 		var last answer
-		eventually(t, 10*time.Second, func() string {
+		testpoll.Until(t, 10*time.Second, func() string {
 			// Keep a busy, so that only the view keeps it from redirecting.
 			a, err := get(am.HTTP)
 			if err != nil {
@@ -270,7 +271,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	t.Run("dispatcher answers 503 once its view has expired", func(t *testing.T) {
 		expire := mirror.ExpiredViews * viewInterval
 		var got answer
-		eventually(t, expire+10*time.Second, func() string {
+		testpoll.Until(t, expire+10*time.Second, func() string {
 			d, err := get(dm.HTTP)
 			if err != nil {
 				return err.Error()
@@ -307,7 +308,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 
 	t.Run("both recover with a good view", func(t *testing.T) {
 		vs.set(t, secGoodView())
-		eventually(t, 15*time.Second, func() string {
+		testpoll.Until(t, 15*time.Second, func() string {
 			d, err := get(dm.HTTP)
 			if err != nil {
 				return err.Error()
@@ -365,7 +366,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	t.Cleanup(hc.CloseIdleConnections)
 	_, port, _ := net.SplitHostPort(dm.HTTP)
 	groupURL := "http://www.example.test:" + port + "/file.bin"
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		if v := metricSum(adminGet(t, dm.Admin, "/metrics"), "transmirror_mirror_view_dropped_candidates", `reason="group_name"`); v != 1 {
 			return fmt.Sprintf("view_dropped_candidates{group_name} = %g, want 1", v)
 		}
@@ -391,7 +392,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	vs.set(t, withB)
 	noFollow := *hc
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		resp, err := noFollow.Get(groupURL)
 		if err != nil {
 			return err.Error()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testpoll"
 )
 
 // skewMirror is one mirror process of the scenario.
@@ -102,7 +104,7 @@ groups:
 	})
 
 	upAt := time.Now()
-	eventually(t, 15*time.Second, func() string {
+	testpoll.Until(t, 15*time.Second, func() string {
 		var v struct {
 			Members []struct {
 				Name  string `json:"name"`
@@ -125,7 +127,7 @@ groups:
 		return ""
 	})
 	// Every mirror must have fetched a view since: one with every sibling up.
-	eventually(t, 10*time.Second, func() string {
+	testpoll.Until(t, 10*time.Second, func() string {
 		for _, m := range ms {
 			text, err := skewGet("http://" + m.admin + "/metrics")
 			if err != nil {

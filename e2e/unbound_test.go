@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testnet"
 )
 
 // unboundProc is a real recursive resolver (Debian's unbound) whose only
@@ -38,7 +40,7 @@ func startUnboundStubs(t testing.TB, stubs []string, extra string, origins ...st
 	dir := t.TempDir()
 	var lastErr string
 	for try := 0; try < 5; try++ {
-		port := strconv.Itoa(freePort(t, "udp"))
+		_, port, _ := net.SplitHostPort(testnet.FreeAddr(t, "udp"))
 		conf := fmt.Sprintf(`server:
     interface: 127.0.0.1
     port: %s

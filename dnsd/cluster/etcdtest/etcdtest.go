@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/internal/testnet"
 )
 
 // Binary is the etcd server executable, looked up in PATH.
@@ -47,8 +48,8 @@ func Start(t testing.TB) *Server {
 	var err error
 	for i := range 5 {
 		s.dir = fmt.Sprintf("%s/%d", base, i) // a failed start may leave a member behind
-		s.client = "http://" + freeAddr(t)
-		s.peer = "http://" + freeAddr(t)
+		s.client = "http://" + testnet.FreeAddr(t, "tcp")
+		s.peer = "http://" + testnet.FreeAddr(t, "tcp")
 		if err = s.run(); err == nil {
 			t.Cleanup(s.Stop)
 			return s
@@ -206,15 +207,4 @@ func tail(s string) string {
 		return s[len(s)-4000:]
 	}
 	return s
-}
-
-// freeAddr is a loopback host:port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

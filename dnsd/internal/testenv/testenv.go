@@ -1,6 +1,6 @@
 // Package testenv holds what the tests of dnsd's packages share: a fake
 // mirror serving load reports, the test zone and config, a DNS server on
-// 127.0.0.1:0, and small polling and metrics helpers. Tests only.
+// 127.0.0.1:0, and small metrics helpers. Tests only.
 package testenv
 
 import (
@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
 )
 
@@ -91,17 +92,17 @@ func NewFakeMirror(t testing.TB, group, member string) *FakeMirror {
 // DiscardLogger is a logger that writes nothing.
 func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// WaitFor polls cond every 5ms until it holds, and fails the test when it
-// does not within the deadline.
+// WaitFor is testpoll.Until for a condition that can not say why it does
+// not hold: what names what is awaited. It stays until the dnsd packages'
+// tests, which call it, move to testpoll.Until.
 func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
+	testpoll.Until(t, within, func() string {
+		if cond() {
+			return ""
 		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+		return what
+	})
 }
 
 // Gather gathers reg or fails the test.

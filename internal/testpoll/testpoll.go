@@ -1,0 +1,33 @@
+// Package testpoll is the one poll-until-deadline of the tests: a
+// condition is asked again and again until it holds or the time is up, and
+// then the test fails with the condition's own last word on why not. Tests
+// only; no test sleeps for a fixed time to wait for something.
+package testpoll
+
+import (
+	"testing"
+	"time"
+)
+
+// Interval is how long Until waits between two asks of a condition.
+const Interval = 20 * time.Millisecond
+
+// Until asks cond every Interval until it returns "" (it holds), and fails
+// the test with cond's last answer (why it does not hold yet) when it
+// still does not hold within the deadline. cond is asked at least once,
+// and once more after the deadline passed, so that a slow ask is not
+// counted against it.
+func Until(t testing.TB, within time.Duration, cond func() (whyNot string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, why)
+		}
+		time.Sleep(Interval) // between two asks, not a wait for the result
+	}
+}
