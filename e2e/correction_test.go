@@ -313,14 +313,14 @@ func TestCorrection(t *testing.T) {
 	// the 302s the clients got, b and c redirected nothing (no request on
 	// the group name reached them) and served exactly the redirected
 	// requests of the following client.
-	ma := cl.scrape(t, a)
+	ma := scrape(t, a.admin)
 	skipped := metricSum(ma, "transmirror_mirror_redirects_skipped_total")
 	if got, want := int(metricSum(ma, "transmirror_mirror_redirects_total", `reason="overload"`)), rec.count("", http.StatusFound, 0, time.Hour)+hopped; got != want {
 		t.Errorf("a's /metrics counts %d overload redirects, the clients got %d", got, want)
 	}
 	served := 0
 	for _, m := range []*corrMirror{b, c} {
-		text := cl.scrape(t, m)
+		text := scrape(t, m.admin)
 		if n := metricSum(text, "transmirror_mirror_redirects_total"); n != 0 {
 			t.Errorf("sibling %s redirected %g requests, want 0", m.name, n)
 		}
@@ -467,7 +467,7 @@ groups:
 	})
 	testpoll.Until(t, 10*time.Second, func() string {
 		for _, m := range cl.mirrors {
-			text, err := cl.get("http://" + m.admin + "/metrics")
+			text, err := metrics(m.admin)
 			if err != nil {
 				return err.Error()
 			}
@@ -590,16 +590,6 @@ func (cl *corrCluster) view(t *testing.T) corrView {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// scrape returns m's /metrics.
-func (cl *corrCluster) scrape(t *testing.T, m *corrMirror) string {
-	t.Helper()
-	text, err := cl.get("http://" + m.admin + "/metrics")
-	if err != nil {
-		t.Fatalf("mirror %s: %v", m.name, err)
-	}
-	return text
 }
 
 // corrRec is one request the test made.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,19 +74,6 @@ run_queue: none
 		t.Fatalf("no fra9 in the view: %+v", v.Members)
 		return api.MemberView{}
 	}
-	scrape := func() string {
-		t.Helper()
-		resp, err := http.Get("http://" + d.Admin + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	probes := func(text string) float64 {
 		return metricSum(text, "transmirror_probe_probes_total", `group="`+group+`"`, `result="success"`)
 	}
@@ -99,7 +84,7 @@ run_queue: none
 		return ""
 	})
 
-	before := scrape()
+	before := scrape(t, d.Admin)
 	const load = 777.0 // no pulled report of the idle fra9 says this
 	report := func(at time.Time) probe.Report {
 		return probe.Report{Group: group, Member: "fra9", Seq: 1, Time: at, R: load / 10, Load: load, Capacity: 1000}
@@ -129,7 +114,7 @@ run_queue: none
 			t.Logf("refused: %d %s", se.Code, se.Message)
 		})
 	}
-	after := scrape()
+	after := scrape(t, d.Admin)
 	for _, reason := range []string{"future", "stale"} {
 		name, l := "transmirror_dnsd_reports_refused_total", `reason="`+reason+`"`
 		if got := metricSum(after, name, l) - metricSum(before, name, l); got != 2 {
@@ -141,7 +126,7 @@ run_queue: none
 	// pushes, and its figures are the pulled ones, never the pushed.
 	base := probes(after)
 	testpoll.Until(t, 10*time.Second, func() string {
-		if n := probes(scrape()) - base; n < 3 {
+		if n := probes(scrape(t, d.Admin)) - base; n < 3 {
 			return fmt.Sprintf("%g successful probes of the group since the refused pushes, want 3", n)
 		}
 		return ""

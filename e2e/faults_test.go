@@ -423,22 +423,7 @@ func runClients(ctx context.Context, n int, pause time.Duration, path string, mk
 }
 
 // goroutines reads go_goroutines from the /metrics of an admin address.
-func goroutines(admin string) (float64, error) {
-	c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + admin + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if !strings.Contains(string(b), "\ngo_goroutines ") {
-		return 0, fmt.Errorf("%s/metrics has no go_goroutines", admin)
-	}
-	return metricSum(string(b), "go_goroutines"), nil
-}
+func goroutines(admin string) (float64, error) { return metric(admin, "go_goroutines") }
 
 // faultContent is the file the scenarios' mirrors serve.
 func faultContent() []byte {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -411,4 +412,39 @@ func writeFile(t testing.TB, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// metricsClient fetches /metrics pages: loopback, bounded, a new
+// connection each time, so that a scrape leaves no connection (and no
+// goroutine of the scraped daemon) behind.
+var metricsClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 5 * time.Second}
+
+// metrics fetches the /metrics page of the admin address admin (host:port):
+// the text of a 200, else an error naming the status.
+func metrics(admin string) (string, error) {
+	return getBody(metricsClient, "http://"+admin+"/metrics")
+}
+
+// scrape is metrics for the test's own goroutine: an error fails the test.
+func scrape(t testing.TB, admin string) string {
+	t.Helper()
+	text, err := metrics(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+// metric reads admin's metric name: the sum of its series with the given
+// labels (see metricSum); an error when the page is not a 200 or has no
+// series of name, so that a missing metric is never read as a zero.
+func metric(admin, name string, labels ...string) (float64, error) {
+	text, err := metrics(admin)
+	if err != nil {
+		return 0, err
+	}
+	if !strings.Contains(text, "\n"+name+" ") && !strings.Contains(text, "\n"+name+"{") {
+		return 0, fmt.Errorf("%s/metrics has no %s series", admin, name)
+	}
+	return metricSum(text, name, labels...), nil
 }

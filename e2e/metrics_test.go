@@ -131,7 +131,7 @@ site:
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if !strings.Contains(adminGet(t, fe.Admin, "/metrics"), "transmirror_mirror_backend_picks_total{") {
+		if !strings.Contains(scrape(t, fe.Admin), "transmirror_mirror_backend_picks_total{") {
 			return "front end: no back-end pick counted yet"
 		}
 		return ""
@@ -157,7 +157,7 @@ site:
 	testpoll.Until(t, 30*time.Second, func() string {
 		types = map[string]string{}
 		for _, addr := range daemons {
-			for k, v := range scrapeTypes(adminGet(t, addr, "/metrics")) {
+			for k, v := range scrapeTypes(scrape(t, addr)) {
 				types[k] = v
 			}
 		}
@@ -178,7 +178,7 @@ site:
 
 	for name, addr := range daemons {
 		t.Run("promlint "+name, func(t *testing.T) {
-			problems, err := promlint.New(strings.NewReader(adminGet(t, addr, "/metrics"))).Lint()
+			problems, err := promlint.New(strings.NewReader(scrape(t, addr))).Lint()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ site:
 		})
 	}
 	t.Run("member gauges", func(t *testing.T) {
-		text := adminGet(t, s.DNSD.Admin, "/metrics")
+		text := scrape(t, s.DNSD.Admin)
 		for _, m := range dashMembers {
 			for _, want := range []string{
 				`transmirror_dnsd_member_up{group="www.example.test.",member="` + m.name + `"}`,

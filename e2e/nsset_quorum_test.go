@@ -92,5 +92,5 @@ func TestNSSetQuorum(t *testing.T) {
 // downVotes reads transmirror_dnsd_cluster_member_down_votes of member
 // from node d.
 func downVotes(d *dnsdProc, member string) (float64, error) {
-	return nodeMetric(d, "transmirror_dnsd_cluster_member_down_votes", `member="`+member+`"`)
+	return metric(d.Admin, "transmirror_dnsd_cluster_member_down_votes", `member="`+member+`"`)
 }

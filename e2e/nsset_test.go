@@ -110,20 +110,7 @@ func nssetAnswers(t *testing.T, d *dnsdProc) ([]string, string) {
 
 // degraded reads transmirror_dnsd_cluster_degraded of node d.
 func degraded(d *dnsdProc) (float64, error) {
-	return nodeMetric(d, "transmirror_dnsd_cluster_degraded")
-}
-
-// nodeMetric reads node d's metric name: the sum of its series with the
-// given labels (see metricSum); an error when d exports no series of it.
-func nodeMetric(d *dnsdProc, name string, labels ...string) (float64, error) {
-	text, err := getBody(loopbackClient, "http://"+d.Admin+"/metrics")
-	if err != nil {
-		return 0, err
-	}
-	if !strings.Contains(text, "\n"+name+" ") && !strings.Contains(text, "\n"+name+"{") {
-		return 0, fmt.Errorf("no %s series", name)
-	}
-	return metricSum(text, name, labels...), nil
+	return metric(d.Admin, "transmirror_dnsd_cluster_degraded")
 }
 
 // waitAnswered waits until every node in nodes answers with addr (or,

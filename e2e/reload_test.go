@@ -115,15 +115,3 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Errorf("%d of %d queries failed during reloads; first: %s", failed.Load(), sent.Load(), *firstErr.Load())
 	}
 }
-
-// scrape fetches the admin /metrics page.
-func scrape(t testing.TB, admin string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}

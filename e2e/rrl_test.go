@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,13 +190,7 @@ zones:
 		t.Errorf("dig +tcp during the flood: %v", tcpFailures)
 	}
 
-	resp, err := http.Get("http://" + d.Admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
+	text := scrape(t, d.Admin)
 	dropped := metricSum(text, "transmirror_dnsd_rrl_responses_total", `action="dropped"`)
 	slipped := metricSum(text, "transmirror_dnsd_rrl_responses_total", `action="slipped"`)
 	if slipped < float64(slips) || dropped == 0 {

@@ -240,7 +240,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 				t.Fatalf("mirror a on a stale view: %d %q, want 200 with the file (first: %d)", a.code, a.location, last.code)
 			}
 		}
-		text := adminGet(t, am.Admin, "/metrics")
+		text := scrape(t, am.Admin)
 		for _, c := range []struct {
 			name   string
 			labels []string
@@ -291,7 +291,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 		if got.location != "" {
 			t.Errorf("503 with Location %q", got.location)
 		}
-		text := adminGet(t, dm.Admin, "/metrics")
+		text := scrape(t, dm.Admin)
 		if v := metricSum(text, "transmirror_mirror_redirects_skipped_total", `reason="expired_view"`); v < 1 {
 			t.Errorf("expired_view skips %g, want at least 1", v)
 		}
@@ -316,7 +316,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 			if !toB(d) {
 				return fmt.Sprintf("dispatcher: %d %q, want 302 to b again", d.code, d.location)
 			}
-			if !strings.Contains(adminGet(t, am.Admin, "/metrics"), "\ntransmirror_mirror_view_ok 1\n") {
+			if !strings.Contains(scrape(t, am.Admin), "\ntransmirror_mirror_view_ok 1\n") {
 				return "mirror a: view_ok not 1 yet"
 			}
 			return ""
@@ -367,7 +367,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	_, port, _ := net.SplitHostPort(dm.HTTP)
 	groupURL := "http://www.example.test:" + port + "/file.bin"
 	testpoll.Until(t, 10*time.Second, func() string {
-		if v := metricSum(adminGet(t, dm.Admin, "/metrics"), "transmirror_mirror_view_dropped_candidates", `reason="group_name"`); v != 1 {
+		if v := metricSum(scrape(t, dm.Admin), "transmirror_mirror_view_dropped_candidates", `reason="group_name"`); v != 1 {
 			return fmt.Sprintf("view_dropped_candidates{group_name} = %g, want 1", v)
 		}
 		return ""

@@ -129,7 +129,7 @@ groups:
 	// Every mirror must have fetched a view since: one with every sibling up.
 	testpoll.Until(t, 10*time.Second, func() string {
 		for _, m := range ms {
-			text, err := skewGet("http://" + m.admin + "/metrics")
+			text, err := metrics(m.admin)
 			if err != nil {
 				return err.Error()
 			}
@@ -218,14 +218,4 @@ func skewGetJSON(u string, v any) error {
 		return fmt.Errorf("GET %s: %w", u, err)
 	}
 	return nil
-}
-
-// skewScrape is get for the test's own goroutine: a failure fails the test.
-func skewScrape(t *testing.T, u string) string {
-	t.Helper()
-	body, err := skewGet(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
 }

@@ -272,7 +272,7 @@ func runSkewPhase(t *testing.T, ph skewPhase) *skewResult {
 	take := func() sample {
 		s := sample{at: time.Since(gen.start), served: make([]int64, skewMirrors), redirected: make([]int64, skewMirrors), client: make([]int64, skewMirrors)}
 		for i, m := range cl.mirrors {
-			text := skewScrape(t, "http://"+m.admin+"/metrics")
+			text := scrape(t, m.admin)
 			s.served[i] = int64(metricSum(text, "transmirror_mirror_requests_total", `code_class="2xx"`, `method="GET"`))
 			s.redirected[i] = int64(metricSum(text, "transmirror_mirror_redirects_total"))
 			s.client[i] = c.served[i].Load()
