@@ -131,17 +131,25 @@ func groupAnswer(c *dns.Client, addr string) ([]string, error) {
 	return out, nil
 }
 
-// answerLog records, for addresses of interest, when the last answer that
-// named them was asked for (by send time), and how many answers it saw.
+// answerLog records, for every address, when the last answer that named
+// it was asked for (by send time), and how many answers it saw; for the
+// watched addresses, when each answer that named them was asked for.
 type answerLog struct {
-	start time.Time
-	mu    sync.Mutex
-	last  map[string]time.Duration
-	n     int
+	start   time.Time
+	mu      sync.Mutex
+	last    map[string]time.Duration
+	watched map[string][]time.Duration
+	n       int
 }
 
-func newAnswerLog(start time.Time) *answerLog {
-	return &answerLog{start: start, last: map[string]time.Duration{}}
+// newAnswerLog returns a log whose times count from start, recording each
+// answer that names one of watch.
+func newAnswerLog(start time.Time, watch ...string) *answerLog {
+	l := &answerLog{start: start, last: map[string]time.Duration{}, watched: map[string][]time.Duration{}}
+	for _, a := range watch {
+		l.watched[a] = nil
+	}
+	return l
 }
 
 func (l *answerLog) note(sent time.Time, addrs []string) {
@@ -153,7 +161,24 @@ func (l *answerLog) note(sent time.Time, addrs []string) {
 		if at > l.last[a] {
 			l.last[a] = at
 		}
+		if ts, ok := l.watched[a]; ok {
+			l.watched[a] = append(ts, at)
+		}
 	}
+}
+
+// namedAfter counts the answers naming the watched address addr that were
+// asked for later than after (from the log's start).
+func (l *answerLog) namedAfter(addr string, after time.Duration) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, at := range l.watched[addr] {
+		if at > after {
+			n++
+		}
+	}
+	return n
 }
 
 // lastNamed returns when the last answer naming addr was asked for,
@@ -189,7 +214,12 @@ func pollAnswers(ctx context.Context, addr string, log *answerLog) <-chan struct
 	return done
 }
 
-// faultClient is the client model of the fault scenarios: a client that
+// retryingClient is the client model of the fault scenarios, named for
+// what its "0 gave up" means: it retries every address, resolving again,
+// for up to 15 s, so a fetch fails only when no mirror served the file in
+// all that time; while one mirror lives that holds whatever dnsd answers.
+// A scenario that judges dnsd bounds its answers (answerLog) as well. It
+// is a client that
 // follows DNS the way a browser or a download tool does. For each file it
 // asks dnsd for the group (no cache: the TTL is 1 s and the scenarios
 // last longer), connects to the addresses of the answer in order on the
@@ -199,7 +229,7 @@ func pollAnswers(ctx context.Context, addr string, log *answerLog) <-chan struct
 // and when none is left, resolve again after 100 ms; it gives up after
 // giveUp. An HTTP status other than 200 and 302, or a body that is not the
 // file, is a failure at once: no client retries what a server answered.
-type faultClient struct {
+type retryingClient struct {
 	dnsAddr string
 	port    string
 	content []byte
@@ -215,10 +245,13 @@ type faultClient struct {
 	fetches, retried, tries, hops, hopFailed atomic.Int64
 }
 
-func newFaultClient(dnsAddr, port string, content []byte, log *answerLog) *faultClient {
+// retryingGiveUp is how long a retryingClient tries before it gives up.
+const retryingGiveUp = 15 * time.Second
+
+func newRetryingClient(dnsAddr, port string, content []byte, log *answerLog) *retryingClient {
 	dialer := &net.Dialer{Timeout: time.Second}
-	return &faultClient{
-		dnsAddr: dnsAddr, port: port, content: content, log: log, giveUp: 15 * time.Second,
+	return &retryingClient{
+		dnsAddr: dnsAddr, port: port, content: content, log: log, giveUp: retryingGiveUp,
 		dns: &dns.Client{Net: "udp", Timeout: time.Second},
 		http: &http.Client{
 			Transport: &http.Transport{
@@ -231,7 +264,7 @@ func newFaultClient(dnsAddr, port string, content []byte, log *answerLog) *fault
 	}
 }
 
-func (c *faultClient) close() { c.http.CloseIdleConnections() }
+func (c *retryingClient) close() { c.http.CloseIdleConnections() }
 
 // errTransport marks a failure that the client model retries.
 var errTransport = errors.New("transport")
@@ -239,7 +272,7 @@ var errTransport = errors.New("transport")
 // get fetches path from addr with the Host header host and returns the
 // status and, for a 302, the Location; transport failures wrap
 // errTransport.
-func (c *faultClient) get(ctx context.Context, addr, host, path string) (int, string, error) {
+func (c *retryingClient) get(ctx context.Context, addr, host, path string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(addr, c.port)+path, nil)
 	if err != nil {
 		return 0, "", err
@@ -267,7 +300,7 @@ func (c *faultClient) get(ctx context.Context, addr, host, path string) (int, st
 }
 
 // resolve asks dnsd for host's addresses, noting the group's answers.
-func (c *faultClient) resolve(host string) ([]string, error) {
+func (c *retryingClient) resolve(host string) ([]string, error) {
 	m := new(dns.Msg).SetQuestion(dns.Fqdn(host), dns.TypeA)
 	sent := time.Now()
 	r, _, err := c.dns.Exchange(m, c.dnsAddr)
@@ -291,7 +324,7 @@ func (c *faultClient) resolve(host string) ([]string, error) {
 
 // fetch gets path as the client model says and returns nil once it has
 // the file.
-func (c *faultClient) fetch(ctx context.Context, path string) error {
+func (c *retryingClient) fetch(ctx context.Context, path string) error {
 	c.fetches.Add(1)
 	deadline := time.Now().Add(c.giveUp)
 	var last error
@@ -359,19 +392,19 @@ func (c *faultClient) fetch(ctx context.Context, path string) error {
 	}
 }
 
-// loadResult is what a load of faultClients did.
-type loadResult struct {
+// retryingLoad is what a load of retryingClients did.
+type retryingLoad struct {
 	done    chan struct{}
-	failed  atomic.Int64
+	gaveUp  atomic.Int64 // fetches that found no mirror serving the file for giveUp
 	mu      sync.Mutex
 	errs    []string
-	clients []*faultClient
+	clients []*retryingClient
 }
 
-func (r *loadResult) wait() { <-r.done }
+func (r *retryingLoad) wait() { <-r.done }
 
-func (r *loadResult) fail(err error) {
-	r.failed.Add(1)
+func (r *retryingLoad) fail(err error) {
+	r.gaveUp.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.errs) < 5 {
@@ -379,14 +412,14 @@ func (r *loadResult) fail(err error) {
 	}
 }
 
-func (r *loadResult) firstErrors() string {
+func (r *retryingLoad) firstErrors() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return strings.Join(r.errs, "; ")
 }
 
 // sum adds up a counter over the clients.
-func (r *loadResult) sum(f func(*faultClient) *atomic.Int64) int64 {
+func (r *retryingLoad) sum(f func(*retryingClient) *atomic.Int64) int64 {
 	var n int64
 	for _, c := range r.clients {
 		n += f(c).Load()
@@ -396,8 +429,8 @@ func (r *loadResult) sum(f func(*faultClient) *atomic.Int64) int64 {
 
 // runClients runs n clients, each fetching path again and again with a
 // pause of pause between fetches, until ctx is done.
-func runClients(ctx context.Context, n int, pause time.Duration, path string, mk func() *faultClient) *loadResult {
-	r := &loadResult{done: make(chan struct{})}
+func runRetryingClients(ctx context.Context, n int, pause time.Duration, path string, mk func() *retryingClient) *retryingLoad {
+	r := &retryingLoad{done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for range n {
 		c := mk()

@@ -29,7 +29,7 @@ import (
 //   - no client request fails: the DNS clients are stub resolvers (three
 //     tries of 1 s, then a failure; every answer NOERROR with an address)
 //     and the HTTP clients follow DNS as the fault scenarios' client
-//     model does (faultClient: next address after a failed connect or a
+//     model does (retryingClient: next address after a failed connect or a
 //     cut response, a new resolution 100 ms later when none is left, one
 //     302 followed, a failure after 15 s without the file, or at once on
 //     any status but 200 and 302, or a body that is not the file);
@@ -104,8 +104,8 @@ redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.
 
 	// HTTP clients: eight of the client model, two with a's address cached.
 	n := 0
-	load := runClients(ctx, 8, 20*time.Millisecond, "/file.bin", func() *faultClient {
-		c := newFaultClient(d.Addr, port, content, nil)
+	load := runRetryingClients(ctx, 8, 20*time.Millisecond, "/file.bin", func() *retryingClient {
+		c := newRetryingClient(d.Addr, port, content, nil)
 		if n++; n%4 == 0 {
 			c.pin = members[0].ip
 		}
@@ -299,16 +299,16 @@ redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.
 			float64(b.rss)/(1<<20), float64(most.rss)/(1<<20), float64(rssLimit)/(1<<20))
 	}
 	tw.Flush()
-	fetches := load.sum(func(c *faultClient) *atomic.Int64 { return &c.fetches })
+	fetches := load.sum(func(c *retryingClient) *atomic.Int64 { return &c.fetches })
 	t.Logf("soak of %v (warm-up %v, flap period %v): %d mirror stops and %d restarts, %d drains; HTTP: %d fetches, %d needed another round, %d redirects followed (%d to a stopped mirror), %d failed; DNS: %d queries, %d retried, %d failed\n%s",
 		duration, warm, flapEvery, stops.Load(), restarts.Load(), drains.Load(),
-		fetches, load.sum(func(c *faultClient) *atomic.Int64 { return &c.retried }), load.sum(func(c *faultClient) *atomic.Int64 { return &c.hops }),
-		load.sum(func(c *faultClient) *atomic.Int64 { return &c.hopFailed }), load.failed.Load(),
+		fetches, load.sum(func(c *retryingClient) *atomic.Int64 { return &c.retried }), load.sum(func(c *retryingClient) *atomic.Int64 { return &c.hops }),
+		load.sum(func(c *retryingClient) *atomic.Int64 { return &c.hopFailed }), load.gaveUp.Load(),
 		dnsSent.Load(), dnsRetried.Load(), dnsFailed.Load(), sb.String())
 	if p := chaosErr.Load(); p != nil {
 		t.Errorf("flapping: %s", *p)
 	}
-	if n := load.failed.Load(); n > 0 {
+	if n := load.gaveUp.Load(); n > 0 {
 		t.Errorf("%d of %d HTTP fetches failed; first: %s", n, fetches, load.firstErrors())
 	}
 	if n := dnsFailed.Load(); n > 0 {
