@@ -66,6 +66,10 @@ const (
 	corrLowMargin = 0.05
 	corrHigh      = 0.9 // redirect.high_watermark
 	corrMaxShare  = 0.5 // redirect.max_share
+	// corrLaw is redirect.law, set in the mirrors' config: the watermark
+	// law, which corrShare writes out; the test must not follow the
+	// default law, whatever that is, while it checks this one's formula.
+	corrLaw = "watermark"
 
 	corrGroupRate  = 60.0 // requests/s on the group name at a while loaded
 	corrOwnRate    = 6.0  // requests/s on a's own host name while loaded
@@ -333,8 +337,9 @@ func TestCorrection(t *testing.T) {
 		skipped, time.Since(began).Round(100*time.Millisecond))
 }
 
-// corrShare is the mirror's redirect share at serving utilization u
-// (mirror.RedirectShare with the scenario's watermarks and max_share).
+// corrShare is the mirror's redirect share at serving utilization u under
+// corrLaw (mirror.RedirectShare with the scenario's watermarks and
+// max_share).
 func corrShare(u float64) float64 {
 	switch {
 	case u <= corrLow:
@@ -496,8 +501,8 @@ root: root
 capacity: %g
 run_queue: none
 timeouts: {shutdown: 5s}
-redirect: {enabled: true, low_watermark: %g, high_watermark: %g, max_share: %g, min_size: 1KiB, never: ["/"]}
-`, net.JoinHostPort(m.ip, port), corrGroup, m.name, m.host, dnsdAdmin, corrSecret, corrCapacity, corrLow, corrHigh, corrMaxShare)
+redirect: {enabled: true, law: %s, low_watermark: %g, high_watermark: %g, max_share: %g, min_size: 1KiB, never: ["/"]}
+`, net.JoinHostPort(m.ip, port), corrGroup, m.name, m.host, dnsdAdmin, corrSecret, corrCapacity, corrLaw, corrLow, corrHigh, corrMaxShare)
 	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name)
 	if err != nil {
 		return nil, "", fmt.Errorf("on %s: %w", net.JoinHostPort(m.ip, port), err)
