@@ -22,7 +22,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // The 302-correction scenario of the issue, end to end: one real dnsd
@@ -176,7 +176,7 @@ func TestCorrection(t *testing.T) {
 	followDone := cl.follow(loadCtx, fc, rec)
 
 	var firstRedirect time.Duration
-	testpoll.Until(t, 30*time.Second, func() string {
+	probetest.Until(t, 30*time.Second, func() string {
 		if at, ok := rec.first(corrLoad, http.StatusFound); ok {
 			firstRedirect = at
 			return ""
@@ -189,7 +189,7 @@ func TestCorrection(t *testing.T) {
 	// corrHold long and holds corrMinLoaded group-name requests.
 	holdFrom := loadAt + corrReportWindow + corrMeterRefresh
 	var holdTo time.Duration
-	testpoll.Until(t, time.Until(rec.start.Add(holdFrom+corrHold))+60*time.Second, func() string {
+	probetest.Until(t, time.Until(rec.start.Add(holdFrom+corrHold))+60*time.Second, func() string {
 		now := rec.since()
 		if n := rec.count(corrLoad, 0, holdFrom, now); now < holdFrom+corrHold || n < corrMinLoaded {
 			return fmt.Sprintf("the window from %v holds %d group-name requests after %v, want %d and %v (generator: %d issued, %d dropped, %d late; %s)",
@@ -453,7 +453,7 @@ groups:
 	})
 
 	var upAt time.Time
-	testpoll.Until(t, 15*time.Second, func() string {
+	probetest.Until(t, 15*time.Second, func() string {
 		up := 0
 		v, err := cl.viewErr()
 		if err != nil {
@@ -470,7 +470,7 @@ groups:
 		upAt = time.Now()
 		return ""
 	})
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		for _, m := range cl.mirrors {
 			text, err := metrics(m.admin)
 			if err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/miekg/dns"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "also write docs/dashboard.png from the dashboard browser test")
@@ -249,7 +249,7 @@ func evalAny(ctx context.Context, expr string) error {
 // waitDOM polls the page until expr is true or the deadline passes.
 func waitDOM(t *testing.T, ctx context.Context, within time.Duration, what, expr string) {
 	t.Helper()
-	testpoll.Until(t, within, func() string {
+	probetest.Until(t, within, func() string {
 		ok, err := evalBool(ctx, expr)
 		switch {
 		case err != nil:

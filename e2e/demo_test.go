@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // demoAddrs are the fixed loopback addresses of tmdemo: its printed
@@ -130,7 +130,7 @@ func TestDemo(t *testing.T) {
 	}
 
 	p.Signal(syscall.SIGINT)
-	testpoll.Until(t, 20*time.Second, func() string {
+	probetest.Until(t, 20*time.Second, func() string {
 		if !p.Exited() {
 			return "tmdemo still running after SIGINT"
 		}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestFaultClockFarOff is the fault "a mirror whose clock is far off",
@@ -77,7 +77,7 @@ run_queue: none
 	probes := func(text string) float64 {
 		return metricSum(text, "transmirror_probe_probes_total", `group="`+group+`"`, `result="success"`)
 	}
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if mv := fra9(); mv.State != "up" || mv.LastReport == nil {
 			return fmt.Sprintf("fra9 %s, last report %v: want up on its pulled reports", mv.State, mv.LastReport)
 		}
@@ -125,7 +125,7 @@ run_queue: none
 	// Probed instead: fra9 stays up on pulls that go on after the refused
 	// pushes, and its figures are the pulled ones, never the pushed.
 	base := probes(after)
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if n := probes(scrape(t, d.Admin)) - base; n < 3 {
 			return fmt.Sprintf("%g successful probes of the group since the refused pushes, want 3", n)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestFaultCorruptGeoIP: the GeoIP database is replaced in place by a
@@ -79,7 +79,7 @@ func TestFaultCorruptGeoIP(t *testing.T) {
 			if i == 0 { // and once by signal, for the log
 				logs := strings.Count(d.Logs(), "reload failed")
 				d.Signal(syscall.SIGHUP)
-				testpoll.Until(t, 10*time.Second, func() string {
+				probetest.Until(t, 10*time.Second, func() string {
 					if strings.Count(d.Logs(), "reload failed") == logs {
 						return "no 'reload failed' log line after SIGHUP"
 					}

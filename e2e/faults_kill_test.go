@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestFaultMirrorKilled: three mirrors (a, which half the clients have
@@ -96,7 +96,7 @@ redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.
 	killed := time.Since(start)
 	<-b.done
 	bound := faultHealth.exitBound()
-	testpoll.Until(t, bound+10*time.Second, func() string {
+	probetest.Until(t, bound+10*time.Second, func() string {
 		// Gone: no answer naming b for two health intervals.
 		last, _ := log.lastNamed(b.ip)
 		if quiet := time.Since(start) - max(last, killed); quiet < 2*faultHealth.Interval {

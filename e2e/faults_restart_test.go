@@ -12,7 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestFaultDNSDRestart: an NS set of two dnsd, each with its own state
@@ -103,7 +103,7 @@ func TestFaultDNSDRestart(t *testing.T) {
 	queriesAt := func(d *dnsdProc) float64 {
 		return metricSum(scrape(t, d.Admin), "transmirror_dnsd_queries_total", `qtype="A"`, `rcode="NOERROR"`)
 	}
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if n := sent.Load(); n < 100 {
 			return fmt.Sprintf("%d queries through unbound so far", n)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestFaultSiteBackendsDown: a site (a front end over two back ends) is a
@@ -89,7 +89,7 @@ backends:
 		last, ok := log.lastNamed(feIP)
 		return ok && time.Since(start)-last < within
 	}
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if st, err := memberStates(d.Admin); err != nil || st["fe"] != "up" || !named(100*time.Millisecond) {
 			return fmt.Sprintf("the site is not up and answered: %v %v", st, err)
 		}
@@ -105,7 +105,7 @@ backends:
 	}
 	failed := time.Since(start)
 	var unhealthy time.Duration
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if c := status("http://" + fe.HTTP + "/-/healthy"); c != http.StatusServiceUnavailable {
 			return fmt.Sprintf("the front end's /-/healthy answers %d with no back end", c)
 		}
@@ -118,7 +118,7 @@ backends:
 	h := faultHealth
 	feBound := time.Duration(feFall)*feInterval + feTimeout
 	bound := feBound + h.exitBound()
-	testpoll.Until(t, bound+10*time.Second, func() string {
+	probetest.Until(t, bound+10*time.Second, func() string {
 		if st, _ := memberStates(d.Admin); st["fe"] != "down" || named(2*h.Interval) {
 			return fmt.Sprintf("dnsd still has the site: %q", st["fe"])
 		}
@@ -138,7 +138,7 @@ backends:
 	}
 	back := time.Since(start)
 	var healthy, answered time.Duration
-	testpoll.Until(t, 15*time.Second, func() string {
+	probetest.Until(t, 15*time.Second, func() string {
 		if healthy == 0 {
 			if c := status("http://" + fe.HTTP + "/-/healthy"); c != http.StatusOK {
 				return fmt.Sprintf("the front end's /-/healthy answers %d with its back ends back", c)

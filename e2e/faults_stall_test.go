@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // stallServer is a TCP listener that accepts connections and never
@@ -192,7 +192,7 @@ func TestFaultMirrorStalls(t *testing.T) {
 	// at its timeout.
 	h := faultHealth
 	bound := time.Duration(h.Fall)*h.Interval + h.Jitter + h.Timeout
-	testpoll.Until(t, bound+10*time.Second, func() string {
+	probetest.Until(t, bound+10*time.Second, func() string {
 		st, err := memberStates(d.Admin)
 		if err != nil {
 			return err.Error()

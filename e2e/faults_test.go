@@ -20,7 +20,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // The fault matrix (issue 15): each TestFault… starts a cluster of its own
@@ -513,7 +513,7 @@ func memberStates(admin string) (map[string]string, error) {
 // waitMembersUp waits until dnsd at admin has every one of members up.
 func waitMembersUp(t *testing.T, admin string, members []faultMember) {
 	t.Helper()
-	testpoll.Until(t, 15*time.Second, func() string {
+	probetest.Until(t, 15*time.Second, func() string {
 		st, err := memberStates(admin)
 		if err != nil {
 			return err.Error()

@@ -18,7 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // The self-registration scenario (issue 16): a mirror with join on adds
@@ -56,7 +56,7 @@ func TestJoinAndLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if a := types(d.Dig(t, faultGroup, "A").Answer); !has(a, "A "+joinIP) {
 			return fmt.Sprintf("dig %s A: %v, no %s", faultGroup, a, joinIP)
 		}
@@ -72,7 +72,7 @@ func TestJoinAndLeave(t *testing.T) {
 	if m, _, err = launchFaultMirror(t, dir, joi, listen, mirrorCfg); err != nil {
 		t.Fatal(err)
 	}
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if !strings.Contains(m.Logs(), `msg="joined the group"`) {
 			return "the restarted mirror has not joined"
 		}
@@ -109,7 +109,7 @@ func TestJoinAndLeave(t *testing.T) {
 		t.Fatalf("groupctl remove: %v\n%s", err, out)
 	}
 	removed := time.Now()
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		v, err := groupView(d.Admin)
 		if err != nil {
 			return err.Error()
@@ -121,7 +121,7 @@ func TestJoinAndLeave(t *testing.T) {
 		}
 		return "joi1 is not back in the group"
 	})
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if a := types(d.Dig(t, faultGroup, "A").Answer); !has(a, "A "+joinIP) {
 			return fmt.Sprintf("dig %s A: %v, no %s", faultGroup, a, joinIP)
 		}
@@ -138,7 +138,7 @@ func TestJoinAndLeave(t *testing.T) {
 	alog := newAnswerLog(time.Now())
 	polled := pollAnswers(ctx, d.Addr, alog)
 	clients := runTTLClients(ctx, 4, d.Addr, port, content)
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if clients.from(joinIP) < 20 {
 			return fmt.Sprintf("%d files fetched from %s", clients.from(joinIP), joinIP)
 		}
@@ -149,7 +149,7 @@ func TestJoinAndLeave(t *testing.T) {
 
 	// Out of the answers while it still serves.
 	var outAt time.Duration
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if a := types(d.Dig(t, faultGroup, "A").Answer); has(a, "A "+joinIP) {
 			return fmt.Sprintf("dig still answers %s: %v", joinIP, a)
 		}
@@ -165,7 +165,7 @@ func TestJoinAndLeave(t *testing.T) {
 	served := clients.lastFrom(joinIP).Sub(term)
 	// Some more fetches from sta1 after the exit.
 	after := clients.total()
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if clients.total() < after+20 {
 			return "clients stalled after the exit"
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // grafanaMetricRE finds the metric names in a PromQL expression.
@@ -122,7 +122,7 @@ site:
 	}
 	// Requests through the front end, so that it picks back ends.
 	hc := &http.Client{Timeout: 5 * time.Second}
-	testpoll.Until(t, 20*time.Second, func() string {
+	probetest.Until(t, 20*time.Second, func() string {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+fe.HTTP+"/index.html", nil)
 		req.Host = "www.example.test"
 		resp, err := hc.Do(req)
@@ -154,7 +154,7 @@ site:
 	// Poll until every name is there: a counter vector shows once it
 	// counted something, and the traffic needs a moment.
 	var types map[string]string
-	testpoll.Until(t, 30*time.Second, func() string {
+	probetest.Until(t, 30*time.Second, func() string {
 		types = map[string]string{}
 		for _, addr := range daemons {
 			for k, v := range scrapeTypes(scrape(t, addr)) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // mirrorReloadYAML is a mirror without dnsd; %s is the rest of the config.
@@ -97,7 +97,7 @@ func TestMirrorReload(t *testing.T) {
 				m.Signal(syscall.SIGHUP)
 			}
 			// The reload is over once its log line is written.
-			testpoll.Until(t, 10*time.Second, func() string {
+			probetest.Until(t, 10*time.Second, func() string {
 				logs := m.Logs()
 				switch {
 				case tt.want == "" && strings.Count(logs, `msg=reloaded`) == reloadedBefore:

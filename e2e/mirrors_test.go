@@ -14,7 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // mirrorProc is a running mirror with the addresses it reported.
@@ -241,13 +241,13 @@ func TestMembershipWithRealMirror(t *testing.T) {
 	if err != nil {
 		t.Fatalf("groupctl add: %v\n%s", err, out)
 	}
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if a := answers(t, d); !has(a, "127.0.9.1") {
 			return fmt.Sprintf("dig does not see the added mirror: %v", a)
 		}
 		return ""
 	})
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		out, err := groupctl(t, d.Admin, secret, "status", "www.example.test")
 		if err != nil || !regexp.MustCompile(`fra9\s+up\s+runtime`).MatchString(out) {
 			return fmt.Sprintf("groupctl status does not show fra9 up: %v\n%s", err, out)
@@ -268,7 +268,7 @@ func TestMembershipWithRealMirror(t *testing.T) {
 	// the mirror was still in the answers then. The time a dig takes is
 	// not the mirror's, so it is not counted against the bound.
 	var lastSeen, gone time.Duration
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		sent := time.Since(stopped)
 		if a := answers(t, d); has(a, "127.0.9.1") {
 			lastSeen = sent

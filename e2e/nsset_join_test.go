@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // The addresses of the NS-set join scenario's mirrors: static1 is the
@@ -58,7 +58,7 @@ func TestNSSetJoinAndLeave(t *testing.T) {
 		}
 		return n
 	}
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if n := from(); n < 20 {
 			return fmt.Sprintf("%d files fetched from %s", n, nssetJoinIP)
 		}
@@ -79,7 +79,7 @@ func TestNSSetJoinAndLeave(t *testing.T) {
 		return n
 	}
 	after := total()
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		if total() < after+20 {
 			return "clients stalled after the exit"
 		}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestNSSetSharesPending: the hidden load of the answers one node of an
@@ -54,7 +54,7 @@ func TestNSSetSharesPending(t *testing.T) {
 		}
 		return 0, fmt.Sprintf("ns%d has no static1", i+1)
 	}
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		for i := range 2 {
 			if _, why := pending(i); why != "" {
 				return why
@@ -71,7 +71,7 @@ func TestNSSetSharesPending(t *testing.T) {
 		}
 	}
 	var on1, on2 float64
-	testpoll.Until(t, 5*time.Second, func() string {
+	probetest.Until(t, 5*time.Second, func() string {
 		var why string
 		if on1, why = pending(0); why != "" {
 			return why

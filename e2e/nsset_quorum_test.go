@@ -11,8 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestNSSetQuorum: the multi-vantage health check on three real dnsd and a
@@ -65,7 +65,7 @@ func TestNSSetQuorum(t *testing.T) {
 
 	failing[1].Store(true)
 	began := time.Now()
-	testpoll.Until(t, 10*time.Second, votes(1))
+	probetest.Until(t, 10*time.Second, votes(1))
 	t.Logf("figure: ns1's path down: every node counts 1 down vote after %v", time.Since(began).Round(time.Millisecond))
 	// 1 of 3 is not more than half: q1 stays, ns1's answers included.
 	waitAnswered(t, all, q1, true, time.Second)
@@ -73,7 +73,7 @@ func TestNSSetQuorum(t *testing.T) {
 	failing[2].Store(true)
 	took := waitAnswered(t, all, q1, false, 10*time.Second)
 	t.Logf("figure: ns2's path down too (2 of 3): q1 out of all three's answers after %v", took.Round(time.Millisecond))
-	testpoll.Until(t, 5*time.Second, votes(2))
+	probetest.Until(t, 5*time.Second, votes(2))
 	// The dashboard of ns3, in a real browser, says so.
 	browser := newBrowser(t)
 	if err := chromedp.Do(browser, chromedp.Navigate("http://"+all[2].Admin+"/")); err != nil {
@@ -86,7 +86,7 @@ func TestNSSetQuorum(t *testing.T) {
 	failing[2].Store(false)
 	took = waitAnswered(t, all, q1, true, 10*time.Second)
 	t.Logf("figure: both paths back: q1 in all three's answers after %v", took.Round(time.Millisecond))
-	testpoll.Until(t, 5*time.Second, votes(0))
+	probetest.Until(t, 5*time.Second, votes(0))
 }
 
 // downVotes reads transmirror_dnsd_cluster_member_down_votes of member

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
-	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // The NS set (issue 16): three dnsd processes that share their run-time
@@ -118,7 +118,7 @@ func degraded(d *dnsdProc) (float64, error) {
 func waitAnswered(t *testing.T, nodes []*dnsdProc, addr string, want bool, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	testpoll.Until(t, within, func() string {
+	probetest.Until(t, within, func() string {
 		for i, d := range nodes {
 			got, why := nssetAnswers(t, d)
 			if why != "" {
@@ -137,7 +137,7 @@ func waitAnswered(t *testing.T, nodes []*dnsdProc, addr string, want bool, withi
 func waitDegraded(t *testing.T, nodes []*dnsdProc, want float64, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	testpoll.Until(t, within, func() string {
+	probetest.Until(t, within, func() string {
 		for i, d := range nodes {
 			v, err := degraded(d)
 			if err != nil {
@@ -212,7 +212,7 @@ func TestNSSet(t *testing.T) {
 	if err := push(0, 420); err != nil {
 		t.Fatalf("push to ns1: %v", err)
 	}
-	testpoll.Until(t, 2*time.Second, func() string {
+	probetest.Until(t, 2*time.Second, func() string {
 		v, err := s.client(t, 2).Group(ctx, nssetGroup)
 		if err != nil {
 			return err.Error()
@@ -309,7 +309,7 @@ func TestNSSetConcurrentAdds(t *testing.T) {
 		t.Error(err)
 	}
 	added := time.Since(start)
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		for i, c := range clients {
 			v, err := c.Group(ctx, nssetGroup)
 			if err != nil {

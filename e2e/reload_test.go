@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestReloadUnderLoad reloads dnsd with SIGHUP while clients query it: every
@@ -67,7 +67,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		}
 		d.Signal(syscall.SIGHUP)
 		name := fmt.Sprintf("new%d.example.test", i)
-		testpoll.Until(t, 10*time.Second, func() string {
+		probetest.Until(t, 10*time.Second, func() string {
 			r := d.Dig(t, name, "A")
 			if r.Status != "NOERROR" || len(r.Answer) != 1 {
 				return fmt.Sprintf("%s not served after reload %d: %s", name, i, r.Status)
@@ -89,7 +89,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Errorf("POST /-/reload with a broken zone: %d %s; want 400 naming the zone file", resp.StatusCode, body)
 	}
 	d.Signal(syscall.SIGHUP)
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if !strings.Contains(d.Logs(), "reload failed") {
 			return "no 'reload failed' log line after SIGHUP with a broken zone"
 		}

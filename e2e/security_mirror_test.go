@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // Tests of issue 21's serving findings with the real binaries: apt on a
@@ -241,7 +241,7 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 	untrusting := dispatcher("untrusting", "")
 	https := dispatcher("https", "redirect: {scheme: https}\n")
 	for _, p := range []*mirrorProc{trusting, untrusting, https} {
-		testpoll.Until(t, 15*time.Second, func() string {
+		probetest.Until(t, 15*time.Second, func() string {
 			if code, loc := curlHead(t, "http://"+p.HTTP+"/pub/x.iso", []string{"Host: www.example.test"}); code != http.StatusFound {
 				return fmt.Sprintf("dispatcher at %s: %d %q, want a 302 once it has the group view", p.HTTP, code, loc)
 			}

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // viewSource stands in for dnsd's admin API as the mirrors' view source:
@@ -183,7 +183,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	}
 
 	// Both redirect to b on the good view.
-	testpoll.Until(t, 15*time.Second, func() string {
+	probetest.Until(t, 15*time.Second, func() string {
 		a, err := get(am.HTTP)
 		if err != nil {
 			return err.Error()
@@ -193,7 +193,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 		}
 		return ""
 	})
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		d, err := get(dm.HTTP)
 		if err != nil {
 			return err.Error()
@@ -206,7 +206,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 
 	vs.set(t, secHugeView(t))
 	hugeAt := time.Now()
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if n := vs.served(); n < 2 {
 			return fmt.Sprintf("the huge view fetched %d times, want 2 (each mirror once)", n)
 		}
@@ -215,7 +215,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 
 	t.Run("mirror serves once its view is stale", func(t *testing.T) {
 		var last answer
-		testpoll.Until(t, 10*time.Second, func() string {
+		probetest.Until(t, 10*time.Second, func() string {
 			// Keep a busy, so that only the view keeps it from redirecting.
 			a, err := get(am.HTTP)
 			if err != nil {
@@ -271,7 +271,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	t.Run("dispatcher answers 503 once its view has expired", func(t *testing.T) {
 		expire := mirror.ExpiredViews * viewInterval
 		var got answer
-		testpoll.Until(t, expire+10*time.Second, func() string {
+		probetest.Until(t, expire+10*time.Second, func() string {
 			d, err := get(dm.HTTP)
 			if err != nil {
 				return err.Error()
@@ -308,7 +308,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 
 	t.Run("both recover with a good view", func(t *testing.T) {
 		vs.set(t, secGoodView())
-		testpoll.Until(t, 15*time.Second, func() string {
+		probetest.Until(t, 15*time.Second, func() string {
 			d, err := get(dm.HTTP)
 			if err != nil {
 				return err.Error()
@@ -366,7 +366,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	t.Cleanup(hc.CloseIdleConnections)
 	_, port, _ := net.SplitHostPort(dm.HTTP)
 	groupURL := "http://www.example.test:" + port + "/file.bin"
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		if v := metricSum(scrape(t, dm.Admin), "transmirror_mirror_view_dropped_candidates", `reason="group_name"`); v != 1 {
 			return fmt.Sprintf("view_dropped_candidates{group_name} = %g, want 1", v)
 		}
@@ -392,7 +392,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	vs.set(t, withB)
 	noFollow := *hc
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		resp, err := noFollow.Get(groupURL)
 		if err != nil {
 			return err.Error()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testpoll"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // skewMirror is one mirror process of the scenario.
@@ -104,7 +104,7 @@ groups:
 	})
 
 	upAt := time.Now()
-	testpoll.Until(t, 15*time.Second, func() string {
+	probetest.Until(t, 15*time.Second, func() string {
 		var v struct {
 			Members []struct {
 				Name  string `json:"name"`
@@ -127,7 +127,7 @@ groups:
 		return ""
 	})
 	// Every mirror must have fetched a view since: one with every sibling up.
-	testpoll.Until(t, 10*time.Second, func() string {
+	probetest.Until(t, 10*time.Second, func() string {
 		for _, m := range ms {
 			text, err := metrics(m.admin)
 			if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testnet"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // unboundProc is a real recursive resolver (Debian's unbound) whose only
@@ -40,7 +40,7 @@ func startUnboundStubs(t testing.TB, stubs []string, extra string, origins ...st
 	dir := t.TempDir()
 	var lastErr string
 	for try := 0; try < 5; try++ {
-		_, port, _ := net.SplitHostPort(testnet.FreeAddr(t, "udp"))
+		_, port, _ := net.SplitHostPort(probetest.FreeAddr(t, "udp"))
 		conf := fmt.Sprintf(`server:
     interface: 127.0.0.1
     port: %s

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/internal/testnet"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // Binary is the etcd server executable, looked up in PATH.
@@ -48,8 +48,8 @@ func Start(t testing.TB) *Server {
 	var err error
 	for i := range 5 {
 		s.dir = fmt.Sprintf("%s/%d", base, i) // a failed start may leave a member behind
-		s.client = "http://" + testnet.FreeAddr(t, "tcp")
-		s.peer = "http://" + testnet.FreeAddr(t, "tcp")
+		s.client = "http://" + probetest.FreeAddr(t, "tcp")
+		s.peer = "http://" + probetest.FreeAddr(t, "tcp")
 		if err = s.run(); err == nil {
 			t.Cleanup(s.Stop)
 			return s

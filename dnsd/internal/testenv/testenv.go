@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/dnsd"
-	"github.com/transmirror/transmirror/internal/testpoll"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // Secret is the group secret of Config.
@@ -92,12 +92,12 @@ func NewFakeMirror(t testing.TB, group, member string) *FakeMirror {
 // DiscardLogger is a logger that writes nothing.
 func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// WaitFor is testpoll.Until for a condition that can not say why it does
+// WaitFor is probetest.Until for a condition that can not say why it does
 // not hold: what names what is awaited. It stays until the dnsd packages'
-// tests, which call it, move to testpoll.Until.
+// tests, which call it, move to probetest.Until.
 func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	testpoll.Until(t, within, func() string {
+	probetest.Until(t, within, func() string {
 		if cond() {
 			return ""
 		}

@@ -1,15 +1,14 @@
-// Package testnet is the one free-port helper of the tests, for the
-// third-party servers (etcd, unbound) that can not report a port they
-// chose themselves; our own daemons listen on 127.0.0.1:0 and say where.
-// Tests only.
-package testnet
+package probetest
 
 import (
 	"net"
 	"testing"
 )
 
-// FreeAddr returns a loopback host:port of network ("tcp" or "udp") that
+// FreeAddr is the one free-port helper of the tests, for the third-party
+// servers (etcd, unbound) that can not report a port they chose
+// themselves; our own daemons listen on 127.0.0.1:0 and say where. It
+// returns a loopback host:port of network ("tcp" or "udp") that
 // was free a moment ago. Another process may take it meanwhile: a caller
 // retries on another one when its server can not bind.
 func FreeAddr(t testing.TB, network string) string {
@@ -30,6 +29,6 @@ func FreeAddr(t testing.TB, network string) string {
 		defer ln.Close()
 		return ln.Addr().String()
 	}
-	t.Fatalf("testnet: network %q: want tcp or udp", network)
+	t.Fatalf("probetest: network %q: want tcp or udp", network)
 	return ""
 }

@@ -1,8 +1,11 @@
-// Package testpoll is the one poll-until-deadline of the tests: a
-// condition is asked again and again until it holds or the time is up, and
-// then the test fails with the condition's own last word on why not. Tests
-// only; no test sleeps for a fixed time to wait for something.
-package testpoll
+// Package probetest holds what every package's tests and e2e share: the
+// one poll-until-deadline (Until: a condition is asked again and again
+// until it holds or the time is up, and then the test fails with the
+// condition's own last word on why not; no test sleeps for a fixed time to
+// wait for something) and the one free-port helper (FreeAddr). Tests only.
+// It lives under probe, the lowest package that both daemons' tests and
+// e2e may import.
+package probetest
 
 import (
 	"testing"
