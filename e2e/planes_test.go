@@ -33,8 +33,8 @@ const planesRounds = 3
 // two-node NS set in the default configuration (health, pending load,
 // quorum off) while 20 mirrors push their load every 5 s to every node
 // (a mirror's push: all), and gives them per node per second. Pushed
-// reports are live data that every node already has: the bound is what
-// the set writes when no report goes through etcd.
+// reports are live data that every node already has, so they write
+// nothing to etcd.
 func TestPlanesEtcdWrites(t *testing.T) {
 	t.Parallel()
 	etcd := etcdtest.Start(t)
@@ -106,8 +106,12 @@ func TestPlanesEtcdWrites(t *testing.T) {
 	reports := float64(planesMirrors) / planesPushInterval.Seconds()
 	t.Logf("figure: %d mirrors pushing every %v to %d nodes: %.0f etcd writes in %v, %.2f per node per second (%.1f reports per node per second)",
 		planesMirrors, planesPushInterval, len(nodes), w1-w0, at1.Sub(at0).Round(time.Millisecond), perNode, reports)
-	if limit := 1.5*reports + 1; perNode > limit {
-		t.Errorf("%.2f etcd writes per node per second, want at most %.2f", perNode, limit)
+	// Before issue 22 every node put every report it took under
+	// reports/ (2.77 writes per node per second here); now a report
+	// writes nothing, and with no answers and no health change there is
+	// nothing to derive.
+	if limit := 0.05 * reports; perNode > limit {
+		t.Errorf("%.2f etcd writes per node per second, want at most %.2f: reports go through etcd again?", perNode, limit)
 	}
 }
 

@@ -362,14 +362,16 @@ func (w *Watcher) Remove(group, member string) error {
 	return nil
 }
 
-// Push takes a pushed report (its signature already verified) at now: it
+// Push takes a pushed report at now, its signature verified and the report
+// decoded and valid (Validate: dnsd's intake checks it once, before): it
 // counts as a successful probe of its member, and the member is not polled
-// while its pushes are fresh (within 2× its interval).
+// while its pushes are fresh (within 2× its interval). A member without a
+// probe URL is unknown until its first push.
 //
 // A report that is not believed is refused and changes nothing (not the
 // report, not the health, not the time of the last push), so that a member
 // whose pushes are all refused goes stale and is polled, or, without a
-// probe URL, counted stale. Beyond Validate it is refused when its time is
+// probe URL, counted stale. It is refused when its time is
 // more than HealthConfig.ReportMaxSkew ahead of now (ErrReportFuture) or
 // more than ReportMaxAge behind (ErrReportStale), when its load is more
 // than MaxLoadRatio times the member's capacity (ErrAbsurdLoad), and when
@@ -378,16 +380,6 @@ func (w *Watcher) Remove(group, member string) error {
 // by seq, since seq starts again at 1 when the mirror restarts: a report
 // with a lower seq and a newer time is a restarted mirror's and is taken.
 func (w *Watcher) Push(r Report, now time.Time) error {
-	if err := r.Validate(); err != nil {
-		w.mu.Lock()
-		group := ""
-		if w.groups[r.Group] > 0 {
-			group = r.Group
-		}
-		w.mu.Unlock()
-		w.met.pushes.WithLabelValues(group, "rejected").Inc()
-		return err
-	}
 	w.mu.Lock()
 	m, ok := w.members[memberKey{r.Group, r.Member}]
 	if !ok {
@@ -400,10 +392,10 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, r.Group, r.Member)
 	}
 	if m.hasRep && r.Seq == m.report.Seq && r.Time.Equal(m.report.Time) && r.Load == m.report.Load {
-		// The member's newest report again: a mirror that pushes to every
-		// dnsd of an NS set, whose reports also come shared through the
-		// cluster. Taken, with no effect; a replay of the HTTP request is
-		// the signature's to refuse.
+		// The member's newest report again: a mirror that sent it again
+		// (its retry of a push whose answer it lost). Taken, with no
+		// effect; a replay of the HTTP request is the signature's to
+		// refuse.
 		w.mu.Unlock()
 		w.met.pushes.WithLabelValues(r.Group, "duplicate").Inc()
 		return nil
@@ -606,6 +598,10 @@ func (w *Watcher) dispatch(ctx context.Context) time.Duration {
 			heap.Fix(&w.queue, 0)
 			continue
 		case busy:
+			w.next(m, now)
+			continue
+		case m.spec.URL == "" && m.lastPush.IsZero():
+			// Push-only and no push yet: unknown until the first.
 			w.next(m, now)
 			continue
 		case m.spec.URL == "":

@@ -34,6 +34,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/admin"
 	"github.com/transmirror/transmirror/dnsd/cluster"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
@@ -254,13 +255,17 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
 	if shared != nil {
-		mo.Store, mo.Reports, mo.Watcher = shared, shared, shared.Watching(watcher)
+		mo.Store, mo.Watcher = shared, shared.Watching(watcher)
 	}
 	ctl, err := members.New(mo)
 	if err != nil {
 		return err
 	}
 	if err := ctl.Load(set); err != nil {
+		return err
+	}
+	reports, err := intake.New(intake.Options{Groups: ctl.Current, Watcher: watcher, Redirects: disp, Registry: reg})
+	if err != nil {
 		return err
 	}
 	// The per-scope rate estimates live beside the state file; a bad file
@@ -353,7 +358,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if adminLn != nil {
 		hs := daemon.NewAdminServer(api.Guard(admin.NewHandler(admin.Options{
 			Logger: logger, Gatherer: reg, Reloader: rl, Explainer: disp,
-			Membership: events.Membership(ctl), Verifier: verifier, SignedRequests: signed, SignedRefused: signedRefused,
+			Membership: events.Membership(ctl), Reports: reports, Verifier: verifier, SignedRequests: signed, SignedRefused: signedRefused,
 			AdminToken: adminToken, Dashboard: dash,
 		}), set.Config.Admin, set.Config.AdminHosts, keypair != nil), int(set.Config.AdminLimits.MaxHeaderBytes), logger)
 		components = append(components, daemon.ServeHTTP("dnsd: admin", adminLn, hs, daemon.AdminShutdownGrace))
