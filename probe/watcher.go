@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +23,8 @@ const (
 	DefaultInterval = 5 * time.Second
 	// DefaultMaxInFlight is the default cap on probes in flight.
 	DefaultMaxInFlight = 256
-	// DefaultEventRing is the default number of recent events kept.
-	DefaultEventRing  = 256
-	minInterval       = 10 * time.Millisecond
-	maxDefaultTimeout = 10 * time.Second
+	minInterval        = 10 * time.Millisecond
+	maxDefaultTimeout  = 10 * time.Second
 )
 
 // MemberSpec is one member a Watcher watches.
@@ -141,11 +137,8 @@ type WatcherConfig struct {
 	Health HealthConfig
 	// MaxInFlight caps the probes in flight (default DefaultMaxInFlight).
 	MaxInFlight int
-	// EventRing is how many recent events Events keeps (default
-	// DefaultEventRing).
-	EventRing int
 	// OnEvent, when set, is called with every state change, in order and
-	// one at a time. It may call State, Members and Events, and must not
+	// one at a time. It may call State, and must not
 	// block or call the Watcher's other methods.
 	OnEvent func(Event)
 	// OnUpdate, when set, is called after OnEvent with every change of
@@ -209,9 +202,6 @@ type Watcher struct {
 	busy     map[memberKey]struct{}
 	queue    memberQueue
 	inFlight int
-	ring     []Event
-	ringNext int
-	ringFull bool
 }
 
 // NewWatcher returns a Watcher with no members and registers its metrics.
@@ -231,9 +221,6 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	if cfg.EventRing <= 0 {
-		cfg.EventRing = DefaultEventRing
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -250,7 +237,6 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 		members: make(map[memberKey]*member),
 		groups:  make(map[string]int),
 		busy:    make(map[memberKey]struct{}),
-		ring:    make([]Event, cfg.EventRing),
 	}, nil
 }
 
@@ -474,9 +460,6 @@ func (w *Watcher) unlockAndEmit(m *member, ev Event, changed, newReport bool) {
 	}
 	m.met.setState(ev.To)
 	w.met.changes.WithLabelValues(ev.Group, ev.To.String()).Inc()
-	w.ring[w.ringNext] = ev
-	w.ringNext = (w.ringNext + 1) % len(w.ring)
-	w.ringFull = w.ringFull || w.ringNext == 0
 	w.log.Info("member state changed", "group", ev.Group, "member", ev.Member,
 		"from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason)
 	w.evMu.Lock()
@@ -516,35 +499,6 @@ func (w *Watcher) State(group, member string) (MemberStatus, bool) {
 		return MemberStatus{}, false
 	}
 	return w.status(m, now), true
-}
-
-// Members returns the status of every member of group (of every group when
-// group is empty), ordered by group and member.
-func (w *Watcher) Members(group string) []MemberStatus {
-	now := w.cfg.Now()
-	w.mu.Lock()
-	out := make([]MemberStatus, 0, len(w.members))
-	for k, m := range w.members {
-		if group == "" || k.group == group {
-			out = append(out, w.status(m, now))
-		}
-	}
-	w.mu.Unlock()
-	slices.SortFunc(out, func(a, b MemberStatus) int {
-		return cmp.Or(cmp.Compare(a.Spec.Group, b.Spec.Group), cmp.Compare(a.Spec.Member, b.Spec.Member))
-	})
-	return out
-}
-
-// Events returns the most recent state changes, at most EventRing, oldest
-// first.
-func (w *Watcher) Events() []Event {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.ringFull {
-		return slices.Clone(w.ring[:w.ringNext])
-	}
-	return append(slices.Clone(w.ring[w.ringNext:]), w.ring[:w.ringNext]...)
 }
 
 // Run schedules probes until ctx is done, then waits for the probes in

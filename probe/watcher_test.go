@@ -181,13 +181,6 @@ func TestWatcherFallAndRise(t *testing.T) {
 	if got := strings.Join(env.eventStrings(), " "); got != want {
 		t.Errorf("OnEvent got %q, want %q", got, want)
 	}
-	var ring []string
-	for _, ev := range env.w.Events() {
-		ring = append(ring, ev.Member+":"+ev.From.String()+"→"+ev.To.String())
-	}
-	if got := strings.Join(ring, " "); got != want {
-		t.Errorf("Events() %q, want %q", got, want)
-	}
 	if got := testutil.ToFloat64(env.w.met.changes.WithLabelValues("www", "down")); got != 1 {
 		t.Errorf("state_changes_total{to=down} = %g", got)
 	}
@@ -344,15 +337,15 @@ func TestWatcherRemove(t *testing.T) {
 	}
 	env.start(t)
 	eventually(t, 5*time.Second, "all up", func() bool {
-		for _, st := range env.w.Members("") {
+		for _, st := range statuses(env.w, "") {
 			if st.State != StateUp {
 				return false
 			}
 		}
 		return true
 	})
-	if got := len(env.w.Members("www")); got != 2 {
-		t.Errorf("Members(www) = %d", got)
+	if got := len(statuses(env.w, "www")); got != 2 {
+		t.Errorf("www has %d members, want 2", got)
 	}
 	series := func() string {
 		mfs, err := env.reg.Gather()
@@ -554,4 +547,19 @@ func TestWatcherUpdates(t *testing.T) {
 			t.Errorf("watched member's fall %d after SetHealth, want 1", fall)
 		}
 	})
+}
+
+// statuses is the status of every member of group that w watches (of
+// every group when group is empty).
+func statuses(w *Watcher, group string) []MemberStatus {
+	now := w.cfg.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []MemberStatus
+	for k, m := range w.members {
+		if group == "" || k.group == group {
+			out = append(out, w.status(m, now))
+		}
+	}
+	return out
 }
