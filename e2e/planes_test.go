@@ -47,7 +47,7 @@ func TestPlanesEtcdWrites(t *testing.T) {
 		}
 		clients[i] = c
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(planesRounds+4)*planesPushInterval+30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(planesRounds+6)*planesPushInterval+30*time.Second)
 	defer cancel()
 
 	// Every mirror pushes to every node each round; round n is done when
@@ -84,10 +84,10 @@ func TestPlanesEtcdWrites(t *testing.T) {
 		}
 	})
 
-	// The first round starts watching every member; measure the rounds
-	// after it.
+	// Every member comes up with its second push (health.rise 2), on
+	// every node; measure the rounds after that.
 	<-rounds
-	eventually(t, 10*time.Second, func() string {
+	eventually(t, 3*planesPushInterval, func() string {
 		for i, d := range nodes {
 			if up, err := nodeMetric(d, "transmirror_dnsd_member_up"); err != nil || up < planesMirrors {
 				return fmt.Sprintf("ns%d: %v members up (%v)", i+1, up, err)

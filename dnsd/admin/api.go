@@ -154,7 +154,7 @@ func (a *groupsAPI) registerReports(mux *http.ServeMux) {
 	mux.HandleFunc(api.PushRedirects.Pattern(), a.signed(api.PushRedirects, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		var rep api.RedirectReport
 		if err := decodeStrict(body, &rep); err != nil {
-			writeError(w, fmt.Errorf("%w: %w", members.ErrInvalidMember, err))
+			writeError(w, fmt.Errorf("%w: redirect report: %w", probe.ErrInvalidReport, err))
 			return
 		}
 		if err := a.in.Redirect(r.PathValue(api.GroupParam), rep); err != nil {
