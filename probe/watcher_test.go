@@ -177,7 +177,10 @@ func TestWatcherFallAndRise(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 
+	// OnEvent runs after the state is visible to State: wait for the
+	// third call.
 	want := "fra1:unknown→up fra1:up→down fra1:down→up"
+	eventually(t, 5*time.Second, "three events", func() bool { return len(env.eventStrings()) >= 3 })
 	if got := strings.Join(env.eventStrings(), " "); got != want {
 		t.Errorf("OnEvent got %q, want %q", got, want)
 	}
