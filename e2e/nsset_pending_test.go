@@ -22,8 +22,9 @@ func TestNSSetSharesPending(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 
-	// static1 is up on both: its reports, pushed to ns1, shared by etcd,
-	// every 100 ms until the test ends.
+	// static1 is up on both: its reports pushed to both (a mirror's push:
+	// all; reports are not relayed through etcd), every 100 ms until the
+	// test ends.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -31,8 +32,10 @@ func TestNSSetSharesPending(t *testing.T) {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for seq := uint64(1); ctx.Err() == nil; seq++ {
-			_ = s.client(t, 0).PushLoad(ctx, probe.Report{Group: nssetGroup + ".", Member: "static1", Seq: seq,
-				Time: time.Now(), R: 10, Load: 100, Capacity: 1000})
+			for i := range 2 {
+				_ = s.client(t, i).PushLoad(ctx, probe.Report{Group: nssetGroup + ".", Member: "static1", Seq: seq,
+					Time: time.Now(), R: 10, Load: 100, Capacity: 1000})
+			}
 			select {
 			case <-ctx.Done():
 			case <-tick.C:

@@ -160,7 +160,7 @@ func nssetAdd(t *testing.T, d *dnsdProc, name, ip string) (string, error) {
 
 // TestNSSet: a GROUP-ADD sent to one node is answered by all three within
 // 2 s; each node says who it is (NSID, CH TXT id.server); a report pushed
-// to one is seen by the others; with etcd killed all three go on
+// to one is that node's alone (live data is not relayed through etcd); with etcd killed all three go on
 // answering and taking pushes and refuse membership changes with 503;
 // with etcd back they converge; a killed node leaves the other two
 // unaffected.
@@ -200,8 +200,9 @@ func TestNSSet(t *testing.T) {
 	}
 	waitAnswered(t, all, "127.0.20.1", true, 2*time.Second)
 
-	// A report pushed to node 1 is seen by node 3. (push1 has no probe
-	// URL: once it has pushed, it is down when its pushes stop.)
+	// A report is live data: a mirror pushes it to every node (push:
+	// all), and no node relays it to another through etcd. (push1 has no
+	// probe URL: once it has pushed, it is down when its pushes stop.)
 	if out, err := nssetAdd(t, all[0], "push1", "127.0.21.1"); err != nil {
 		t.Fatalf("groupctl add: %v\n%s", err, out)
 	}
@@ -209,21 +210,33 @@ func TestNSSet(t *testing.T) {
 		return s.client(t, i).PushLoad(ctx, probe.Report{Group: nssetGroup + ".", Member: "push1", Seq: uint64(load),
 			Time: time.Now(), R: load / 10, Load: load, Capacity: 1000})
 	}
+	lastLoad := func(i int) (float64, string) {
+		v, err := s.client(t, i).Group(ctx, nssetGroup)
+		if err != nil {
+			return 0, err.Error()
+		}
+		for _, m := range v.Members {
+			if m.Name == "push1" && m.LastReport != nil {
+				return m.LastReport.Load, ""
+			}
+		}
+		return 0, fmt.Sprintf("ns%d has no report of push1: %+v", i+1, v.Members)
+	}
+	probetest.Until(t, 2*time.Second, func() string { // ns3 has push1 once the add reached it through etcd
+		if err := push(2, 410); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 	if err := push(0, 420); err != nil {
 		t.Fatalf("push to ns1: %v", err)
 	}
-	probetest.Until(t, 2*time.Second, func() string {
-		v, err := s.client(t, 2).Group(ctx, nssetGroup)
-		if err != nil {
-			return err.Error()
-		}
-		for _, m := range v.Members {
-			if m.Name == "push1" && m.LastReport != nil && m.LastReport.Load == 420 {
-				return ""
-			}
-		}
-		return fmt.Sprintf("ns3 does not show the report pushed to ns1: %+v", v.Members)
-	})
+	if got, why := lastLoad(0); why != "" || got != 420 {
+		t.Errorf("ns1's report of push1: %v %s, want the 420 pushed to it", got, why)
+	}
+	if got, why := lastLoad(2); why != "" || got != 410 {
+		t.Errorf("ns3's report of push1: %v %s, want the 410 pushed to it, not ns1's copy", got, why)
+	}
 
 	// etcd killed: every node degraded, answering, taking pushes; a
 	// membership change is refused with 503.

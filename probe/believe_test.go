@@ -93,7 +93,6 @@ func TestWatcherPushRefused(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"negative", rep(8, now, -1), ErrInvalidReport, "r: -1 is negative"},
 		{"from the future", rep(8, now.Add(2*time.Hour), 2), ErrReportFuture, "time: 2h0m0s ahead of dnsd's clock"},
 		{"stale", rep(8, now.Add(-2*time.Hour), 2), ErrReportStale, "time: 2h0m0s behind dnsd's clock"},
 		{"above 1000× the configured capacity", func() Report { r := rep(8, now, 20e3); r.Capacity = 1e9; return r }(),
@@ -118,8 +117,8 @@ func TestWatcherPushRefused(t *testing.T) {
 			}
 		})
 	}
-	// The newest report itself again (a mirror pushing to every dnsd of an
-	// NS set that also shares the reports) is taken with no effect.
+	// The newest report itself again (a mirror's retry of a push whose
+	// answer it lost) is taken with no effect.
 	t.Run("the newest report again", func(t *testing.T) {
 		n := testutil.ToFloat64(env.w.met.pushes.WithLabelValues("www", "duplicate"))
 		if err := env.w.Push(first, now); err != nil {

@@ -32,8 +32,9 @@
 //   - A pushed report counts as a successful probe. A member that pushed
 //     within the staleness window (2× its interval) is not polled; polling
 //     resumes when its pushes go stale. A member without a probe URL is
-//     push-only: each interval without a fresh push counts as a failure
-//     with reason "stale".
+//     push-only: unknown until its first push, then each interval without
+//     a fresh push counts as a failure with reason "stale". Push takes a
+//     report already decoded and valid (dnsd's intake checks it once).
 //   - A report is believed only within limits: a pushed one whose time is
 //     more than ReportMaxSkew (default 30 s) ahead of dnsd's clock or more
 //     than ReportMaxAge (default 60 s) behind it, whose load is more than

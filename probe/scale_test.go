@@ -226,7 +226,7 @@ func runScale(tb testing.TB, members int, interval time.Duration, probes int) sc
 	var notUp string
 	poll(5*interval, func() bool {
 		res.up, notUp = 0, ""
-		for _, st := range env.w.Members("") {
+		for _, st := range statuses(env.w, "") {
 			if st.State == StateUp {
 				res.up++
 			} else if notUp == "" {

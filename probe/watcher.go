@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +23,8 @@ const (
 	DefaultInterval = 5 * time.Second
 	// DefaultMaxInFlight is the default cap on probes in flight.
 	DefaultMaxInFlight = 256
-	// DefaultEventRing is the default number of recent events kept.
-	DefaultEventRing  = 256
-	minInterval       = 10 * time.Millisecond
-	maxDefaultTimeout = 10 * time.Second
+	minInterval        = 10 * time.Millisecond
+	maxDefaultTimeout  = 10 * time.Second
 )
 
 // MemberSpec is one member a Watcher watches.
@@ -141,11 +137,8 @@ type WatcherConfig struct {
 	Health HealthConfig
 	// MaxInFlight caps the probes in flight (default DefaultMaxInFlight).
 	MaxInFlight int
-	// EventRing is how many recent events Events keeps (default
-	// DefaultEventRing).
-	EventRing int
 	// OnEvent, when set, is called with every state change, in order and
-	// one at a time. It may call State, Members and Events, and must not
+	// one at a time. It may call State, and must not
 	// block or call the Watcher's other methods.
 	OnEvent func(Event)
 	// OnUpdate, when set, is called after OnEvent with every change of
@@ -209,9 +202,6 @@ type Watcher struct {
 	busy     map[memberKey]struct{}
 	queue    memberQueue
 	inFlight int
-	ring     []Event
-	ringNext int
-	ringFull bool
 }
 
 // NewWatcher returns a Watcher with no members and registers its metrics.
@@ -231,9 +221,6 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	if cfg.EventRing <= 0 {
-		cfg.EventRing = DefaultEventRing
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -250,7 +237,6 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 		members: make(map[memberKey]*member),
 		groups:  make(map[string]int),
 		busy:    make(map[memberKey]struct{}),
-		ring:    make([]Event, cfg.EventRing),
 	}, nil
 }
 
@@ -362,14 +348,16 @@ func (w *Watcher) Remove(group, member string) error {
 	return nil
 }
 
-// Push takes a pushed report (its signature already verified) at now: it
+// Push takes a pushed report at now, its signature verified and the report
+// decoded and valid (Validate: dnsd's intake checks it once, before): it
 // counts as a successful probe of its member, and the member is not polled
-// while its pushes are fresh (within 2× its interval).
+// while its pushes are fresh (within 2× its interval). A member without a
+// probe URL is unknown until its first push.
 //
 // A report that is not believed is refused and changes nothing (not the
 // report, not the health, not the time of the last push), so that a member
 // whose pushes are all refused goes stale and is polled, or, without a
-// probe URL, counted stale. Beyond Validate it is refused when its time is
+// probe URL, counted stale. It is refused when its time is
 // more than HealthConfig.ReportMaxSkew ahead of now (ErrReportFuture) or
 // more than ReportMaxAge behind (ErrReportStale), when its load is more
 // than MaxLoadRatio times the member's capacity (ErrAbsurdLoad), and when
@@ -378,16 +366,6 @@ func (w *Watcher) Remove(group, member string) error {
 // by seq, since seq starts again at 1 when the mirror restarts: a report
 // with a lower seq and a newer time is a restarted mirror's and is taken.
 func (w *Watcher) Push(r Report, now time.Time) error {
-	if err := r.Validate(); err != nil {
-		w.mu.Lock()
-		group := ""
-		if w.groups[r.Group] > 0 {
-			group = r.Group
-		}
-		w.mu.Unlock()
-		w.met.pushes.WithLabelValues(group, "rejected").Inc()
-		return err
-	}
 	w.mu.Lock()
 	m, ok := w.members[memberKey{r.Group, r.Member}]
 	if !ok {
@@ -400,10 +378,10 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 		return fmt.Errorf("%w: %s/%s", ErrUnknownMember, r.Group, r.Member)
 	}
 	if m.hasRep && r.Seq == m.report.Seq && r.Time.Equal(m.report.Time) && r.Load == m.report.Load {
-		// The member's newest report again: a mirror that pushes to every
-		// dnsd of an NS set, whose reports also come shared through the
-		// cluster. Taken, with no effect; a replay of the HTTP request is
-		// the signature's to refuse.
+		// The member's newest report again: a mirror that sent it again
+		// (its retry of a push whose answer it lost). Taken, with no
+		// effect; a replay of the HTTP request is the signature's to
+		// refuse.
 		w.mu.Unlock()
 		w.met.pushes.WithLabelValues(r.Group, "duplicate").Inc()
 		return nil
@@ -482,9 +460,6 @@ func (w *Watcher) unlockAndEmit(m *member, ev Event, changed, newReport bool) {
 	}
 	m.met.setState(ev.To)
 	w.met.changes.WithLabelValues(ev.Group, ev.To.String()).Inc()
-	w.ring[w.ringNext] = ev
-	w.ringNext = (w.ringNext + 1) % len(w.ring)
-	w.ringFull = w.ringFull || w.ringNext == 0
 	w.log.Info("member state changed", "group", ev.Group, "member", ev.Member,
 		"from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason)
 	w.evMu.Lock()
@@ -524,35 +499,6 @@ func (w *Watcher) State(group, member string) (MemberStatus, bool) {
 		return MemberStatus{}, false
 	}
 	return w.status(m, now), true
-}
-
-// Members returns the status of every member of group (of every group when
-// group is empty), ordered by group and member.
-func (w *Watcher) Members(group string) []MemberStatus {
-	now := w.cfg.Now()
-	w.mu.Lock()
-	out := make([]MemberStatus, 0, len(w.members))
-	for k, m := range w.members {
-		if group == "" || k.group == group {
-			out = append(out, w.status(m, now))
-		}
-	}
-	w.mu.Unlock()
-	slices.SortFunc(out, func(a, b MemberStatus) int {
-		return cmp.Or(cmp.Compare(a.Spec.Group, b.Spec.Group), cmp.Compare(a.Spec.Member, b.Spec.Member))
-	})
-	return out
-}
-
-// Events returns the most recent state changes, at most EventRing, oldest
-// first.
-func (w *Watcher) Events() []Event {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.ringFull {
-		return slices.Clone(w.ring[:w.ringNext])
-	}
-	return append(slices.Clone(w.ring[w.ringNext:]), w.ring[:w.ringNext]...)
 }
 
 // Run schedules probes until ctx is done, then waits for the probes in
@@ -606,6 +552,10 @@ func (w *Watcher) dispatch(ctx context.Context) time.Duration {
 			heap.Fix(&w.queue, 0)
 			continue
 		case busy:
+			w.next(m, now)
+			continue
+		case m.spec.URL == "" && m.lastPush.IsZero():
+			// Push-only and no push yet: unknown until the first.
 			w.next(m, now)
 			continue
 		case m.spec.URL == "":

@@ -42,6 +42,9 @@ type Options struct {
 	// Membership serves the groups API (api.ListGroups to
 	// api.UndrainMember); nil leaves it out.
 	Membership Membership
+	// Reports takes the pushed load and redirect reports; nil leaves
+	// their routes (api.PushLoad, api.PushRedirects) out.
+	Reports Reports
 	// Verifier checks signed writes (required with Membership).
 	Verifier *api.Verifier
 	// SignedRequests counts the signed writes accepted by the secret that
@@ -82,7 +85,7 @@ func NewHandler(o Options) http.Handler {
 		if now == nil {
 			now = time.Now
 		}
-		api := &groupsAPI{m: o.Membership, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests,
+		api := &groupsAPI{m: o.Membership, in: o.Reports, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests,
 			refused: newRefusals(o.SignedRefused, o.Logger, now)}
 		api.register(mux)
 	}

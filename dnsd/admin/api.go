@@ -13,6 +13,7 @@ import (
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
@@ -27,15 +28,27 @@ type Membership interface {
 	Add(group string, info api.MemberInfo) (api.MemberInfo, error)
 	Remove(group, member string) error
 	Drain(group, member string, on bool) error
-	Push(group, member string, r probe.Report) error
-	RefusedPush(err error)
-	PushRedirects(group string, r api.RedirectReport) error
 	// Secrets are the secrets the group's signed requests may be made
 	// with: the current one first, then, during a rotation, the previous.
 	Secrets(group string) ([][]byte, error)
 }
 
 var _ Membership = (*members.Controller)(nil)
+
+// Reports is what the admin API needs of the data plane's door (package
+// intake): pushed load and redirect reports, authenticated, go there and
+// nowhere else.
+type Reports interface {
+	// Load takes the body of a pushed load report for member of group.
+	Load(group, member string, body []byte) error
+	// Refused counts a pushed load report refused before it was looked
+	// at, by the reason label of transmirror_dnsd_signed_refused_total.
+	Refused(signedReason string)
+	// Redirect takes a dispatcher's redirect report for group.
+	Redirect(group string, r api.RedirectReport) error
+}
+
+var _ Reports = (*intake.Intake)(nil)
 
 // MaxBody bounds the body of every write to the admin API.
 const MaxBody = 64 << 10
@@ -45,6 +58,7 @@ const MaxBody = 64 << 10
 // (api.Sign); a missing or wrong signature gets 401 and changes nothing.
 type groupsAPI struct {
 	m      Membership
+	in     Reports
 	verify *api.Verifier
 	now    func() time.Time
 	// token returns the admin token, which drains and undrains accept
@@ -109,31 +123,9 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, api.Removed{Removed: r.PathValue(api.MemberParam)})
 	}))
-	mux.HandleFunc(api.PushLoad.Pattern(), a.signedCounting(api.PushLoad, a.m.RefusedPush, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		rep, err := probe.DecodeReport(bytes.NewReader(body), MaxBody)
-		if err != nil {
-			a.m.RefusedPush(err)
-			writeError(w, err)
-			return
-		}
-		if err := a.m.Push(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam), rep); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
-	}))
-	mux.HandleFunc(api.PushRedirects.Pattern(), a.signed(api.PushRedirects, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		var rep api.RedirectReport
-		if err := decodeStrict(body, &rep); err != nil {
-			writeError(w, fmt.Errorf("%w: %w", members.ErrInvalidMember, err))
-			return
-		}
-		if err := a.m.PushRedirects(r.PathValue(api.GroupParam), rep); err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
-	}))
+	if a.in != nil {
+		a.registerReports(mux)
+	}
 	for _, op := range []struct {
 		route api.Route
 		on    bool
@@ -148,19 +140,44 @@ func (a *groupsAPI) register(mux *http.ServeMux) {
 	}
 }
 
+// registerReports serves LOAD-INFORM and the dispatchers' redirect
+// reports: signed, then handed to the intake, the one door of pushed
+// reports.
+func (a *groupsAPI) registerReports(mux *http.ServeMux) {
+	mux.HandleFunc(api.PushLoad.Pattern(), a.signedCounting(api.PushLoad, a.in.Refused, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if err := a.in.Load(r.PathValue(api.GroupParam), r.PathValue(api.MemberParam), body); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
+	}))
+	mux.HandleFunc(api.PushRedirects.Pattern(), a.signed(api.PushRedirects, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		var rep api.RedirectReport
+		if err := decodeStrict(body, &rep); err != nil {
+			writeError(w, fmt.Errorf("%w: redirect report: %w", probe.ErrInvalidReport, err))
+			return
+		}
+		if err := a.in.Redirect(r.PathValue(api.GroupParam), rep); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, api.StatusReply{Status: "accepted"})
+	}))
+}
+
 // signed reads the body (bounded), checks the request's signature with the
 // group's secret and only then calls h; a refusal is counted and logged
 // (refusals) for route.
 func (a *groupsAPI) signed(route api.Route, h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
-	return a.signedCounting(route, func(error) {}, h)
+	return a.signedCounting(route, func(string) {}, h)
 }
 
-// signedCounting is signed, and calls refused with the error of a request
-// it refuses (no secret, a bad signature).
-func (a *groupsAPI) signedCounting(route api.Route, refusedPush func(error), h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+// signedCounting is signed, and calls refused with the reason (refusedReason)
+// of a request it refuses (no secret, a bad signature, a body too large).
+func (a *groupsAPI) signedCounting(route api.Route, refusedPush func(reason string), h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		refused := func(err error) {
-			refusedPush(err)
+			refusedPush(refusedReason(err))
 			if a.refused != nil {
 				a.refused.refuse(route, r, err)
 			}

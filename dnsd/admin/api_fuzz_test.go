@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
@@ -80,7 +81,11 @@ func (a *fuzzAPI) reset(t testing.TB) {
 	if err := ctl.Load(a.set); err != nil {
 		t.Fatal(err)
 	}
-	a.h = NewHandler(Options{Logger: testenv.DiscardLogger(), Gatherer: reg, Membership: ctl,
+	in, err := intake.New(intake.Options{Groups: ctl.Current, Watcher: w, Redirects: disp, Now: clock, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.h = NewHandler(Options{Logger: testenv.DiscardLogger(), Gatherer: reg, Membership: ctl, Reports: in,
 		Verifier: api.NewVerifier(30*time.Second, 0), Now: clock})
 }
 

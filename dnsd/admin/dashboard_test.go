@@ -24,6 +24,7 @@ import (
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
@@ -94,8 +95,12 @@ func startDash(t *testing.T, maxStreams int) *dashEnv {
 	done := make(chan struct{}, 2)
 	go func() { _ = w.Run(ctx); done <- struct{}{} }()
 	go func() { _ = e.dash.Run(ctx); done <- struct{}{} }()
+	in, err := intake.New(intake.Options{Groups: e.ctl.Current, Watcher: w, Redirects: e.disp, Registry: e.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.admin = httptest.NewServer(NewHandler(Options{
-		Logger: testenv.DiscardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl),
+		Logger: testenv.DiscardLogger(), Gatherer: e.reg, Membership: e.events.Membership(e.ctl), Reports: in,
 		Verifier: api.NewVerifier(30*time.Second, 0), Dashboard: e.dash,
 		AdminToken: func() string { return dashToken },
 	}))

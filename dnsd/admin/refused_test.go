@@ -17,7 +17,6 @@ import (
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/members"
-	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -31,9 +30,6 @@ func (refusingMembership) View(string) (api.GroupView, error)                   
 func (refusingMembership) Add(_ string, i api.MemberInfo) (api.MemberInfo, error) { return i, nil }
 func (refusingMembership) Remove(string, string) error                            { return nil }
 func (refusingMembership) Drain(string, string, bool) error                       { return nil }
-func (refusingMembership) Push(string, string, probe.Report) error                { return nil }
-func (refusingMembership) RefusedPush(error)                                      {}
-func (refusingMembership) PushRedirects(string, api.RedirectReport) error         { return nil }
 func (refusingMembership) Secrets(group string) ([][]byte, error) {
 	switch group {
 	case "www.example.org":
@@ -45,6 +41,13 @@ func (refusingMembership) Secrets(group string) ([][]byte, error) {
 	}
 	return nil, fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
 }
+
+// acceptingReports is a Reports that takes every report.
+type acceptingReports struct{}
+
+func (acceptingReports) Load(string, string, []byte) error         { return nil }
+func (acceptingReports) Refused(string)                            {}
+func (acceptingReports) Redirect(string, api.RedirectReport) error { return nil }
 
 // syncBuf is a log buffer that handlers and the test share.
 type syncBuf struct {
@@ -70,7 +73,7 @@ func TestSignedRefused(t *testing.T) {
 	}
 	logs := &syncBuf{}
 	h := NewHandler(Options{
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), Gatherer: reg, Membership: refusingMembership{},
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), Gatherer: reg, Membership: refusingMembership{}, Reports: acceptingReports{},
 		Verifier: api.NewVerifier(30*time.Second, 0), SignedRefused: refused, Now: tick,
 		AdminToken: func() string { return "the-admin-token-0123456789" },
 	})

@@ -1,12 +1,15 @@
 // Package cluster shares dnsd's run-time state among the name servers of an
 // NS set through etcd: run-time members and drains (one key per group,
 // written with a transaction that compares its mod revision, so that two
-// concurrent edits can not lose one), pushed load reports and the list of
-// nodes (under this node's lease, so that they expire with it). Every node
-// watches the deployment's prefix and hands what others changed to the
-// member registry. Losing etcd never stops answering: the node serves from
-// its last known state, says it is degraded, refuses membership changes
-// (members.ErrStoreUnavailable), keeps taking pushes locally, and reads
+// concurrent edits can not lose one), the pending load of each node's
+// answers, and the list of nodes (under this node's lease, so that they
+// expire with it). Load reports are not here: live data comes to every
+// node from its source (a mirror pushes to every node), so etcd holds what
+// must survive and what the nodes derive, not what mirrors report. Every
+// node watches the deployment's prefix and hands what others changed to
+// the member registry. Losing etcd never stops answering: the node serves
+// from its last known state, says it is degraded, refuses membership
+// changes (members.ErrStoreUnavailable), keeps taking pushes, and reads
 // everything again when etcd is back. With quorum on, every node also
 // publishes its own view of each member's health under its lease, and
 // serves a member as down only when more than a share of the live nodes
@@ -42,18 +45,16 @@ import (
 
 // Applier is what the Store needs from the member registry (implemented
 // by members.Controller): serve state others changed, serve the whole
-// state read again, take a report another node accepted.
+// state read again.
 type Applier interface {
 	Apply(members.State) error
 	Replace(members.State) error
-	PushShared(probe.Report) error
 }
 
 var (
-	_ members.Store      = (*Store)(nil)
-	_ members.ReportSink = (*Store)(nil)
-	_ Applier            = (*members.Controller)(nil)
-	_ HealthSink         = (*dispatch.Dispatcher)(nil)
+	_ members.Store = (*Store)(nil)
+	_ Applier       = (*members.Controller)(nil)
+	_ HealthSink    = (*dispatch.Dispatcher)(nil)
 )
 
 // retryInterval is the pause between two attempts to reach etcd again.
@@ -105,14 +106,12 @@ type Store struct {
 	lastErr  string
 	known    members.State       // the shared state as this node last saw it
 	nodes    map[string]NodeInfo // the nodes present in etcd, by name
-	pending  map[string]probe.Report
 	kick     chan struct{}
 	q        quorum
 
 	degradedGauge prometheus.Gauge
 	conflicts     prometheus.Counter
 	resyncs       prometheus.Counter
-	shared        *prometheus.CounterVec
 	sharedPending *prometheus.CounterVec
 	downVotes     *prometheus.GaugeVec
 }
@@ -142,12 +141,6 @@ type Status struct {
 	Votes     []MemberVotes
 }
 
-// sharedReport is a pushed load report in etcd.
-type sharedReport struct {
-	Node   string       `json:"node"`
-	Report probe.Report `json:"report"`
-}
-
 // New returns a Store for the config's etcd; it connects lazily.
 func New(o Options) (*Store, error) {
 	e := o.Config.Etcd
@@ -171,7 +164,7 @@ func New(o Options) (*Store, error) {
 		log: o.Logger, cli: cli, node: o.Config.Node, prefix: e.Prefix,
 		timeout: e.RequestTimeout.D(), ttl: e.LeaseTTL.D(), cache: o.Cache, now: o.Now,
 		degraded: true, known: members.NewState(), nodes: map[string]NodeInfo{},
-		pending: map[string]probe.Report{}, kick: make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
 		quorumCfg: o.Config.Quorum, sink: o.Health, q: newQuorum(),
 		sharer: o.Pending, pendEvery: o.Config.PendingInterval.D(), sharedOut: map[string]map[string]dispatch.FamilyPending{},
 	}
@@ -197,10 +190,6 @@ func New(o Options) (*Store, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_resyncs_total",
 		Help: "Times this node read the whole shared state from etcd (at start and each time etcd came back).",
 	})
-	s.shared = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_reports_total",
-		Help: "Pushed load reports shared through etcd, by direction (out: published, in: taken from another node) and result (ok, error).",
-	}, []string{"direction", "result"})
 	s.sharedPending = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_pending_total",
 		Help: "Shares of the pending load of a node's answers through etcd, by direction (out: a transaction of this node's groups that changed, in: another node's group taken) and result (ok, error).",
@@ -213,7 +202,7 @@ func New(o Options) (*Store, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.shared, s.sharedPending, s.downVotes} {
+	for _, c := range []prometheus.Collector{s.degradedGauge, s.conflicts, s.resyncs, s.sharedPending, s.downVotes} {
 		if err := reg.Register(c); err != nil {
 			cli.Close()
 			return nil, fmt.Errorf("cluster: register metrics: %w", err)
@@ -221,7 +210,6 @@ func New(o Options) (*Store, error) {
 	}
 	for _, d := range []string{"in", "out"} {
 		for _, r := range []string{"ok", "error"} {
-			s.shared.WithLabelValues(d, r)
 			s.sharedPending.WithLabelValues(d, r)
 		}
 	}
@@ -256,10 +244,7 @@ func tlsConfig(e zones.EtcdConfig) (*tls.Config, error) {
 func (s *Store) Close() { _ = s.cli.Close() }
 
 func (s *Store) groupKey(group string) string { return s.prefix + "groups/" + group }
-func (s *Store) reportKey(group, member string) string {
-	return s.prefix + "reports/" + group + "/" + member
-}
-func (s *Store) nodeKey(node string) string { return s.prefix + "nodes/" + node }
+func (s *Store) nodeKey(node string) string   { return s.prefix + "nodes/" + node }
 
 // Load reads the shared state from etcd. When etcd can not be reached it
 // serves the local copy (the state file as last written), or an empty
@@ -393,20 +378,8 @@ func unavailable(err error) bool {
 	return false
 }
 
-// Publish shares a report this node accepted: the newest one of each
-// member waits for the session to put it under the node's lease. It never
-// blocks; while etcd is away the newest report of each member waits.
-func (s *Store) Publish(r probe.Report) {
-	s.mu.Lock()
-	s.pending[r.Group+"\x00"+r.Member] = r
-	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-// kickCheck wakes the session to publish and check etcd now.
+// kickCheck wakes the session to publish this node's views and check etcd
+// now.
 func (s *Store) kickCheck() {
 	select {
 	case s.kick <- struct{}{}:
@@ -497,7 +470,6 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	}
 	st := members.NewState()
 	nodes := map[string]NodeInfo{}
-	var reports []sharedReport
 	var pendings []*mvccpb.KeyValue
 	s.mu.Lock()
 	s.q.views = map[string]map[memberRef]probe.State{}
@@ -512,10 +484,6 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 		case strings.HasPrefix(k, s.prefix+"nodes/"):
 			if n, ok := s.decodeNode(kv); ok {
 				nodes[n.Node] = n
-			}
-		case strings.HasPrefix(k, s.prefix+"reports/"):
-			if r, ok := s.decodeReport(kv); ok {
-				reports = append(reports, r)
 			}
 		case strings.HasPrefix(k, s.prefix+"pending/"):
 			pendings = append(pendings, kv)
@@ -535,9 +503,6 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	if err := app.Replace(st); err != nil {
 		s.log.Error("cluster: shared state not served", "err", err)
 	}
-	for _, r := range reports {
-		s.take(app, r)
-	}
 	for _, kv := range pendings {
 		s.takePending(string(kv.Key), kv.Value)
 	}
@@ -546,7 +511,7 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	s.mu.Unlock()
 	s.setDegraded(false, nil)
 	s.reconsider()
-	s.kickCheck() // what was pushed while etcd was away, and this node's views
+	s.kickCheck() // this node's views
 
 	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	check := time.NewTicker(min(time.Second, s.ttl/3))
@@ -578,9 +543,6 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 				return err
 			}
 		case <-s.kick:
-			if err := s.publish(ctx, lease.ID); err != nil {
-				return err
-			}
 			if err := s.publishViews(ctx, lease.ID); err != nil {
 				return err
 			}
@@ -603,34 +565,6 @@ func (s *Store) ping(ctx context.Context) error {
 	}
 	if len(resp.Kvs) == 0 {
 		return errors.New("node entry gone (lease expired)")
-	}
-	return nil
-}
-
-// publish puts the waiting reports under the lease.
-func (s *Store) publish(ctx context.Context, lease clientv3.LeaseID) error {
-	s.mu.Lock()
-	batch := s.pending
-	s.pending = map[string]probe.Report{}
-	s.mu.Unlock()
-	for key, r := range batch {
-		data, err := json.Marshal(sharedReport{Node: s.node, Report: r})
-		if err != nil {
-			continue
-		}
-		c, cancel := context.WithTimeout(ctx, s.timeout)
-		_, err = s.cli.Put(c, s.reportKey(r.Group, r.Member), string(data), clientv3.WithLease(lease))
-		cancel()
-		if err != nil {
-			s.shared.WithLabelValues("out", "error").Inc()
-			s.mu.Lock()
-			if _, newer := s.pending[key]; !newer {
-				s.pending[key] = r
-			}
-			s.mu.Unlock()
-			return fmt.Errorf("publish report: %w", err)
-		}
-		s.shared.WithLabelValues("out", "ok").Inc()
 	}
 	return nil
 }
@@ -669,10 +603,6 @@ func (s *Store) events(app Applier, evs []*clientv3.Event) {
 				s.nodes[n.Node] = n
 			}
 			s.mu.Unlock()
-		case strings.HasPrefix(k, s.prefix+"reports/") && ev.Type == mvccpb.PUT:
-			if r, ok := s.decodeReport(ev.Kv); ok {
-				s.take(app, r)
-			}
 		case strings.HasPrefix(k, s.prefix+"pending/"):
 			var value []byte
 			if ev.Type == mvccpb.PUT {
@@ -693,32 +623,10 @@ func (s *Store) events(app Applier, evs []*clientv3.Event) {
 	s.remember(st, false, 0)
 }
 
-// take hands another node's report to app.
-func (s *Store) take(app Applier, r sharedReport) {
-	if r.Node == s.node {
-		return
-	}
-	if err := app.PushShared(r.Report); err != nil {
-		s.shared.WithLabelValues("in", "error").Inc()
-		s.log.Debug("shared report not taken", "group", r.Report.Group, "member", r.Report.Member, "from", r.Node, "err", err)
-		return
-	}
-	s.shared.WithLabelValues("in", "ok").Inc()
-}
-
 func (s *Store) decodeNode(kv *mvccpb.KeyValue) (NodeInfo, bool) {
 	var n NodeInfo
 	if err := json.Unmarshal(kv.Value, &n); err != nil || n.Node == "" {
 		return n, false
 	}
 	return n, true
-}
-
-func (s *Store) decodeReport(kv *mvccpb.KeyValue) (sharedReport, bool) {
-	var r sharedReport
-	if err := json.Unmarshal(kv.Value, &r); err != nil {
-		s.log.Debug("shared report does not decode", "key", string(kv.Key), "err", err)
-		return r, false
-	}
-	return r, true
 }

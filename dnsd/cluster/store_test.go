@@ -96,7 +96,7 @@ func startNodeWith(t *testing.T, dir, name, endpoint, extra string, sharer func(
 		t.Fatal(err)
 	}
 	if n.ctl, err = members.New(members.Options{Registry: n.reg, Answers: disp, Server: testenv.Server(t, n.reg, disp),
-		Store: n.store, Reports: n.store}); err != nil {
+		Store: n.store}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.ctl.Load(set); err != nil {

@@ -36,7 +36,6 @@ type Watcher interface {
 	Add(probe.MemberSpec) error
 	Update(probe.MemberSpec) error
 	Remove(group, member string) error
-	Push(probe.Report, time.Time) error
 	State(group, member string) (probe.MemberStatus, bool)
 	SetHealth(probe.HealthConfig)
 }
@@ -50,7 +49,6 @@ type Answers interface {
 	PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error)
 	Live(group string) (map[string]dispatch.MemberLive, bool)
 	FailingOpen(group string) bool
-	Redirects(group, dispatcher string, at time.Time, rates map[string]float64) error
 }
 
 // Snapshotter is what the Controller needs from the DNS server: prepare the
@@ -77,16 +75,6 @@ type Options struct {
 	// another). A store shared by an NS set (package cluster) is given
 	// here, and reports changes made by other nodes through Apply.
 	Store Store
-	// Reports gets every pushed report this node accepted, to share with
-	// the other nodes of an NS set; nil shares none.
-	Reports ReportSink
-}
-
-// ReportSink is what the Controller needs to share pushed load reports:
-// Publish must not block (a store that can not be reached drops or
-// keeps them).
-type ReportSink interface {
-	Publish(probe.Report)
 }
 
 // maxSaveAttempts bounds how often a change is tried again after losing
@@ -95,7 +83,8 @@ const maxSaveAttempts = 64
 
 // Controller owns the membership of the groups: the members of the config
 // file plus those added at run time (GROUP-ADD, persisted in the state
-// file), operator drains and pushed load reports (LOAD-INFORM). Every
+// file) and operator drains; it never sees a load report (package intake
+// takes them to the watcher, which watches every member). Every
 // change is prepare (everything that can fail: validate, build the new
 // answers) → persist (the state file, atomically) → commit (swaps that can
 // not fail); a failed prepare or persist changes nothing, in memory or on
@@ -117,10 +106,8 @@ type Controller struct {
 	state    State      // the run-time state served, as stored
 	current  atomic.Pointer[zones.Set]
 	watching map[string]probe.MemberSpec // "group\x00member" → spec
-	reports  ReportSink
 
 	changes *prometheus.CounterVec
-	refused *prometheus.CounterVec
 }
 
 // New returns a Controller. It reads nothing yet: Load reads the
@@ -128,7 +115,7 @@ type Controller struct {
 func New(o Options) (*Controller, error) {
 	c := &Controller{
 		log: o.Logger, disp: o.Answers, srv: o.Server, watch: o.Watcher, now: o.Now,
-		fixed: o.Store, reports: o.Reports, state: NewState(),
+		fixed: o.Store, state: NewState(),
 		watching: make(map[string]probe.MemberSpec),
 	}
 	if c.log == nil {
@@ -144,21 +131,12 @@ func New(o Options) (*Controller, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "membership_changes_total",
 		Help: "Run-time membership changes by operation (add, remove, drain, undrain) and result (ok, error).",
 	}, []string{"op", "result"})
-	c.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "transmirror", Subsystem: "dnsd", Name: "reports_refused_total",
-		Help: "Pushed load reports refused, by reason (unauthenticated, future, stale, out_of_order, absurd_load, invalid, unknown_group, unknown_member).",
-	}, []string{"reason"})
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, m := range []prometheus.Collector{c.changes, c.refused} {
-		if err := reg.Register(m); err != nil {
-			return nil, fmt.Errorf("members: register metrics: %w", err)
-		}
-	}
-	for _, r := range refusalReasons {
-		c.refused.WithLabelValues(r)
+	if err := reg.Register(c.changes); err != nil {
+		return nil, fmt.Errorf("members: register metrics: %w", err)
 	}
 	for _, op := range []string{"add", "remove", "drain", "undrain"} {
 		for _, r := range []string{"ok", "error"} {
@@ -580,162 +558,6 @@ func (c *Controller) count(op string, err error) {
 	c.changes.WithLabelValues(op, r).Inc()
 }
 
-// Push is LOAD-INFORM: a report pushed by a member, already authenticated.
-// A member that has no probe URL starts being watched with its first push
-// that the watcher believes (see probe.Watcher.Push); a refused report
-// changes nothing. Every refusal is counted by reason.
-func (c *Controller) Push(group, member string, r probe.Report) error {
-	err := c.push(group, member, r)
-	if err != nil {
-		c.RefusedPush(err)
-		return err
-	}
-	if c.reports != nil {
-		r.Group = dns.CanonicalName(r.Group)
-		c.reports.Publish(r)
-	}
-	return nil
-}
-
-// PushShared takes a report that another node of the NS set accepted
-// (and authenticated) and shared through the store: it is believed as a
-// push to this node would be (its time, its load, its order), and not
-// shared again. A refusal is returned, not counted: a report that reaches
-// several nodes, or one that arrives late, is no client's fault.
-func (c *Controller) PushShared(r probe.Report) error {
-	return c.push(r.Group, r.Member, r)
-}
-
-func (c *Controller) push(group, member string, r probe.Report) error {
-	group = dns.CanonicalName(group)
-	set := c.current.Load()
-	g := set.Group(group)
-	if g == nil {
-		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
-	}
-	i := slices.IndexFunc(g.Members, func(m zones.MemberConfig) bool { return m.Name == member })
-	if i < 0 {
-		return fmt.Errorf("%w: %s in %s", dispatch.ErrUnknownMember, member, group)
-	}
-	if dns.CanonicalName(r.Group) != group || r.Member != member {
-		return fmt.Errorf("%w: report is for %s/%s, posted to %s/%s", ErrInvalidMember, r.Group, r.Member, group, member)
-	}
-	if c.watch == nil {
-		return nil
-	}
-	r.Group = group
-	now := c.now()
-	c.mu.Lock()
-	key := group + "\x00" + member
-	if _, ok := c.watching[key]; !ok {
-		// Not watched yet, so there is no report to be out of order
-		// with: check the rest before watching, so that a refused
-		// report does not start it.
-		h := set.Config.Health
-		err := r.Validate()
-		if err == nil {
-			err = r.CheckTime(now, h.ReportMaxSkew.D(), h.ReportMaxAge.D())
-		}
-		if err == nil {
-			err = r.CheckLoad(g.Members[i].Capacity)
-		}
-		if err != nil {
-			c.mu.Unlock()
-			return err
-		}
-		spec := c.spec(group, g.Members[i])
-		if err := c.watch.Add(spec); err != nil {
-			c.mu.Unlock()
-			return err
-		}
-		c.watching[key] = spec
-	}
-	c.mu.Unlock()
-	return c.watch.Push(r, now)
-}
-
-// RefusedPush counts a refused load report by the reason that err gives;
-// Push counts its own, the admin API those it refuses before Push (a
-// signature, a body). An error that is not a refusal (a fault of dnsd) is
-// not counted.
-func (c *Controller) RefusedPush(err error) {
-	if reason := refusal(err); reason != "" {
-		c.refused.WithLabelValues(reason).Inc()
-	}
-}
-
-// Reasons a load report is refused, the reason label of
-// transmirror_dnsd_reports_refused_total.
-const (
-	refusedUnauthenticated = "unauthenticated" // no secret, a bad or replayed signature
-	refusedFuture          = "future"          // report or signature ahead of dnsd's clock
-	refusedStale           = "stale"           // report or signature too old
-	refusedOutOfOrder      = "out_of_order"    // not newer than the member's newest report
-	refusedAbsurdLoad      = "absurd_load"     // load above 1000× the capacity
-	refusedInvalid         = "invalid"         // malformed, too large, a bad figure, another member's
-	refusedUnknownGroup    = "unknown_group"
-	refusedUnknownMember   = "unknown_member"
-)
-
-var refusalReasons = [...]string{
-	refusedUnauthenticated, refusedFuture, refusedStale, refusedOutOfOrder,
-	refusedAbsurdLoad, refusedInvalid, refusedUnknownGroup, refusedUnknownMember,
-}
-
-// refusal is the reason err refuses a report, "" when it is not a refusal.
-// A signature from the future or too old is the clock of its sender being
-// off, as a report's time is, and is counted the same.
-func refusal(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, probe.ErrReportFuture), errors.Is(err, api.ErrSignatureFuture):
-		return refusedFuture
-	case errors.Is(err, probe.ErrReportStale), errors.Is(err, api.ErrSignatureExpired):
-		return refusedStale
-	case errors.Is(err, probe.ErrReportOutOfOrder):
-		return refusedOutOfOrder
-	case errors.Is(err, probe.ErrAbsurdLoad):
-		return refusedAbsurdLoad
-	case errors.Is(err, dnsd.ErrUnknownGroup), errors.Is(err, zones.ErrUnknownGroup):
-		return refusedUnknownGroup
-	case errors.Is(err, dispatch.ErrUnknownMember), errors.Is(err, probe.ErrUnknownMember):
-		return refusedUnknownMember
-	case errors.Is(err, probe.ErrInvalidReport), errors.Is(err, probe.ErrReportSyntax),
-		errors.Is(err, probe.ErrReportTooLarge), errors.Is(err, ErrInvalidMember):
-		return refusedInvalid
-	case errors.Is(err, ErrNoSecret), errors.Is(err, api.ErrNoSignature), errors.Is(err, api.ErrMalformedSignature),
-		errors.Is(err, api.ErrBadSignature), errors.Is(err, api.ErrReplayed), errors.Is(err, api.ErrReplayCacheFull):
-		return refusedUnauthenticated
-	}
-	return ""
-}
-
-// PushRedirects takes a dispatcher's report of the redirects it sends,
-// already authenticated: checked (api.RedirectReport.Validate, members of
-// the group, its time within the window of dnsd's clock that load reports
-// have: health.report_max_skew ahead, health.report_max_age behind), then
-// booked by the dispatcher (see dispatch.Redirects), which refuses a
-// report not newer than that dispatcher's last.
-func (c *Controller) PushRedirects(group string, r api.RedirectReport) error {
-	group = dns.CanonicalName(group)
-	set := c.current.Load()
-	if set.Group(group) == nil {
-		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
-	}
-	h := set.Config.Health
-	err := r.Validate()
-	if err != nil {
-		err = fmt.Errorf("%w: redirect report: %w", ErrInvalidMember, err)
-	} else if err = (probe.Report{Time: r.Time}).CheckTime(c.now(), h.ReportMaxSkew.D(), h.ReportMaxAge.D()); err != nil {
-		err = fmt.Errorf("redirect report: %w", err)
-	} else {
-		err = c.disp.Redirects(group, r.Dispatcher, r.Time, r.Members)
-	}
-	c.count("redirects", err)
-	return err
-}
-
 // Secrets returns the secrets that the group's signed requests may be
 // made with now: its secret, then, while a rotation's
 // previous_secret_until has not passed, the previous one.
@@ -772,8 +594,9 @@ func (c *Controller) spec(group string, m zones.MemberConfig) probe.MemberSpec {
 		PublicOnly: m.Runtime && (g == nil || !g.AllowPrivate)}
 }
 
-// syncWatcher makes the watcher watch exactly the members that have a
-// probe URL, plus those that have pushed. Called with c.mu held.
+// syncWatcher makes the watcher watch exactly the members of set: those
+// with a probe URL are pulled, the others (push-only) are watched with
+// none and wait for their first push. Called with c.mu held.
 func (c *Controller) syncWatcher(set *zones.Set) {
 	if c.watch == nil {
 		return
@@ -781,11 +604,7 @@ func (c *Controller) syncWatcher(set *zones.Set) {
 	want := make(map[string]probe.MemberSpec)
 	for _, g := range set.Groups {
 		for _, m := range g.Members {
-			key := g.Name + "\x00" + m.Name
-			_, pushed := c.watching[key]
-			if m.Probe != "" || pushed {
-				want[key] = c.spec(g.Name, m)
-			}
+			want[g.Name+"\x00"+m.Name] = c.spec(g.Name, m)
 		}
 	}
 	for key, spec := range c.watching {

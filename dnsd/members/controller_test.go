@@ -23,6 +23,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/admin"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
+	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
@@ -40,6 +41,7 @@ type ctlEnv struct {
 	srv   *dnsd.Server
 	dns   string // the server's UDP address
 	ctl   *members.Controller
+	in    *intake.Intake
 	watch *probe.Watcher
 	admin *httptest.Server
 	reg   *prometheus.Registry
@@ -78,11 +80,14 @@ func startCtl(t *testing.T, dir, config string) *ctlEnv {
 	if err := e.ctl.Load(set); err != nil {
 		t.Fatal(err)
 	}
+	if e.in, err = intake.New(intake.Options{Groups: e.ctl.Current, Watcher: w, Redirects: e.disp, Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
 	e.dns = testenv.ServeUDP(t, e.srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stop = cancel
 	go func() { defer close(e.done); _ = w.Run(ctx) }()
-	e.admin = httptest.NewServer(admin.NewHandler(admin.Options{Logger: testenv.DiscardLogger(), Gatherer: reg, Membership: e.ctl,
+	e.admin = httptest.NewServer(admin.NewHandler(admin.Options{Logger: testenv.DiscardLogger(), Gatherer: reg, Membership: e.ctl, Reports: e.in,
 		Verifier: api.NewVerifier(30*time.Second, 0)}))
 	t.Cleanup(func() { e.admin.Close(); cancel(); <-e.done })
 	if problems, err := promlint.NewWithMetricFamilies(testenv.Gather(t, reg)).Lint(); err != nil || len(problems) > 0 {

@@ -70,13 +70,17 @@ func TestPushRefused(t *testing.T) {
 		return b
 	}
 
-	t.Run("a refused first push starts no watching", func(t *testing.T) {
+	t.Run("a refused first push changes nothing", func(t *testing.T) {
 		code, body := e.call("POST", path, report(1, now.Add(2*time.Hour), 2), secret, now)
 		if code != http.StatusBadRequest || !strings.Contains(body, "time: 2h0m0s ahead of dnsd's clock") {
 			t.Fatalf("%d %s, want 400 naming time", code, body)
 		}
-		if _, watched := e.watch.State("www.example.org.", "fra1"); watched {
-			t.Error("fra1 is watched after a refused push")
+		// Push-only, fra1 is watched from the start, unknown until a push
+		// is believed.
+		st, watched := e.watch.State("www.example.org.", "fra1")
+		if !watched || st.State != probe.StateUnknown || st.HasReport || !st.LastPush.IsZero() {
+			t.Errorf("fra1 after a refused first push: watched %v, %s, report %v, last push %s; want watched, unknown, none, none",
+				watched, st.State, st.HasReport, st.LastPush)
 		}
 	})
 

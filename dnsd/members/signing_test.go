@@ -38,7 +38,7 @@ func signedAdmin(t *testing.T, e *ctlEnv) (string, *prometheus.CounterVec) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(admin.NewHandler(admin.Options{Logger: testenv.DiscardLogger(), Gatherer: prometheus.NewRegistry(),
-		Membership: e.ctl, Verifier: api.NewVerifier(30*time.Second, 0), SignedRequests: signed}))
+		Membership: e.ctl, Reports: e.in, Verifier: api.NewVerifier(30*time.Second, 0), SignedRequests: signed}))
 	t.Cleanup(srv.Close)
 	return srv.URL, signed
 }
