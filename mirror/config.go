@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -21,15 +23,6 @@ import (
 // Defaults of the mirror configuration. A key that is absent from the file
 // gets its default; a key that is written is validated as written.
 const (
-	// DefaultReadHeaderTimeout is timeouts.read_header.
-	DefaultReadHeaderTimeout = 5 * time.Second
-	// DefaultIdleTimeout is timeouts.idle.
-	DefaultIdleTimeout = 120 * time.Second
-	// DefaultSendTimeout is timeouts.send.
-	DefaultSendTimeout = 60 * time.Second
-	// DefaultShutdownTimeout is timeouts.shutdown, the grace for requests
-	// in flight at shutdown.
-	DefaultShutdownTimeout = 30 * time.Second
 	// DefaultPushInterval is dnsd.push_interval.
 	DefaultPushInterval = 5 * time.Second
 	// DefaultViewInterval is dnsd.view_interval.
@@ -45,15 +38,6 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultMaxShare is redirect.max_share.
 	DefaultMaxShare = 0.5
-	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes),
-	// limits.max_header_bytes.
-	DefaultMaxHeaderBytes = yamlconf.DefaultMaxHeaderBytes
-	// DefaultMaxRanges is max_ranges: the most byte ranges one request
-	// may ask for (nginx's max_ranges).
-	DefaultMaxRanges = 16
-	// DefaultMaxBodyBytes bounds request bodies (ServerOptions.MaxBodyBytes):
-	// a mirror serves GET and HEAD, whose requests have none.
-	DefaultMaxBodyBytes = 1 << 20
 )
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
@@ -460,7 +444,7 @@ func (v *validator) validate() {
 	v.geo()
 	v.proxies()
 	if !v.written("max_ranges") {
-		c.MaxRanges = DefaultMaxRanges
+		c.MaxRanges = serve.DefaultMaxRanges
 	} else if c.MaxRanges < 0 {
 		v.errorf("max_ranges", "must be >= 0 (0 turns ranges off), got %d", c.MaxRanges)
 	}
@@ -793,16 +777,16 @@ func (v *validator) timeouts() {
 			v.errorf("timeouts."+key, "must be >= 0 (0 is off), got %s", d.D())
 		}
 	}
-	positive("read_header", &t.ReadHeader, DefaultReadHeaderTimeout)
+	positive("read_header", &t.ReadHeader, serve.DefaultReadHeaderTimeout)
 	offOrPositive("read", t.Read)
 	offOrPositive("write", t.Write)
 	if !v.written("timeouts.send") {
-		t.Send = Duration(DefaultSendTimeout)
+		t.Send = Duration(serve.DefaultSendTimeout)
 	} else {
 		offOrPositive("send", t.Send)
 	}
-	positive("idle", &t.Idle, DefaultIdleTimeout)
-	positive("shutdown", &t.Shutdown, DefaultShutdownTimeout)
+	positive("idle", &t.Idle, serve.DefaultIdleTimeout)
+	positive("shutdown", &t.Shutdown, serve.DefaultShutdownTimeout)
 }
 
 func (v *validator) redirect() {
@@ -903,3 +887,19 @@ func validHostName(s string) bool {
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// ServerOptionsFromConfig returns the serve.ServerOptions that cfg's timeouts
+// and limits describe, for handler h; the Logger and Registerer are left to the caller.
+func ServerOptionsFromConfig(cfg *Config, h http.Handler) serve.ServerOptions {
+	t := cfg.Timeouts
+	return serve.ServerOptions{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader.D(),
+		ReadTimeout:       t.Read.D(),
+		WriteTimeout:      t.Write.D(),
+		SendTimeout:       t.Send.D(),
+		IdleTimeout:       t.Idle.D(),
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ShutdownTimeout:   t.Shutdown.D(),
+	}
+}

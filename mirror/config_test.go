@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
@@ -87,10 +88,10 @@ func TestParseConfigDefaults(t *testing.T) {
 		want any
 	}{
 		{"root absolute kept", cfg.Root, root},
-		{"read_header", cfg.Timeouts.ReadHeader.D(), DefaultReadHeaderTimeout},
-		{"idle", cfg.Timeouts.Idle.D(), DefaultIdleTimeout},
-		{"shutdown", cfg.Timeouts.Shutdown.D(), DefaultShutdownTimeout},
-		{"send", cfg.Timeouts.Send.D(), DefaultSendTimeout},
+		{"read_header", cfg.Timeouts.ReadHeader.D(), serve.DefaultReadHeaderTimeout},
+		{"idle", cfg.Timeouts.Idle.D(), serve.DefaultIdleTimeout},
+		{"shutdown", cfg.Timeouts.Shutdown.D(), serve.DefaultShutdownTimeout},
+		{"send", cfg.Timeouts.Send.D(), serve.DefaultSendTimeout},
 		{"capacity", cfg.Capacity, float64(DefaultCapacity)},
 		{"no bandwidth limit", cfg.Bandwidth, Bandwidth(0)},
 		{"listing off", cfg.Listing, false},

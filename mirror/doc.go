@@ -5,10 +5,10 @@
 // dispatcher, redirects every request.
 //
 // The pieces are separable: Config (mirror.yaml, see LoadConfig; decoded
-// and checked with zones/yamlconf, the config layer it shares with dnsd), a
-// FileServer (an http.Handler over an os.Root, see NewFileServer) and a
-// Server (timeouts, metrics and graceful shutdown around any handler, on
-// a listener opened by the caller, see Server.Serve).
+// and checked with zones/yamlconf, the config layer it shares with dnsd),
+// and package mirror/serve: the FileServer (an http.Handler over an
+// os.Root) and the Server (timeouts, metrics and graceful shutdown around
+// any handler, on a listener opened by the caller).
 //
 // The 302 correction (Decide, Redirector) picks a sibling with the group's
 // own scheduler policy from a GroupSnapshot, the group view that a

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -207,7 +208,7 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	errc := make(chan error, 3)
 	go func() { errc <- m.Run(ctx) }()
 	go func() { errc <- m.Serve(ctx, ln) }()
-	admin, err := NewServer(ServerOptions{Handler: m.AdminHandler()})
+	admin, err := serve.NewServer(serve.ServerOptions{Handler: m.AdminHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}

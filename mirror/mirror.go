@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/geo"
@@ -84,14 +85,14 @@ type Mirror struct {
 	view        *ViewWatcher          // nil without dnsd
 	pusher      *Pusher               // nil without dnsd, and for a dispatcher
 	joiner      *Joiner               // nil without join
-	files       *FileServer           // nil without root
+	files       *serve.FileServer     // nil without root
 	completions *frontend.Completions // nil without root
 	site        SiteStatusSource      // nil unless a site front end
 	serving     func() bool           // nil: always serving
 	started     time.Time             // when New built the mirror (Status)
 	redirect    *Redirector
 	handler     http.Handler // without the server's metrics
-	public      *Server
+	public      *serve.Server
 	admin       http.Handler // the admin handler; cmd/mirror serves it
 
 	closeOnce sync.Once
@@ -129,11 +130,11 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	case cfg.Root != "":
 		// The back-end role: a memory cache in front of the disk, so that a
 		// locality-aware front end makes the site's caches add up.
-		cache, cerr := NewCache(cfg.Site.Cache, CacheOptions{Registerer: o.Registry})
+		cache, cerr := serve.NewCache(cfg.Site.Cache, serve.CacheOptions{Registerer: o.Registry})
 		if cerr != nil {
 			return nil, cerr
 		}
-		if m.files, err = NewFileServer(cfg.Root, FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache, MaxRanges: maxRanges(cfg.MaxRanges)}); err != nil {
+		if m.files, err = serve.NewFileServer(cfg.Root, serve.FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache, MaxRanges: maxRanges(cfg.MaxRanges)}); err != nil {
 			return nil, err
 		}
 		// What it serves is reported to a site front end (api.SiteReport).
@@ -232,10 +233,13 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	}
 	ro := RedirectorOptions{
 		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Flows: flows, Locator: loc,
-		Files: m.files, Clock: o.Clock, Rand: o.Rand, Logger: o.Logger, Registerer: o.Registry,
+		Clock: o.Clock, Rand: o.Rand, Logger: o.Logger, Registerer: o.Registry,
 	}
 	if m.view != nil {
 		ro.View = m.view
+	}
+	if m.files != nil { // not a nil *serve.FileServer in the interface
+		ro.Files = m.files
 	}
 	if m.redirect, err = NewRedirector(ro); err != nil {
 		return nil, err
@@ -244,7 +248,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 
 	po := ServerOptionsFromConfig(cfg, m.handler)
 	po.Logger, po.Registerer = o.Logger, o.Registry
-	if m.public, err = NewServer(po); err != nil {
+	if m.public, err = serve.NewServer(po); err != nil {
 		return nil, err
 	}
 	status, err := NewStatusHandler(m, o.Clock)
@@ -252,7 +256,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, err
 	}
 	m.admin = http.MaxBytesHandler(NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
-		SiteReport: m.siteReport(o.Clock), Serving: m.serving}), DefaultMaxBodyBytes)
+		SiteReport: m.siteReport(o.Clock), Serving: m.serving}), serve.DefaultMaxBodyBytes)
 	return m, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
@@ -317,7 +318,7 @@ func hostMatches(h, host string) bool {
 func RedirectLocation(r *http.Request, scheme, target string) string {
 	host := target
 	if _, _, err := net.SplitHostPort(target); err != nil {
-		if port, ok := ValidHostPort(r.Host); ok && port != "" &&
+		if port, ok := serve.ValidHostPort(r.Host); ok && port != "" &&
 			!(scheme == SchemeHTTP && port == "80") && !(scheme == SchemeHTTPS && port == "443") {
 			host = net.JoinHostPort(target, port)
 		}
@@ -346,6 +347,13 @@ var (
 	_ http.Handler = (*Redirector)(nil)
 )
 
+// Sizer gives the size of the file that an escaped request path names,
+// 0 for one that is bad, missing or not a regular file (serve.FileServer
+// is one).
+type Sizer interface {
+	Size(escapedPath string) int64
+}
+
 // RedirectorOptions configure a Redirector.
 type RedirectorOptions struct {
 	// Rules are the static rules (required: Group).
@@ -366,7 +374,7 @@ type RedirectorOptions struct {
 	Locator *geo.Locator
 	// Files, when set, gives file sizes for the min_size rule; nil skips
 	// the rule (a site front end, whose back ends hold the files).
-	Files *FileServer
+	Files Sizer
 	// Clock gives the time of a decision (default time.Now).
 	Clock func() time.Time
 	// Rand is the randomness of the decisions (default: seeded at
@@ -639,7 +647,7 @@ func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision, sc
 		h := w.Header()
 		h.Set("Location", RedirectLocation(r, scheme, d.Target))
 		h.Set("Cache-Control", "no-store")
-		writeTiny(w, r, http.StatusFound)
+		serve.WriteStatus(w, r, http.StatusFound)
 	case Refuse:
 		w.Header().Set("Cache-Control", "no-store")
 		if d.Status == http.StatusMethodNotAllowed {
@@ -648,23 +656,9 @@ func (rd *Redirector) act(w http.ResponseWriter, r *http.Request, d Decision, sc
 		if d.Status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "5")
 		}
-		writeTiny(w, r, d.Status)
+		serve.WriteStatus(w, r, d.Status)
 	default:
 		rd.o.Next.ServeHTTP(w, r)
-	}
-}
-
-// writeTiny writes the status with its text as a plain-text body (none
-// for HEAD).
-func writeTiny(w http.ResponseWriter, r *http.Request, code int) {
-	body := strconv.Itoa(code) + " " + http.StatusText(code) + "\n"
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(code)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write([]byte(body))
 	}
 }
 
@@ -680,23 +674,11 @@ func locateClient(src netip.Addr, loc *geo.Locator) scheduler.Client {
 	return c
 }
 
-// sizeFunc returns the size lookup for r: a stat through the FileServer's
-// root. A path that is bad, missing or a directory counts as size 0: it
-// is answered by a small error or listing, so not worth a redirect.
+// sizeFunc returns the size lookup for r, nil without Files.
 func (rd *Redirector) sizeFunc(r *http.Request) func() (int64, bool) {
 	fs := rd.o.Files
 	if fs == nil {
 		return nil
 	}
-	return func() (int64, bool) {
-		name, isDir, err := CleanPath(r.URL.EscapedPath())
-		if err != nil || isDir {
-			return 0, true
-		}
-		fi, err := fs.root.Stat(name)
-		if err != nil || !fi.Mode().IsRegular() {
-			return 0, true
-		}
-		return fi.Size(), true
-	}
+	return func() (int64, bool) { return fs.Size(r.URL.EscapedPath()), true }
 }

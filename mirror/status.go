@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 )
 
@@ -62,7 +63,7 @@ type Status struct {
 	// RoleSite.
 	Site *frontend.Status `json:"site,omitempty"`
 	// Cache is the memory cache of a document root; nil without one.
-	Cache *CacheStatus `json:"cache,omitempty"`
+	Cache *serve.CacheStatus `json:"cache,omitempty"`
 }
 
 // LoadStatus is the mirror's load report (see probe.Report) with its
@@ -167,23 +168,6 @@ type JoinStatus struct {
 	DNSD   int `json:"dnsd"`
 }
 
-// CacheStatus describes a document root's memory cache.
-type CacheStatus struct {
-	// Objects is the number of cached files, Bytes their size with
-	// their names, Capacity the bound (site.cache.memory) and MaxObject
-	// the largest file cached (site.cache.max_object).
-	Objects   int   `json:"objects"`
-	Bytes     int64 `json:"bytes"`
-	Capacity  int64 `json:"capacity"`
-	MaxObject int64 `json:"max_object"`
-	// Hits and Misses count the file responses served from memory and
-	// not (since the start); HitRatio is Hits/(Hits+Misses), 0 before
-	// the first.
-	Hits     uint64  `json:"hits"`
-	Misses   uint64  `json:"misses"`
-	HitRatio float64 `json:"hit_ratio"`
-}
-
 // SiteStatusSource is what the status needs of a site front end; the
 // handler of frontend.New is one. New finds it in Options.Content.
 type SiteStatusSource interface {
@@ -243,9 +227,8 @@ func (m *Mirror) Status(now time.Time) Status {
 		ss := m.site.Status()
 		s.Site = &ss
 	}
-	if m.files != nil && m.files.cache != nil {
-		cs := m.files.cache.status()
-		s.Cache = &cs
+	if m.files != nil {
+		s.Cache = m.files.CacheStatus()
 	}
 	return s
 }
@@ -272,18 +255,6 @@ func viewStatus(snap *GroupSnapshot, h ViewHealth, now time.Time) *ViewStatus {
 		v.State = ViewStale
 	}
 	return v
-}
-
-// status returns the cache's fill and its hit counts.
-func (c *Cache) status() CacheStatus {
-	c.mu.Lock()
-	s := CacheStatus{Objects: c.lru.Len(), Bytes: c.lru.Bytes(), Capacity: c.lru.Capacity(), MaxObject: c.maxObject}
-	c.mu.Unlock()
-	s.Hits, s.Misses = uint64(probe.MetricValue(c.m.hits)), uint64(probe.MetricValue(c.m.misses))
-	if total := s.Hits + s.Misses; total > 0 {
-		s.HitRatio = float64(s.Hits) / float64(total)
-	}
-	return s
 }
 
 // countsByLabel sums the samples of c by the value of label.

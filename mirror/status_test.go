@@ -19,6 +19,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
@@ -101,7 +102,7 @@ func TestStatusDocumentRoot(t *testing.T) {
 		}
 		after, _ := getStatus(t, admin)
 		c = after.Cache
-		want := CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: frontend.DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
+		want := serve.CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: frontend.DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
 		if c == nil || c.Bytes < int64(len(content)) {
 			t.Fatalf("cache after requests: %+v", c)
 		}
@@ -157,8 +158,8 @@ func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	public := startServer(t, ServerOptions{Handler: m.Handler()})
-	admin := startServer(t, ServerOptions{Handler: m.AdminHandler()})
+	public := startServer(t, serve.ServerOptions{Handler: m.Handler()})
+	admin := startServer(t, serve.ServerOptions{Handler: m.AdminHandler()})
 	return public, admin, reg
 }
 
@@ -423,7 +424,7 @@ func TestStatusPageGolden(t *testing.T) {
 	root := base
 	root.Role = RoleRoot
 	root.Join = &JoinStatus{State: JoinJoined, Joined: 2, DNSD: 2}
-	root.Cache = &CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
+	root.Cache = &serve.CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
 	front := base
 	front.Role = RoleSite
 	front.View = &ViewStatus{State: ViewStale, Fetched: at.Add(-time.Minute), AgeSeconds: 60, StaleAfterSeconds: 15, Policy: "least-load", Members: 3, Candidates: 2}
@@ -463,7 +464,7 @@ func TestStatusPageGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base := startServer(t, ServerOptions{Handler: h})
+			base := startServer(t, serve.ServerOptions{Handler: h})
 			got := []byte(getPage(t, base))
 			golden := filepath.Join("testdata", "status_"+tt.name+".html")
 			if *update {

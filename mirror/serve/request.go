@@ -1,4 +1,4 @@
-package mirror
+package serve
 
 import (
 	"net"
@@ -107,7 +107,7 @@ func withRequestCheck(next http.Handler) http.Handler {
 			fallthrough
 		default:
 			w.Header().Set("Cache-Control", "no-store")
-			writeTiny(w, r, c.Status)
+			WriteStatus(w, r, c.Status)
 			return
 		}
 		if c.Path != r.URL.EscapedPath() {
@@ -121,4 +121,19 @@ func withRequestCheck(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// WriteStatus writes the status code with its text as a small plain-text
+// body (none for HEAD), the answer of a request refused or redirected
+// before any content.
+func WriteStatus(w http.ResponseWriter, r *http.Request, code int) {
+	body := strconv.Itoa(code) + " " + http.StatusText(code) + "\n"
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(body))
+	}
 }

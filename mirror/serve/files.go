@@ -1,4 +1,4 @@
-package mirror
+package serve
 
 import (
 	"cmp"
@@ -19,6 +19,10 @@ import (
 	"syscall"
 	"time"
 )
+
+// DefaultMaxRanges is the most byte ranges one request may ask for
+// (max_ranges, nginx's max_ranges) when FileServerOptions.MaxRanges is 0.
+const DefaultMaxRanges = 16
 
 // indexFile is served for a directory request when it exists.
 const indexFile = "index.html"
@@ -413,4 +417,19 @@ func (s *FileServer) fail(w http.ResponseWriter, code int) {
 	h.Del("Etag")
 	h.Del("Last-Modified")
 	http.Error(w, http.StatusText(code), code)
+}
+
+// Size returns the size of the regular file that the escaped request path
+// names; a path that is bad, missing or a directory counts as size 0: it
+// is answered by a small error or listing.
+func (fs *FileServer) Size(escapedPath string) int64 {
+	name, isDir, err := CleanPath(escapedPath)
+	if err != nil || isDir {
+		return 0
+	}
+	fi, err := fs.root.Stat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	return fi.Size()
 }

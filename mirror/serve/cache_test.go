@@ -1,4 +1,4 @@
-package mirror
+package serve
 
 import (
 	"net/http"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 func TestCache(t *testing.T) {
@@ -118,7 +119,7 @@ func TestCacheMissDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	const delay = 200 * time.Millisecond
-	c, err := NewCache(frontend.CacheConfig{Memory: 4 << 20, MaxObject: 2 << 20, MissDelayPerMiB: Duration(delay)}, CacheOptions{})
+	c, err := NewCache(frontend.CacheConfig{Memory: 4 << 20, MaxObject: 2 << 20, MissDelayPerMiB: yamlconf.Duration(delay)}, CacheOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

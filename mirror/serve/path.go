@@ -1,4 +1,4 @@
-package mirror
+package serve
 
 import (
 	"errors"
@@ -162,3 +162,5 @@ func cleanSegment(raw string) (string, error) {
 	}
 	return seg, nil
 }
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

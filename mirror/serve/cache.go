@@ -1,4 +1,4 @@
-package mirror
+package serve
 
 import (
 	"bytes"
@@ -177,4 +177,43 @@ func (m *cacheMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.hits.Collect(ch)
 	m.misses.Collect(ch)
 	m.bytes.Collect(ch)
+}
+
+// CacheStatus describes a document root's memory cache.
+type CacheStatus struct {
+	// Objects is the number of cached files, Bytes their size with
+	// their names, Capacity the bound (site.cache.memory) and MaxObject
+	// the largest file cached (site.cache.max_object).
+	Objects   int   `json:"objects"`
+	Bytes     int64 `json:"bytes"`
+	Capacity  int64 `json:"capacity"`
+	MaxObject int64 `json:"max_object"`
+	// Hits and Misses count the file responses served from memory and
+	// not (since the start); HitRatio is Hits/(Hits+Misses), 0 before
+	// the first.
+	Hits     uint64  `json:"hits"`
+	Misses   uint64  `json:"misses"`
+	HitRatio float64 `json:"hit_ratio"`
+}
+
+// Status returns the cache's fill and its hit counts.
+func (c *Cache) Status() CacheStatus {
+	c.mu.Lock()
+	s := CacheStatus{Objects: c.lru.Len(), Bytes: c.lru.Bytes(), Capacity: c.lru.Capacity(), MaxObject: c.maxObject}
+	c.mu.Unlock()
+	s.Hits, s.Misses = uint64(probe.MetricValue(c.m.hits)), uint64(probe.MetricValue(c.m.misses))
+	if total := s.Hits + s.Misses; total > 0 {
+		s.HitRatio = float64(s.Hits) / float64(total)
+	}
+	return s
+}
+
+// CacheStatus returns the status of the FileServer's memory cache, nil
+// without one.
+func (fs *FileServer) CacheStatus() *CacheStatus {
+	if fs.cache == nil {
+		return nil
+	}
+	cs := fs.cache.Status()
+	return &cs
 }

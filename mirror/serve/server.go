@@ -1,4 +1,4 @@
-package mirror
+package serve
 
 import (
 	"context"
@@ -11,6 +11,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/zones/yamlconf"
+)
+
+// Defaults of a Server (the mirror config's timeouts and limits).
+const (
+	// DefaultReadHeaderTimeout is timeouts.read_header.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultIdleTimeout is timeouts.idle.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultSendTimeout is timeouts.send.
+	DefaultSendTimeout = 60 * time.Second
+	// DefaultShutdownTimeout is timeouts.shutdown, the grace for requests
+	// in flight at shutdown.
+	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes),
+	// limits.max_header_bytes.
+	DefaultMaxHeaderBytes = yamlconf.DefaultMaxHeaderBytes
+	// DefaultMaxBodyBytes bounds request bodies (ServerOptions.MaxBodyBytes):
+	// a mirror serves GET and HEAD, whose requests have none.
+	DefaultMaxBodyBytes = 1 << 20
 )
 
 // ServerOptions configure a Server. Zero durations take the defaults
@@ -48,22 +68,6 @@ type ServerOptions struct {
 	// ShutdownTimeout is the grace that Serve gives requests in flight
 	// once its context is done (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
-}
-
-// ServerOptionsFromConfig returns the ServerOptions that cfg's timeouts
-// and limits describe, for handler h; the Logger and Registerer are left to the caller.
-func ServerOptionsFromConfig(cfg *Config, h http.Handler) ServerOptions {
-	t := cfg.Timeouts
-	return ServerOptions{
-		Handler:           h,
-		ReadHeaderTimeout: t.ReadHeader.D(),
-		ReadTimeout:       t.Read.D(),
-		WriteTimeout:      t.Write.D(),
-		SendTimeout:       t.Send.D(),
-		IdleTimeout:       t.Idle.D(),
-		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
-		ShutdownTimeout:   t.Shutdown.D(),
-	}
 }
 
 // Server is an HTTP server with the mirror's timeouts, metrics and
