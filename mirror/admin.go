@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
@@ -42,7 +43,7 @@ func NewAdminHandler(o AdminOptions) http.Handler {
 	if o.Serving != nil {
 		report = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !o.Serving() {
-				http.Error(w, ErrNotServing.Error(), http.StatusServiceUnavailable)
+				http.Error(w, group.ErrNotServing.Error(), http.StatusServiceUnavailable)
 				return
 			}
 			o.Reporter.ServeHTTP(w, r)

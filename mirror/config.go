@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones/yamlconf"
@@ -23,13 +24,6 @@ import (
 // Defaults of the mirror configuration. A key that is absent from the file
 // gets its default; a key that is written is validated as written.
 const (
-	// DefaultPushInterval is dnsd.push_interval.
-	DefaultPushInterval = 5 * time.Second
-	// DefaultViewInterval is dnsd.view_interval.
-	DefaultViewInterval = 5 * time.Second
-	// MaxLeaveWait bounds join.leave_wait, and the group's ttl.max when
-	// leave_wait is 0: a leave never keeps a stopping mirror longer.
-	MaxLeaveWait = time.Hour
 	// DefaultCapacity is capacity, in load units.
 	DefaultCapacity = 100
 	// DefaultLowWatermark is redirect.low_watermark.
@@ -214,7 +208,7 @@ type JoinConfig struct {
 	Probe string `yaml:"probe"`
 	// LeaveWait is how long the mirror keeps serving after its drain
 	// (0, the default: the group's ttl.max from the group view, or
-	// MaxLeaveWait when there is no view); at most MaxLeaveWait.
+	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait.
 	LeaveWait Duration `yaml:"leave_wait"`
 	// CheckInterval is how often the joined mirror asks each dnsd
 	// whether it still has the member, and joins again where it does not
@@ -511,7 +505,7 @@ func (v *validator) names() {
 		switch {
 		case name == "":
 			v.errorf(key, "is required")
-		case !validHostName(name):
+		case !group.ValidHostName(name):
 			v.errorf(key, "%q is not a host name", name)
 		}
 	}
@@ -531,8 +525,8 @@ func (v *validator) names() {
 func (v *validator) dnsd() {
 	d := &v.c.DNSD
 	if !v.written("dnsd") {
-		d.PushInterval = Duration(DefaultPushInterval)
-		d.ViewInterval = Duration(DefaultViewInterval)
+		d.PushInterval = Duration(group.DefaultPushInterval)
+		d.ViewInterval = Duration(group.DefaultViewInterval)
 		if v.c.Dispatcher {
 			v.errorf("dispatcher", "needs dnsd (the group view says where to send clients)")
 		}
@@ -598,12 +592,12 @@ func (v *validator) dnsd() {
 		v.errorf("dnsd", "secret or secret_file is required (pushes are authenticated)")
 	}
 	if !v.written("dnsd.push_interval") {
-		d.PushInterval = Duration(DefaultPushInterval)
+		d.PushInterval = Duration(group.DefaultPushInterval)
 	} else if d.PushInterval <= 0 {
 		v.errorf("dnsd.push_interval", "must be > 0, got %s", d.PushInterval.D())
 	}
 	if !v.written("dnsd.view_interval") {
-		d.ViewInterval = Duration(DefaultViewInterval)
+		d.ViewInterval = Duration(group.DefaultViewInterval)
 	} else if d.ViewInterval <= 0 {
 		v.errorf("dnsd.view_interval", "must be > 0, got %s", d.ViewInterval.D())
 	}
@@ -645,11 +639,11 @@ func (v *validator) join() {
 			v.errorf("join.probe", "%v", err)
 		}
 	}
-	if d := j.LeaveWait.D(); d < 0 || d > MaxLeaveWait {
-		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", MaxLeaveWait, d)
+	if d := j.LeaveWait.D(); d < 0 || d > group.MaxLeaveWait {
+		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", group.MaxLeaveWait, d)
 	}
 	if !v.written("join.check_interval") {
-		j.CheckInterval = Duration(DefaultJoinCheckInterval)
+		j.CheckInterval = Duration(group.DefaultJoinCheckInterval)
 	} else if d := j.CheckInterval.D(); d < time.Second || d > time.Hour {
 		v.errorf("join.check_interval", "must be in 1s..1h, got %s", d)
 	}
@@ -797,12 +791,12 @@ func (v *validator) redirect() {
 		v.errorf("redirect.enabled", "a dispatcher only redirects: it can not be false")
 	}
 	if !v.written("redirect.law") {
-		r.Law = LawFairShare
-	} else if !slices.Contains(Laws, r.Law) {
-		v.errorf("redirect.law", "unknown law %q (want one of %s)", r.Law, strings.Join(Laws, ", "))
+		r.Law = group.LawFairShare
+	} else if !slices.Contains(group.Laws, r.Law) {
+		v.errorf("redirect.law", "unknown law %q (want one of %s)", r.Law, strings.Join(group.Laws, ", "))
 	}
 	if !v.written("redirect.time_constant") {
-		r.TimeConstant = Duration(DefaultTimeConstant)
+		r.TimeConstant = Duration(group.DefaultTimeConstant)
 	} else if d := r.TimeConstant.D(); d < 100*time.Millisecond || d > 10*time.Second {
 		v.errorf("redirect.time_constant", "%s: want 100ms..10s", d)
 	}
@@ -826,9 +820,9 @@ func (v *validator) redirect() {
 		v.errorf("redirect.max_share", "must be in (0, 1], got %g", r.MaxShare)
 	}
 	if !v.written("redirect.scheme") {
-		r.Scheme = SchemeAuto
-	} else if !slices.Contains(Schemes, r.Scheme) {
-		v.errorf("redirect.scheme", "%q: want one of %s", r.Scheme, strings.Join(Schemes, ", "))
+		r.Scheme = group.SchemeAuto
+	} else if !slices.Contains(group.Schemes, r.Scheme) {
+		v.errorf("redirect.scheme", "%q: want one of %s", r.Scheme, strings.Join(group.Schemes, ", "))
 	}
 	if !v.written("redirect.never") {
 		r.Never = []string{"/"}
@@ -865,29 +859,6 @@ func (v *validator) location(path string, l *Location) { l.Check(v.errs, path, "
 // geo.mmdb.
 func (v *validator) geo() { v.c.Geo.MMDB = v.c.Geo.Check(v.errs, "geo", v.dir) }
 
-// validHostName accepts a DNS host name of letters, digits and hyphens
-// (a trailing dot allowed).
-func validHostName(s string) bool {
-	s = strings.TrimSuffix(s, ".")
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(isLetter(c) || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
 // ServerOptionsFromConfig returns the serve.ServerOptions that cfg's timeouts
 // and limits describe, for handler h; the Logger and Registerer are left to the caller.
 func ServerOptionsFromConfig(cfg *Config, h http.Handler) serve.ServerOptions {
@@ -901,5 +872,16 @@ func ServerOptionsFromConfig(cfg *Config, h http.Handler) serve.ServerOptions {
 		IdleTimeout:       t.Idle.D(),
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
 		ShutdownTimeout:   t.Shutdown.D(),
+	}
+}
+
+// RedirectRulesFromConfig returns the rules that cfg describes.
+func RedirectRulesFromConfig(cfg *Config) group.RedirectRules {
+	r := cfg.Redirect
+	return group.RedirectRules{
+		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
+		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
+		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
+		TrustedProxies: cfg.TrustedPrefixes(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -96,8 +97,8 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"no bandwidth limit", cfg.Bandwidth, Bandwidth(0)},
 		{"listing off", cfg.Listing, false},
 		{"redirect on", cfg.Redirect.Enabled, true},
-		{"law", cfg.Redirect.Law, LawFairShare},
-		{"time_constant", cfg.Redirect.TimeConstant.D(), DefaultTimeConstant},
+		{"law", cfg.Redirect.Law, group.LawFairShare},
+		{"time_constant", cfg.Redirect.TimeConstant.D(), group.DefaultTimeConstant},
 		{"never", strings.Join(cfg.Redirect.Never, " "), "/"},
 		{"admin off", cfg.Admin, ""},
 		{"admin TLS off", cfg.AdminTLS.Enabled(), false},

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
@@ -25,15 +26,6 @@ import (
 
 // Errors of the mirror's global role.
 var (
-	// ErrPushRefused is returned when dnsd answers a load push with a
-	// status other than 2xx.
-	ErrPushRefused = errors.New("mirror: push refused")
-	// ErrNotServing is why a site front end with no back end up answers
-	// its health and load report endpoints 503 and skips its pushes.
-	ErrNotServing = errors.New("mirror: no back end is up: not serving")
-	// ErrBadView is returned when dnsd's group view can not be used: an
-	// error status, too large, not JSON, another group, unknown policy.
-	ErrBadView = errors.New("mirror: bad group view")
 	// ErrNoContent is returned by New for a config with backends but no
 	// content handler (the site front end) in Options.
 	ErrNoContent = errors.New("mirror: backends need a content handler")
@@ -81,16 +73,16 @@ type Mirror struct {
 	log         *slog.Logger
 	reg         *prometheus.Registry
 	reporter    *probe.Reporter
-	meter       *LoadMeter
-	view        *ViewWatcher          // nil without dnsd
-	pusher      *Pusher               // nil without dnsd, and for a dispatcher
-	joiner      *Joiner               // nil without join
+	meter       *group.LoadMeter
+	view        *group.ViewWatcher    // nil without dnsd
+	pusher      *group.Pusher         // nil without dnsd, and for a dispatcher
+	joiner      *group.Joiner         // nil without join
 	files       *serve.FileServer     // nil without root
 	completions *frontend.Completions // nil without root
 	site        SiteStatusSource      // nil unless a site front end
 	serving     func() bool           // nil: always serving
 	started     time.Time             // when New built the mirror (Status)
-	redirect    *Redirector
+	redirect    *group.Redirector
 	handler     http.Handler // without the server's metrics
 	public      *serve.Server
 	admin       http.Handler // the admin handler; cmd/mirror serves it
@@ -150,7 +142,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		}
 	}
 
-	flows := NewFlowMeter(cfg.Redirect.TimeConstant.D())
+	flows := group.NewFlowMeter(cfg.Redirect.TimeConstant.D())
 	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: o.ReportWindow, RunQueue: o.RunQueue, Serving: flows.Served, Clock: o.Clock, Logger: o.Logger,
@@ -161,7 +153,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		return nil, fmt.Errorf("mirror: reporter: %w", err)
 	}
 	if o.Registry != nil {
-		if err := o.Registry.Register(m.reporter.Collector("mirror", ReportUtilization)); err != nil {
+		if err := o.Registry.Register(m.reporter.Collector("mirror", group.ReportUtilization)); err != nil {
 			return nil, fmt.Errorf("mirror: register load metrics: %w", err)
 		}
 	}
@@ -169,7 +161,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if window <= 0 {
 		window = probe.DefaultReportWindow
 	}
-	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
+	m.meter = group.NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
 
 	if d := cfg.DNSD; len(d.URLs) > 0 {
 		self := cfg.Member
@@ -178,15 +170,15 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 		}
 		// Redirects are booked on the siblings as their load reports,
 		// taken over the same window as this mirror's, will show them.
-		booking := bookingFor(window, flows.TimeConstant())
-		m.view, err = NewViewWatcher(ViewWatcherOptions{
+		booking := group.MirrorBooking(window, flows.TimeConstant())
+		m.view, err = group.NewViewWatcher(group.ViewWatcherOptions{
 			URLs: d.URLs, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
 		})
 		if err != nil {
 			return nil, err
 		}
-		po := PusherOptions{
+		po := group.PusherOptions{
 			URLs: d.URLs, One: d.Push == PushOne, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
 			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot, Serving: m.serving,
 			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
@@ -204,7 +196,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 			}
 		}
 		if !cfg.Dispatcher || d.Secret != "" { // a dispatcher without the secret reports nothing
-			if m.pusher, err = NewPusher(po); err != nil {
+			if m.pusher, err = group.NewPusher(po); err != nil {
 				return nil, err
 			}
 		}
@@ -212,7 +204,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 
 	if j := cfg.Join; j.Enabled {
 		l := cfg.Location
-		m.joiner, err = NewJoiner(JoinerOptions{
+		m.joiner, err = group.NewJoiner(group.JoinerOptions{
 			URLs: cfg.DNSD.URLs, Group: cfg.Group, Secret: []byte(cfg.DNSD.Secret), LeaveWait: j.LeaveWait.D(),
 			CheckInterval: j.CheckInterval.D(),
 			Member: api.MemberInfo{
@@ -231,7 +223,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
 	}
-	ro := RedirectorOptions{
+	ro := group.RedirectorOptions{
 		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Flows: flows, Locator: loc,
 		Clock: o.Clock, Rand: o.Rand, Logger: o.Logger, Registerer: o.Registry,
 	}
@@ -241,7 +233,7 @@ func New(cfg *Config, o Options) (m *Mirror, err error) {
 	if m.files != nil { // not a nil *serve.FileServer in the interface
 		ro.Files = m.files
 	}
-	if m.redirect, err = NewRedirector(ro); err != nil {
+	if m.redirect, err = group.NewRedirector(ro); err != nil {
 		return nil, err
 	}
 	m.handler = withHealth(m.serving, m.reporter.Wrap(m.redirect))
@@ -311,7 +303,7 @@ func (m *Mirror) Reporter() *probe.Reporter { return m.reporter }
 
 // Joiner returns the mirror's own membership (join), nil without join:
 // run it beside Run, and call its Leave before the public listeners stop.
-func (m *Mirror) Joiner() *Joiner { return m.joiner }
+func (m *Mirror) Joiner() *group.Joiner { return m.joiner }
 
 // groupView returns the latest group view, nil when there is none.
 func (m *Mirror) groupView() *api.GroupView {
@@ -326,7 +318,7 @@ func (m *Mirror) groupView() *api.GroupView {
 }
 
 // View returns the group view watcher, nil when dnsd is not configured.
-func (m *Mirror) View() *ViewWatcher { return m.view }
+func (m *Mirror) View() *group.ViewWatcher { return m.view }
 
 // Serve serves the public handler on ln until ctx is done, then drains
 // (see Server.Serve). Call it once per public listener.
@@ -396,7 +388,7 @@ func writeHealth(w http.ResponseWriter, serving func() bool, ok string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if serving != nil && !serving() {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, ErrNotServing.Error()+"\n")
+		_, _ = io.WriteString(w, group.ErrNotServing.Error()+"\n")
 		return
 	}
 	_, _ = io.WriteString(w, ok)

@@ -3,10 +3,9 @@ package mirror
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
-	"github.com/transmirror/transmirror/probe"
 )
 
 // Roles of a mirror, the values of Status.Role.
@@ -58,7 +57,7 @@ type Status struct {
 	// View is the group view from dnsd; nil when dnsd is not configured.
 	View *ViewStatus `json:"view,omitempty"`
 	// Join is the mirror's own membership; nil without join.
-	Join *JoinStatus `json:"join,omitempty"`
+	Join *group.JoinStatus `json:"join,omitempty"`
 	// Site is the front end and its back ends; nil unless Role is
 	// RoleSite.
 	Site *frontend.Status `json:"site,omitempty"`
@@ -159,15 +158,6 @@ type ViewErrorStatus struct {
 	Failures int `json:"failures"`
 }
 
-// JoinStatus describes the mirror's own membership (join: in mirror.yaml).
-type JoinStatus struct {
-	// State is one of JoinJoining … JoinLeft.
-	State string `json:"state"`
-	// Joined is how many of the DNSD have the member.
-	Joined int `json:"joined"`
-	DNSD   int `json:"dnsd"`
-}
-
 // SiteStatusSource is what the status needs of a site front end; the
 // handler of frontend.New is one. New finds it in Options.Content.
 type SiteStatusSource interface {
@@ -194,23 +184,22 @@ func (m *Mirror) Status(now time.Time) Status {
 	s.Load = LoadStatus{
 		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
 		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
-		Utilization: ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
+		Utilization: group.ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
 	}
 
 	rules := m.redirect.Rules()
 	s.Redirect = RedirectStatus{
 		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
 		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
-		PerSecond:  rep.RedirectsPerSecond,
-		Redirected: countsByLabel(m.redirect.redirects, "reason"),
-		Skipped:    countsByLabel(m.redirect.skipped, "reason"),
+		PerSecond: rep.RedirectsPerSecond,
 	}
+	s.Redirect.Redirected, s.Redirect.Skipped = m.redirect.Counts()
 	s.Redirect.Law = rules.Law
 	if rules.Dispatcher {
 		s.Redirect.Law = ""
 	}
 	s.Redirect.Share = m.redirect.Share(now)
-	if rules.Law != LawWatermark && !rules.Dispatcher {
+	if rules.Law != group.LawWatermark && !rules.Dispatcher {
 		s.Redirect.Target = m.redirect.Target()
 	}
 	f := m.redirect.Flows().Flows(now)
@@ -235,7 +224,7 @@ func (m *Mirror) Status(now time.Time) Status {
 
 // viewStatus describes snap (nil: none yet) at now, with the view's
 // health h.
-func viewStatus(snap *GroupSnapshot, h ViewHealth, now time.Time) *ViewStatus {
+func viewStatus(snap *group.GroupSnapshot, h group.ViewHealth, now time.Time) *ViewStatus {
 	v := &ViewStatus{State: ViewNone}
 	if !h.OK && h.Failures > 0 {
 		v.Unreadable = &ViewErrorStatus{
@@ -255,11 +244,4 @@ func viewStatus(snap *GroupSnapshot, h ViewHealth, now time.Time) *ViewStatus {
 		v.State = ViewStale
 	}
 	return v
-}
-
-// countsByLabel sums the samples of c by the value of label.
-func countsByLabel(c prometheus.Collector, label string) map[string]uint64 {
-	out := make(map[string]uint64)
-	probe.EachSample(c, func(l map[string]string, v float64) { out[l[label]] += uint64(v) })
-	return out
 }

@@ -59,6 +59,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -230,7 +231,7 @@ func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*
 // serving, and then calls stopServing. A second SIGINT or SIGTERM cuts
 // the leave's wait short. When another component fails first (ctx done,
 // not sig) the mirror leaves without waiting: it is about to stop serving.
-func joinAndLeave(sig context.Context, j *mirror.Joiner, stopServing func(), logger *slog.Logger) daemon.Component {
+func joinAndLeave(sig context.Context, j *group.Joiner, stopServing func(), logger *slog.Logger) daemon.Component {
 	return func(ctx context.Context) error {
 		defer stopServing()
 		jctx, cancel := context.WithCancel(ctx)

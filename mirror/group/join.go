@@ -1,4 +1,4 @@
-package mirror
+package group
 
 import (
 	"context"
@@ -574,4 +574,13 @@ func sameAddrs(a, b []string) bool {
 		return slices.Compact(out)
 	}
 	return slices.Equal(norm(a), norm(b))
+}
+
+// JoinStatus describes the mirror's own membership (join: in mirror.yaml).
+type JoinStatus struct {
+	// State is one of JoinJoining … JoinLeft.
+	State string `json:"state"`
+	// Joined is how many of the DNSD have the member.
+	Joined int `json:"joined"`
+	DNSD   int `json:"dnsd"`
 }

@@ -1,4 +1,4 @@
-package mirror
+package group
 
 import (
 	"errors"
@@ -126,17 +126,6 @@ type RedirectRules struct {
 	// headers are believed, for the scheme and for the client's address
 	// that locates it (ForwardedOf); nil believes no one.
 	TrustedProxies []netip.Prefix
-}
-
-// RedirectRulesFromConfig returns the rules that cfg describes.
-func RedirectRulesFromConfig(cfg *Config) RedirectRules {
-	r := cfg.Redirect
-	return RedirectRules{
-		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
-		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
-		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
-		TrustedProxies: cfg.TrustedPrefixes(),
-	}
 }
 
 // RedirectShare is the share of the redirectable requests that a mirror
@@ -681,4 +670,17 @@ func (rd *Redirector) sizeFunc(r *http.Request) func() (int64, bool) {
 		return nil
 	}
 	return func() (int64, bool) { return fs.Size(r.URL.EscapedPath()), true }
+}
+
+// Counts returns the requests redirected and those skipped (served) since
+// the start, by reason (the status page's figures).
+func (rd *Redirector) Counts() (redirected, skipped map[string]uint64) {
+	return countsByLabel(rd.redirects, "reason"), countsByLabel(rd.skipped, "reason")
+}
+
+// countsByLabel sums the samples of c by the value of label.
+func countsByLabel(c prometheus.Collector, label string) map[string]uint64 {
+	out := make(map[string]uint64)
+	probe.EachSample(c, func(l map[string]string, v float64) { out[l[label]] += uint64(v) })
+	return out
 }

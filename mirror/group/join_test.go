@@ -1,4 +1,4 @@
-package mirror
+package group
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -191,7 +192,7 @@ func TestJoinerJoin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newMemberDNSD(t, tt.have...)
-			var logs syncBuffer
+			var logs webtest.SyncBuffer
 			j := newTestJoiner(t, nil, &logs, 0, d.srv.URL)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
@@ -224,7 +225,7 @@ func TestJoinerJoin(t *testing.T) {
 func TestJoinerRetriesUntilDNSDAnswers(t *testing.T) {
 	d := newMemberDNSD(t)
 	d.setDown(true)
-	var logs syncBuffer
+	var logs webtest.SyncBuffer
 	reg := prometheus.NewRegistry()
 	j := newTestJoiner(t, reg, &logs, 0, d.srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -273,7 +274,7 @@ func TestJoinerRetriesUntilDNSDAnswers(t *testing.T) {
 // an operator, is left as it is.
 func TestJoinerRejoins(t *testing.T) {
 	d1, d2 := newMemberDNSD(t), newMemberDNSD(t)
-	var logs syncBuffer
+	var logs webtest.SyncBuffer
 	j, err := NewJoiner(JoinerOptions{URLs: []string{d1.srv.URL, d2.srv.URL}, Group: testGroup, Member: joinMember(),
 		Secret: []byte("s"), Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		CheckInterval: 10 * time.Millisecond, Logger: newTextLogger(&logs)})

@@ -1,4 +1,4 @@
-package mirror
+package group
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -120,7 +121,7 @@ func TestViewWatcherDroppedCandidates(t *testing.T) {
 	view := groupNamedView(true)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = jsonEncode(w, view) }))
 	defer srv.Close()
-	var logs syncBuffer
+	var logs webtest.SyncBuffer
 	w, err := NewViewWatcher(ViewWatcherOptions{
 		URLs: []string{srv.URL}, Group: "www.example.test", Interval: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Registerer: prometheus.NewRegistry(),

@@ -1,4 +1,4 @@
-package mirror
+package group
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 // TestViewWatcherUnreadable checks that each way of failing to read the
@@ -74,7 +75,7 @@ func TestViewWatcherUnreadable(t *testing.T) {
 				defer srv.Close()
 				url = srv.URL
 			}
-			var logs syncBuffer
+			var logs webtest.SyncBuffer
 			now := t0
 			w, err := NewViewWatcher(ViewWatcherOptions{
 				URLs: []string{url}, Group: "www.example.org", Self: "fra1", Interval: time.Second,
@@ -276,52 +277,3 @@ func TestDispatcherExpiredView(t *testing.T) {
 type fixedView struct{ s *GroupSnapshot }
 
 func (v fixedView) Snapshot() *GroupSnapshot { return v.s }
-
-// TestStatusPageUnreadableView renders the page of a mirror whose view
-// can not be read: a warning with the reason and since when, and the
-// same in the JSON.
-func TestStatusPageUnreadableView(t *testing.T) {
-	snap, err := NewGroupSnapshot(testView(nil), "fra1", t0, 15*time.Second, RedirectBooking{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := t0.Add(time.Minute)
-	since := t0.Add(5 * time.Second)
-	st := Status{
-		Time: now, Group: "www.example.org.", Member: "fra1", Role: RoleRoot,
-		View: viewStatus(snap, ViewHealth{Reason: ViewErrTooLarge, Since: since, Failures: 11}, now),
-	}
-	if st.View.State != ViewStale || st.View.Unreadable == nil || st.View.Unreadable.ForSeconds != 55 {
-		t.Fatalf("view status %+v", st.View)
-	}
-	h, err := NewStatusHandler(staticStatus(st), func() time.Time { return now })
-	if err != nil {
-		t.Fatal(err)
-	}
-	get := func(path string) string {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-		return rec.Body.String()
-	}
-	page := get(StatusPagePath)
-	for _, want := range []string{`class="warning"`, "can not be read", "too_large", "2025-03-01 12:00:05 UTC", "11 refreshes"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %q", want)
-		}
-	}
-	js := get("/v1/status")
-	for _, want := range []string{`"unreadable":{"reason":"too_large"`, `"state":"stale"`} {
-		if !strings.Contains(js, want) {
-			t.Errorf("JSON lacks %s: %s", want, js)
-		}
-	}
-	t.Run("readable: no warning", func(t *testing.T) {
-		st.View = viewStatus(snap, ViewHealth{OK: true}, t0)
-		h, _ := NewStatusHandler(staticStatus(st), func() time.Time { return t0 })
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, StatusPagePath, nil))
-		if strings.Contains(rec.Body.String(), `class="warning"`) {
-			t.Error("a warning for a readable view")
-		}
-	})
-}

@@ -1,4 +1,4 @@
-package mirror
+package group
 
 import (
 	"context"
@@ -135,10 +135,10 @@ func BookingFor(window time.Duration) RedirectBooking {
 	}
 }
 
-// bookingFor is BookingFor(window) with the time constant tau of the
+// MirrorBooking is BookingFor(window) with the time constant tau of the
 // siblings' serving load and a SentMeter of it, for the snapshots of one
 // mirror.
-func bookingFor(window, tau time.Duration) RedirectBooking {
+func MirrorBooking(window, tau time.Duration) RedirectBooking {
 	b := BookingFor(window)
 	b.TimeConstant = tau
 	b.Sent = NewSentMeter(tau)
@@ -370,9 +370,10 @@ func (s *GroupSnapshot) Dropped() map[string][]string { return s.dropped }
 // safe to put into a Location header.
 func validTargetHost(h string) bool {
 	if host, port, err := net.SplitHostPort(h); err == nil {
-		return validHostName(host) && checkHostPort(h) == nil && port != ""
+		_, perr := strconv.ParseUint(port, 10, 16)
+		return ValidHostName(host) && perr == nil
 	}
-	return validHostName(h)
+	return ValidHostName(h)
 }
 
 // locationOf converts a view's location to the scheduler's.
@@ -798,3 +799,26 @@ func (w *ViewWatcher) noteDropped(prev, s *GroupSnapshot) {
 func sameHost(a, b string) bool {
 	return a != "" && strings.EqualFold(strings.TrimSuffix(a, "."), strings.TrimSuffix(b, "."))
 }
+
+// ValidHostName accepts a DNS host name of letters, digits and hyphens
+// (a trailing dot allowed).
+func ValidHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(isLetter(c) || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
