@@ -182,10 +182,7 @@ func (p *Pusher) Push(ctx context.Context) error {
 		return ErrNotServing
 	}
 	now := p.o.Clock()
-	body, err := p.body(now)
-	if err != nil {
-		return err
-	}
+	body := p.body(now)
 	if p.o.One {
 		var errs []error
 		for k := range p.targets {
@@ -208,16 +205,23 @@ func (p *Pusher) Push(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// body returns what one push sends: the report of now, one for every URL.
-func (p *Pusher) body(now time.Time) (any, error) {
+// pushBody is what one push sends, the same to every URL: it sends its
+// report (a load report, or a dispatcher's redirect report) with the
+// client of one dnsd.
+type pushBody func(ctx context.Context, c *api.Client) error
+
+// body returns what one push sends: the report of now.
+func (p *Pusher) body(now time.Time) pushBody {
 	if p.o.Redirects != nil {
-		return p.o.Redirects(now), nil
+		r := p.o.Redirects(now)
+		return func(ctx context.Context, c *api.Client) error { return c.PushRedirects(ctx, p.o.Group, r) }
 	}
-	return p.o.Snapshot(now), nil
+	r := p.o.Snapshot(now)
+	return func(ctx context.Context, c *api.Client) error { return c.PushLoad(ctx, r) }
 }
 
 // pushTo sends body to t and counts and notes the outcome.
-func (p *Pusher) pushTo(ctx context.Context, t *pushTarget, body any, now time.Time) error {
+func (p *Pusher) pushTo(ctx context.Context, t *pushTarget, body pushBody, now time.Time) error {
 	result, err := p.send(ctx, t, body)
 	if err == nil {
 		p.lastOK.WithLabelValues(t.label).Set(float64(now.UnixNano()) / 1e9)
@@ -227,16 +231,12 @@ func (p *Pusher) pushTo(ctx context.Context, t *pushTarget, body any, now time.T
 	return err
 }
 
-func (p *Pusher) send(ctx context.Context, t *pushTarget, body any) (string, error) {
+// send sends body to t within the push timeout and returns the result
+// label of the outcome.
+func (p *Pusher) send(ctx context.Context, t *pushTarget, body pushBody) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
-	var err error
-	switch b := body.(type) {
-	case api.RedirectReport:
-		err = t.api.PushRedirects(ctx, p.o.Group, b)
-	case probe.Report:
-		err = t.api.PushLoad(ctx, b)
-	}
+	err := body(ctx, t.api)
 	var se *api.StatusError
 	switch {
 	case err == nil:
