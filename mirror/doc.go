@@ -3,7 +3,7 @@
 // zones/yamlconf, the config layer it shares with dnsd), the reload of it
 // (PrepareReload, RestartChanges), the admin handler and status page, and
 // Mirror, the member (a document root or a site front end) built from a
-// Config, with New. The parts live in their own packages:
+// Config, with NewMember, or the dispatcher, with NewDispatcher. The parts live in their own packages:
 //
 //   - mirror/serve: the public Server (timeouts, hygiene, send timeout,
 //     metrics, drain) and the back end's FileServer with its memory Cache;

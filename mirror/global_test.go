@@ -193,7 +193,11 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	if o.RunQueue == nil {
 		o.RunQueue = func() (float64, error) { return 0, nil }
 	}
-	m, err := New(cfg, o)
+	build := NewMember
+	if cfg.Dispatcher {
+		build = NewDispatcher
+	}
+	m, err := build(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +689,7 @@ dnsd: {urls: [%q, %q], push: one, secret: %q, push_interval: 50ms, view_interval
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(cfg, Options{Registry: prometheus.NewRegistry(), RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewDispatcher(cfg, Options{Registry: prometheus.NewRegistry(), RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ backends:
 	if _, ok := h.(SiteServing); !ok {
 		t.Fatalf("the front end %T is no SiteServing", h)
 	}
-	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewMember(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

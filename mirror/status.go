@@ -159,7 +159,7 @@ type ViewErrorStatus struct {
 }
 
 // SiteStatusSource is what the status needs of a site front end; the
-// handler of frontend.New is one. New finds it in Options.Content.
+// handler of frontend.New is one. NewMember finds it in Options.Content.
 type SiteStatusSource interface {
 	Status() frontend.Status
 }

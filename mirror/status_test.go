@@ -154,7 +154,7 @@ func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ..
 		t.Fatalf("the front end %T is no SiteStatusSource", h)
 	}
 	t.Cleanup(func() { closer.Close() })
-	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewMember(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,45 +186,6 @@ func role(cfg *mirror.Config) string {
 	return "serving " + cfg.Root
 }
 
-// build is what a start does before it serves, everything that can fail:
-// the client of dnsd (with dnsd.ca_file), the site front end (with backends), then the mirror (the document root,
-// the GeoIP database, the redirect rules, the metrics in reg). The
-// returned func releases them once nothing serves any more.
-func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*mirror.Mirror, func(), error) {
-	tr, err := certs.Transport(cfg.DNSD.CAFile) // dnsd.ca_file: a private CA of dnsd's admin_tls
-	if err != nil {
-		return nil, nil, fmt.Errorf("mirror: dnsd.ca_file: %w", err)
-	}
-	var (
-		content http.Handler
-		site    io.Closer
-	)
-	if len(cfg.Backends) > 0 {
-		h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: logger, Registerer: reg})
-		if err != nil {
-			return nil, nil, err
-		}
-		content, site = h, closer
-	}
-	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content, ReportWindow: cfg.LoadWindow.D(),
-		Client: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
-		}})
-	if err != nil {
-		if site != nil {
-			site.Close()
-		}
-		return nil, nil, err
-	}
-	return m, func() {
-		m.Close()
-		if site != nil {
-			site.Close()
-		}
-	}, nil
-}
-
 // joinAndLeave is the Component of the mirror's own membership: it joins
 // the group until sig (the signal context) is done, then leaves it
 // gracefully (mirror.Joiner.Leave) while the other components go on
