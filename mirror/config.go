@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +36,8 @@ const (
 // strictly (unknown keys are errors), defaulted and validated by
 // ParseConfig. It is not modified once returned.
 type Config struct {
-	// Listen are the public HTTP listen addresses (HOST:PORT); at least one.
+	// Listen are the public HTTP listen addresses (HOST:PORT, HOST an IP
+	// address, localhost or empty; see yamlconf.CheckHostPort); at least one.
 	Listen []string `yaml:"listen"`
 	// Admin is the admin HTTP listen address (/metrics, /v1/load,
 	// /-/healthy); empty disables the admin server. A bare port (":9180")
@@ -454,7 +453,7 @@ func (v *validator) listen() {
 	seen := make(map[string]bool)
 	for i, addr := range c.Listen {
 		path := fmt.Sprintf("listen[%d]", i)
-		if err := checkHostPort(addr); err != nil {
+		if err := yamlconf.CheckHostPort(addr); err != nil {
 			v.errorf(path, "%q: %v", addr, err)
 			continue
 		}
@@ -464,7 +463,7 @@ func (v *validator) listen() {
 		seen[addr] = true
 	}
 	if c.Admin != "" {
-		if err := checkHostPort(c.Admin); err != nil {
+		if err := yamlconf.CheckHostPort(c.Admin); err != nil {
 			v.errorf("admin", "%q: %v", c.Admin, err)
 		} else if seen[c.Admin] && !anyPort(c.Admin) {
 			v.errorf("admin", "%q is also a public listen address", c.Admin)
@@ -485,18 +484,6 @@ func (v *validator) listen() {
 func anyPort(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
 	return err == nil && port == "0"
-}
-
-// checkHostPort accepts "HOST:PORT" where PORT is a number.
-func checkHostPort(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errors.New("want HOST:PORT")
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("invalid port %q", port)
-	}
-	return nil
 }
 
 func (v *validator) names() {

@@ -224,6 +224,8 @@ func TestParseConfigInline(t *testing.T) {
 		{"lon out of range", head + "root: .\nlocation: {lat: 0, lon: 181}\n", "mirror.yaml:6:20: location: lon 181 must be in -180..180"},
 		{"capacity infinite", head + "root: .\ncapacity: .inf\n", "capacity: must be > 0"},
 		{"bad port", "listen: [':http']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: ":http": invalid port "http"`},
+		{"listen on a host name", "listen: ['www.example.org:80']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: "www.example.org:80": host "www.example.org" is not an IP address`},
+		{"admin on a host name", "listen: [':80']\nadmin: 'fra1.example.org:9180'\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `admin: "fra1.example.org:9180": host "fra1.example.org" is not an IP address`},
 		{"admin_tls without admin", head + "root: .\nadmin_tls: {cert_file: a.crt, key_file: a.key}\n", "mirror.yaml:6:1: admin_tls: needs admin"},
 		{"admin_tls files missing", head + "root: .\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: a.crt, key_file: a.key}\n", `mirror.yaml:7:13: admin_tls.cert_file: cannot use "a.crt": no such file or directory`},
 		{"admin_tls without key", head + "root: .\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: a.crt}\n", "mirror.yaml:7:1: admin_tls: key_file is required with cert_file"},
