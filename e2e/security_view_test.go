@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/probe/probetest"
 )
@@ -93,7 +93,7 @@ func secGoodView() api.GroupView {
 }
 
 // secHugeView is a good view padded with members until its JSON is
-// larger than the mirrors' limit (mirror.MaxViewSize).
+// larger than the mirrors' limit (group.MaxViewSize).
 func secHugeView(t *testing.T) api.GroupView {
 	v := secGoodView()
 	for {
@@ -104,7 +104,7 @@ func secHugeView(t *testing.T) api.GroupView {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(b) > mirror.MaxViewSize {
+		if len(b) > group.MaxViewSize {
 			t.Logf("huge view: %d members, %d bytes", len(v.Members), len(b))
 			return v
 		}
@@ -228,7 +228,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 			return ""
 		})
 		// The last good view came up to an interval before the huge one.
-		if since, stale := time.Since(hugeAt), (mirror.StaleViews-1)*viewInterval; since < stale {
+		if since, stale := time.Since(hugeAt), (group.StaleViews-1)*viewInterval; since < stale {
 			t.Errorf("served after %v, before its view could be stale (%v)", since, stale)
 		}
 		for range 20 {
@@ -248,7 +248,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 		}{
 			{"transmirror_mirror_view_errors_total", []string{`reason="too_large"`}, 1},
 			{"transmirror_mirror_redirects_skipped_total", []string{`reason="stale_view"`}, 1},
-			{"transmirror_mirror_view_age_seconds", nil, (mirror.StaleViews * viewInterval).Seconds()},
+			{"transmirror_mirror_view_age_seconds", nil, (group.StaleViews * viewInterval).Seconds()},
 		} {
 			if v := metricSum(text, c.name, c.labels...); v < c.min {
 				t.Errorf("%s%v = %g, want at least %g", c.name, c.labels, v, c.min)
@@ -269,7 +269,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 	})
 
 	t.Run("dispatcher answers 503 once its view has expired", func(t *testing.T) {
-		expire := mirror.ExpiredViews * viewInterval
+		expire := group.ExpiredViews * viewInterval
 		var got answer
 		probetest.Until(t, expire+10*time.Second, func() string {
 			d, err := get(dm.HTTP)

@@ -1,19 +1,20 @@
 package mirror
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -21,22 +22,6 @@ import (
 // Defaults of the mirror configuration. A key that is absent from the file
 // gets its default; a key that is written is validated as written.
 const (
-	// DefaultReadHeaderTimeout is timeouts.read_header.
-	DefaultReadHeaderTimeout = 5 * time.Second
-	// DefaultIdleTimeout is timeouts.idle.
-	DefaultIdleTimeout = 120 * time.Second
-	// DefaultSendTimeout is timeouts.send.
-	DefaultSendTimeout = 60 * time.Second
-	// DefaultShutdownTimeout is timeouts.shutdown, the grace for requests
-	// in flight at shutdown.
-	DefaultShutdownTimeout = 30 * time.Second
-	// DefaultPushInterval is dnsd.push_interval.
-	DefaultPushInterval = 5 * time.Second
-	// DefaultViewInterval is dnsd.view_interval.
-	DefaultViewInterval = 5 * time.Second
-	// MaxLeaveWait bounds join.leave_wait, and the group's ttl.max when
-	// leave_wait is 0: a leave never keeps a stopping mirror longer.
-	MaxLeaveWait = time.Hour
 	// DefaultCapacity is capacity, in load units.
 	DefaultCapacity = 100
 	// DefaultLowWatermark is redirect.low_watermark.
@@ -45,22 +30,14 @@ const (
 	DefaultHighWatermark = 0.9
 	// DefaultMaxShare is redirect.max_share.
 	DefaultMaxShare = 0.5
-	// DefaultMaxHeaderBytes bounds request headers (ServerOptions.MaxHeaderBytes),
-	// limits.max_header_bytes.
-	DefaultMaxHeaderBytes = yamlconf.DefaultMaxHeaderBytes
-	// DefaultMaxRanges is max_ranges: the most byte ranges one request
-	// may ask for (nginx's max_ranges).
-	DefaultMaxRanges = 16
-	// DefaultMaxBodyBytes bounds request bodies (ServerOptions.MaxBodyBytes):
-	// a mirror serves GET and HEAD, whose requests have none.
-	DefaultMaxBodyBytes = 1 << 20
 )
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
 // strictly (unknown keys are errors), defaulted and validated by
 // ParseConfig. It is not modified once returned.
 type Config struct {
-	// Listen are the public HTTP listen addresses (HOST:PORT); at least one.
+	// Listen are the public HTTP listen addresses (HOST:PORT, HOST an IP
+	// address, localhost or empty; see yamlconf.CheckHostPort); at least one.
 	Listen []string `yaml:"listen"`
 	// Admin is the admin HTTP listen address (/metrics, /v1/load,
 	// /-/healthy); empty disables the admin server. A bare port (":9180")
@@ -72,7 +49,7 @@ type Config struct {
 	// both paths are resolved against the config file's directory. A
 	// reload reads both files again: a pair that does not load fails the
 	// reload and the old one keeps serving.
-	AdminTLS TLSFiles `yaml:"admin_tls"`
+	AdminTLS yamlconf.TLSFiles `yaml:"admin_tls"`
 	// AdminHosts are host names that the admin listener answers in a
 	// request's Host, besides IP addresses, localhost and admin's own
 	// host: the names that dnsd's probe, a front end or Prometheus reach a
@@ -81,7 +58,7 @@ type Config struct {
 	AdminHosts []string `yaml:"admin_hosts"`
 	// Limits bound what one client may hold of each HTTP listener, the
 	// public ones and the admin one.
-	Limits HTTPLimits `yaml:"limits"`
+	Limits yamlconf.HTTPLimits `yaml:"limits"`
 	// Group is the group host name that clients use, e.g. www.example.org.
 	Group string `yaml:"group"`
 	// Member is this mirror's short name in the group, e.g. fra1.
@@ -130,19 +107,22 @@ type Config struct {
 	// With a bandwidth the mirror's utilization is the larger of its load
 	// over Capacity and its response bytes per second over Bandwidth, and
 	// its load reports carry it.
-	Bandwidth Bandwidth `yaml:"bandwidth"`
+	Bandwidth yamlconf.Bandwidth `yaml:"bandwidth"`
 	// LoadWindow is the sliding window the load report's rates are taken
 	// over (default 10s, 1s..5m): shorter reacts faster (redirects start
 	// and stop sooner), longer is steadier.
-	LoadWindow Duration `yaml:"load_window"`
+	LoadWindow yamlconf.Duration `yaml:"load_window"`
 	// RunQueue is where the load report's m comes from: loadavg (the
 	// default), in_flight or none (see RunQueueSource).
 	RunQueue RunQueueSource `yaml:"run_queue"`
 	// Location is where this mirror is.
-	Location Location `yaml:"location"`
+	Location yamlconf.Location `yaml:"location"`
 	// Geo says where clients are, to redirect them to a sibling near
-	// them; the same settings as dnsd's geo.
-	Geo GeoConfig `yaml:"geo"`
+	// them; the same settings as dnsd's geo. Without any of them every
+	// client is at the unknown location and the sibling is chosen by load
+	// alone. After ParseConfig its MMDB is resolved against the config
+	// file's directory.
+	Geo yamlconf.Geo `yaml:"geo"`
 	// Site configures the site front end and the back-end memory cache
 	// (see frontend.Config).
 	Site frontend.Config `yaml:"site"`
@@ -189,11 +169,11 @@ type DNSDConfig struct {
 	// SecretFile reads Secret from a file instead (relative to the config).
 	SecretFile string `yaml:"secret_file"`
 	// PushInterval is the time between pushes (default 5s, > 0).
-	PushInterval Duration `yaml:"push_interval"`
+	PushInterval yamlconf.Duration `yaml:"push_interval"`
 	// ViewInterval is the time between refreshes of the group view
 	// (GET {url}/v1/groups/{group}); a view older than three intervals is
 	// stale and not used for redirects (default 5s, > 0).
-	ViewInterval Duration `yaml:"view_interval"`
+	ViewInterval yamlconf.Duration `yaml:"view_interval"`
 }
 
 // String returns the settings with the secret redacted, so that a
@@ -230,32 +210,32 @@ type JoinConfig struct {
 	Probe string `yaml:"probe"`
 	// LeaveWait is how long the mirror keeps serving after its drain
 	// (0, the default: the group's ttl.max from the group view, or
-	// MaxLeaveWait when there is no view); at most MaxLeaveWait.
-	LeaveWait Duration `yaml:"leave_wait"`
+	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait.
+	LeaveWait yamlconf.Duration `yaml:"leave_wait"`
 	// CheckInterval is how often the joined mirror asks each dnsd
 	// whether it still has the member, and joins again where it does not
 	// (removed by an operator, or a dnsd's state lost): default 30s,
 	// 1s..1h.
-	CheckInterval Duration `yaml:"check_interval"`
+	CheckInterval yamlconf.Duration `yaml:"check_interval"`
 }
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
 type TimeoutsConfig struct {
 	// ReadHeader bounds reading the request headers (default 5s, > 0).
-	ReadHeader Duration `yaml:"read_header"`
+	ReadHeader yamlconf.Duration `yaml:"read_header"`
 	// Read bounds reading the whole request (default 0: off).
-	Read Duration `yaml:"read"`
+	Read yamlconf.Duration `yaml:"read"`
 	// Write bounds writing the response (default 0: off, for large files).
-	Write Duration `yaml:"write"`
+	Write yamlconf.Duration `yaml:"write"`
 	// Send bounds each write of a response: a client that takes nothing
 	// of it for this long is cut off (default 60s, as nginx's
 	// send_timeout; 0: off). A slow but steady download is not.
-	Send Duration `yaml:"send"`
+	Send yamlconf.Duration `yaml:"send"`
 	// Idle closes keep-alive connections idle this long (default 120s, > 0).
-	Idle Duration `yaml:"idle"`
+	Idle yamlconf.Duration `yaml:"idle"`
 	// Shutdown is the grace given to in-flight requests on shutdown
 	// (default 30s, > 0).
-	Shutdown Duration `yaml:"shutdown"`
+	Shutdown yamlconf.Duration `yaml:"shutdown"`
 }
 
 // RedirectConfig configures 302 correction: requests that came in on the
@@ -272,7 +252,7 @@ type RedirectConfig struct {
 	// TimeConstant is the time constant of the request rates that the
 	// fair-share law reads (default 1s, 100ms..10s): shorter follows a
 	// resolver that moves sooner, with more noise (√(r/2τ) on a rate r).
-	TimeConstant Duration `yaml:"time_constant"`
+	TimeConstant yamlconf.Duration `yaml:"time_constant"`
 	// LowWatermark is the utilization (load/capacity) where redirecting
 	// starts (default 0.7).
 	LowWatermark float64 `yaml:"low_watermark"`
@@ -283,7 +263,7 @@ type RedirectConfig struct {
 	// MaxShare is the largest share of requests redirected (default 0.5, in (0, 1]).
 	MaxShare float64 `yaml:"max_share"`
 	// MinSize is the smallest file redirected (default 0: any).
-	MinSize ByteSize `yaml:"min_size"`
+	MinSize yamlconf.ByteSize `yaml:"min_size"`
 	// Never lists request paths never redirected, each starting with "/"
 	// (default ["/"]).
 	Never []string `yaml:"never"`
@@ -322,37 +302,6 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	}
 	return p.Masked(), nil
 }
-
-// GeoConfig says where HTTP clients are: the geo block that the mirror
-// shares with dnsd (see yamlconf.Geo). Without any of its settings every
-// client is at the unknown location and the sibling is chosen by load
-// alone. After ParseConfig its MMDB is resolved against the config file's
-// directory.
-type GeoConfig = yamlconf.Geo
-
-// NetworkConfig is one row of the static networks table.
-type NetworkConfig = yamlconf.Network
-
-// Location is a place: coordinates and/or country and continent codes.
-type Location = yamlconf.Location
-
-// TLSFiles is a TLS certificate and key (see yamlconf.TLSFiles).
-type TLSFiles = yamlconf.TLSFiles
-
-// HTTPLimits bound one client's share of an HTTP listener (see
-// yamlconf.HTTPLimits).
-type HTTPLimits = yamlconf.HTTPLimits
-
-// Duration is a time.Duration written as "10s", "1m30s" in YAML.
-type Duration = yamlconf.Duration
-
-// ByteSize is a number of bytes written as 1048576, 512KiB, 8GiB or 2GB in
-// YAML (binary units KiB MiB GiB TiB, decimal units kB MB GB TB).
-type ByteSize = yamlconf.ByteSize
-
-// Bandwidth is a rate in bytes per second written as 1Gbit/s, 100Mbps or
-// 12.5MB/s in YAML (see yamlconf.Bandwidth).
-type Bandwidth = yamlconf.Bandwidth
 
 // LoadConfig reads the config file at path and returns it decoded,
 // defaulted and validated (see ParseConfig).
@@ -445,7 +394,7 @@ func (v *validator) validate() {
 		v.errorf("bandwidth", "%v", err)
 	}
 	if !v.written("load_window") {
-		c.LoadWindow = Duration(probe.DefaultReportWindow)
+		c.LoadWindow = yamlconf.Duration(probe.DefaultReportWindow)
 	}
 	if d := c.LoadWindow.D(); d < time.Second || d > 5*time.Minute {
 		v.errorf("load_window", "must be in 1s..5m, got %s", d)
@@ -460,7 +409,7 @@ func (v *validator) validate() {
 	v.geo()
 	v.proxies()
 	if !v.written("max_ranges") {
-		c.MaxRanges = DefaultMaxRanges
+		c.MaxRanges = serve.DefaultMaxRanges
 	} else if c.MaxRanges < 0 {
 		v.errorf("max_ranges", "must be >= 0 (0 turns ranges off), got %d", c.MaxRanges)
 	}
@@ -476,7 +425,7 @@ func (v *validator) listen() {
 	seen := make(map[string]bool)
 	for i, addr := range c.Listen {
 		path := fmt.Sprintf("listen[%d]", i)
-		if err := checkHostPort(addr); err != nil {
+		if err := yamlconf.CheckHostPort(addr); err != nil {
 			v.errorf(path, "%q: %v", addr, err)
 			continue
 		}
@@ -486,7 +435,7 @@ func (v *validator) listen() {
 		seen[addr] = true
 	}
 	if c.Admin != "" {
-		if err := checkHostPort(c.Admin); err != nil {
+		if err := yamlconf.CheckHostPort(c.Admin); err != nil {
 			v.errorf("admin", "%q: %v", c.Admin, err)
 		} else if seen[c.Admin] && !anyPort(c.Admin) {
 			v.errorf("admin", "%q is also a public listen address", c.Admin)
@@ -509,25 +458,13 @@ func anyPort(addr string) bool {
 	return err == nil && port == "0"
 }
 
-// checkHostPort accepts "HOST:PORT" where PORT is a number.
-func checkHostPort(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errors.New("want HOST:PORT")
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("invalid port %q", port)
-	}
-	return nil
-}
-
 func (v *validator) names() {
 	c := v.c
 	checkHost := func(key, name string) {
 		switch {
 		case name == "":
 			v.errorf(key, "is required")
-		case !validHostName(name):
+		case !group.ValidHostName(name):
 			v.errorf(key, "%q is not a host name", name)
 		}
 	}
@@ -547,8 +484,8 @@ func (v *validator) names() {
 func (v *validator) dnsd() {
 	d := &v.c.DNSD
 	if !v.written("dnsd") {
-		d.PushInterval = Duration(DefaultPushInterval)
-		d.ViewInterval = Duration(DefaultViewInterval)
+		d.PushInterval = yamlconf.Duration(group.DefaultPushInterval)
+		d.ViewInterval = yamlconf.Duration(group.DefaultViewInterval)
 		if v.c.Dispatcher {
 			v.errorf("dispatcher", "needs dnsd (the group view says where to send clients)")
 		}
@@ -614,12 +551,12 @@ func (v *validator) dnsd() {
 		v.errorf("dnsd", "secret or secret_file is required (pushes are authenticated)")
 	}
 	if !v.written("dnsd.push_interval") {
-		d.PushInterval = Duration(DefaultPushInterval)
+		d.PushInterval = yamlconf.Duration(group.DefaultPushInterval)
 	} else if d.PushInterval <= 0 {
 		v.errorf("dnsd.push_interval", "must be > 0, got %s", d.PushInterval.D())
 	}
 	if !v.written("dnsd.view_interval") {
-		d.ViewInterval = Duration(DefaultViewInterval)
+		d.ViewInterval = yamlconf.Duration(group.DefaultViewInterval)
 	} else if d.ViewInterval <= 0 {
 		v.errorf("dnsd.view_interval", "must be > 0, got %s", d.ViewInterval.D())
 	}
@@ -661,11 +598,11 @@ func (v *validator) join() {
 			v.errorf("join.probe", "%v", err)
 		}
 	}
-	if d := j.LeaveWait.D(); d < 0 || d > MaxLeaveWait {
-		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", MaxLeaveWait, d)
+	if d := j.LeaveWait.D(); d < 0 || d > group.MaxLeaveWait {
+		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", group.MaxLeaveWait, d)
 	}
 	if !v.written("join.check_interval") {
-		j.CheckInterval = Duration(DefaultJoinCheckInterval)
+		j.CheckInterval = yamlconf.Duration(group.DefaultJoinCheckInterval)
 	} else if d := j.CheckInterval.D(); d < time.Second || d > time.Hour {
 		v.errorf("join.check_interval", "must be in 1s..1h, got %s", d)
 	}
@@ -780,29 +717,29 @@ func within(dir, name string) bool {
 
 func (v *validator) timeouts() {
 	t := &v.c.Timeouts
-	positive := func(key string, d *Duration, def time.Duration) {
+	positive := func(key string, d *yamlconf.Duration, def time.Duration) {
 		path := "timeouts." + key
 		if !v.written(path) {
-			*d = Duration(def)
+			*d = yamlconf.Duration(def)
 		} else if *d <= 0 {
 			v.errorf(path, "must be > 0, got %s", d.D())
 		}
 	}
-	offOrPositive := func(key string, d Duration) {
+	offOrPositive := func(key string, d yamlconf.Duration) {
 		if d < 0 {
 			v.errorf("timeouts."+key, "must be >= 0 (0 is off), got %s", d.D())
 		}
 	}
-	positive("read_header", &t.ReadHeader, DefaultReadHeaderTimeout)
+	positive("read_header", &t.ReadHeader, serve.DefaultReadHeaderTimeout)
 	offOrPositive("read", t.Read)
 	offOrPositive("write", t.Write)
 	if !v.written("timeouts.send") {
-		t.Send = Duration(DefaultSendTimeout)
+		t.Send = yamlconf.Duration(serve.DefaultSendTimeout)
 	} else {
 		offOrPositive("send", t.Send)
 	}
-	positive("idle", &t.Idle, DefaultIdleTimeout)
-	positive("shutdown", &t.Shutdown, DefaultShutdownTimeout)
+	positive("idle", &t.Idle, serve.DefaultIdleTimeout)
+	positive("shutdown", &t.Shutdown, serve.DefaultShutdownTimeout)
 }
 
 func (v *validator) redirect() {
@@ -813,12 +750,12 @@ func (v *validator) redirect() {
 		v.errorf("redirect.enabled", "a dispatcher only redirects: it can not be false")
 	}
 	if !v.written("redirect.law") {
-		r.Law = LawFairShare
-	} else if !slices.Contains(Laws, r.Law) {
-		v.errorf("redirect.law", "unknown law %q (want one of %s)", r.Law, strings.Join(Laws, ", "))
+		r.Law = group.LawFairShare
+	} else if !slices.Contains(group.Laws, r.Law) {
+		v.errorf("redirect.law", "unknown law %q (want one of %s)", r.Law, strings.Join(group.Laws, ", "))
 	}
 	if !v.written("redirect.time_constant") {
-		r.TimeConstant = Duration(DefaultTimeConstant)
+		r.TimeConstant = yamlconf.Duration(group.DefaultTimeConstant)
 	} else if d := r.TimeConstant.D(); d < 100*time.Millisecond || d > 10*time.Second {
 		v.errorf("redirect.time_constant", "%s: want 100ms..10s", d)
 	}
@@ -842,9 +779,9 @@ func (v *validator) redirect() {
 		v.errorf("redirect.max_share", "must be in (0, 1], got %g", r.MaxShare)
 	}
 	if !v.written("redirect.scheme") {
-		r.Scheme = SchemeAuto
-	} else if !slices.Contains(Schemes, r.Scheme) {
-		v.errorf("redirect.scheme", "%q: want one of %s", r.Scheme, strings.Join(Schemes, ", "))
+		r.Scheme = group.SchemeAuto
+	} else if !slices.Contains(group.Schemes, r.Scheme) {
+		v.errorf("redirect.scheme", "%q: want one of %s", r.Scheme, strings.Join(group.Schemes, ", "))
 	}
 	if !v.written("redirect.never") {
 		r.Never = []string{"/"}
@@ -875,31 +812,35 @@ func (v *validator) proxies() {
 }
 
 // location validates and normalises the location l written at path.
-func (v *validator) location(path string, l *Location) { l.Check(v.errs, path, "") }
+func (v *validator) location(path string, l *yamlconf.Location) { l.Check(v.errs, path, "") }
 
 // geo validates the client location settings, as dnsd does, and resolves
 // geo.mmdb.
 func (v *validator) geo() { v.c.Geo.MMDB = v.c.Geo.Check(v.errs, "geo", v.dir) }
 
-// validHostName accepts a DNS host name of letters, digits and hyphens
-// (a trailing dot allowed).
-func validHostName(s string) bool {
-	s = strings.TrimSuffix(s, ".")
-	if s == "" || len(s) > 253 {
-		return false
+// ServerOptionsFromConfig returns the serve.ServerOptions that cfg's timeouts
+// and limits describe, for handler h; the Logger and Registerer are left to the caller.
+func ServerOptionsFromConfig(cfg *Config, h http.Handler) serve.ServerOptions {
+	t := cfg.Timeouts
+	return serve.ServerOptions{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader.D(),
+		ReadTimeout:       t.Read.D(),
+		WriteTimeout:      t.Write.D(),
+		SendTimeout:       t.Send.D(),
+		IdleTimeout:       t.Idle.D(),
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ShutdownTimeout:   t.Shutdown.D(),
 	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(isLetter(c) || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+// RedirectRulesFromConfig returns the rules that cfg describes.
+func RedirectRulesFromConfig(cfg *Config) group.RedirectRules {
+	r := cfg.Redirect
+	return group.RedirectRules{
+		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
+		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
+		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
+		TrustedProxies: cfg.TrustedPrefixes(),
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/mirror/group"
 )
 
 // TestConfigGlobal covers the keys of the mirror's global role: dnsd's
@@ -33,7 +35,7 @@ func TestConfigGlobal(t *testing.T) {
 			}
 		}},
 		{"defaults without dnsd", head + "root: .\n", "", func(t *testing.T, c *Config) {
-			if c.DNSD.ViewInterval.D() != DefaultViewInterval {
+			if c.DNSD.ViewInterval.D() != group.DefaultViewInterval {
 				t.Errorf("view_interval %s", c.DNSD.ViewInterval.D())
 			}
 		}},

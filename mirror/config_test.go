@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/group"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
@@ -42,10 +44,10 @@ func TestLoadConfigGood(t *testing.T) {
 		{"low_watermark", cfg.Redirect.LowWatermark, 0.6},
 		{"high_watermark default", cfg.Redirect.HighWatermark, 0.9},
 		{"max_share default", cfg.Redirect.MaxShare, 0.5},
-		{"min_size", cfg.Redirect.MinSize, ByteSize(1 << 20)},
+		{"min_size", cfg.Redirect.MinSize, yamlconf.ByteSize(1 << 20)},
 		{"never", strings.Join(cfg.Redirect.Never, " "), "/ /index.html"},
 		{"capacity", cfg.Capacity, 200.0},
-		{"bandwidth", cfg.Bandwidth, Bandwidth(125e6)},
+		{"bandwidth", cfg.Bandwidth, yamlconf.Bandwidth(125e6)},
 		{"lat", *cfg.Location.Lat, 50.11},
 		{"lon", *cfg.Location.Lon, 8.68},
 		{"country upper-cased", cfg.Location.Country, "DE"},
@@ -87,21 +89,21 @@ func TestParseConfigDefaults(t *testing.T) {
 		want any
 	}{
 		{"root absolute kept", cfg.Root, root},
-		{"read_header", cfg.Timeouts.ReadHeader.D(), DefaultReadHeaderTimeout},
-		{"idle", cfg.Timeouts.Idle.D(), DefaultIdleTimeout},
-		{"shutdown", cfg.Timeouts.Shutdown.D(), DefaultShutdownTimeout},
-		{"send", cfg.Timeouts.Send.D(), DefaultSendTimeout},
+		{"read_header", cfg.Timeouts.ReadHeader.D(), serve.DefaultReadHeaderTimeout},
+		{"idle", cfg.Timeouts.Idle.D(), serve.DefaultIdleTimeout},
+		{"shutdown", cfg.Timeouts.Shutdown.D(), serve.DefaultShutdownTimeout},
+		{"send", cfg.Timeouts.Send.D(), serve.DefaultSendTimeout},
 		{"capacity", cfg.Capacity, float64(DefaultCapacity)},
-		{"no bandwidth limit", cfg.Bandwidth, Bandwidth(0)},
+		{"no bandwidth limit", cfg.Bandwidth, yamlconf.Bandwidth(0)},
 		{"listing off", cfg.Listing, false},
 		{"redirect on", cfg.Redirect.Enabled, true},
-		{"law", cfg.Redirect.Law, LawFairShare},
-		{"time_constant", cfg.Redirect.TimeConstant.D(), DefaultTimeConstant},
+		{"law", cfg.Redirect.Law, group.LawFairShare},
+		{"time_constant", cfg.Redirect.TimeConstant.D(), group.DefaultTimeConstant},
 		{"never", strings.Join(cfg.Redirect.Never, " "), "/"},
 		{"admin off", cfg.Admin, ""},
 		{"admin TLS off", cfg.AdminTLS.Enabled(), false},
 		{"max_conns_per_client", cfg.Limits.MaxConnsPerClient, yamlconf.DefaultMaxConnsPerClient},
-		{"max_header_bytes", cfg.Limits.MaxHeaderBytes, ByteSize(yamlconf.DefaultMaxHeaderBytes)},
+		{"max_header_bytes", cfg.Limits.MaxHeaderBytes, yamlconf.ByteSize(yamlconf.DefaultMaxHeaderBytes)},
 		{"dnsd off", cfg.DNSD.URL, ""},
 	}
 	for _, tt := range tests {
@@ -222,6 +224,8 @@ func TestParseConfigInline(t *testing.T) {
 		{"lon out of range", head + "root: .\nlocation: {lat: 0, lon: 181}\n", "mirror.yaml:6:20: location: lon 181 must be in -180..180"},
 		{"capacity infinite", head + "root: .\ncapacity: .inf\n", "capacity: must be > 0"},
 		{"bad port", "listen: [':http']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: ":http": invalid port "http"`},
+		{"listen on a host name", "listen: ['www.example.org:80']\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `listen[0]: "www.example.org:80": host "www.example.org" is not an IP address`},
+		{"admin on a host name", "listen: [':80']\nadmin: 'fra1.example.org:9180'\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: .\n", `admin: "fra1.example.org:9180": host "fra1.example.org" is not an IP address`},
 		{"admin_tls without admin", head + "root: .\nadmin_tls: {cert_file: a.crt, key_file: a.key}\n", "mirror.yaml:6:1: admin_tls: needs admin"},
 		{"admin_tls files missing", head + "root: .\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: a.crt, key_file: a.key}\n", `mirror.yaml:7:13: admin_tls.cert_file: cannot use "a.crt": no such file or directory`},
 		{"admin_tls without key", head + "root: .\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: a.crt}\n", "mirror.yaml:7:1: admin_tls: key_file is required with cert_file"},

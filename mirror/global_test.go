@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,9 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/scheduler"
 )
 
 const (
@@ -75,7 +77,7 @@ func (d *fakeDNSD) view(w http.ResponseWriter, r *http.Request) {
 			last := rs[len(rs)-1]
 			mv.State, mv.Load, mv.Reported, mv.Capacity = "up", last.Load, last.Time, last.Capacity
 			mv.BytesPerSecond, mv.Bandwidth = last.BytesPerSecond, last.Bandwidth
-			mv.Utilization = ReportUtilization(last)
+			mv.Utilization = group.ReportUtilization(last)
 			mv.LastReport = &last
 		}
 		v.Members = append(v.Members, mv)
@@ -191,7 +193,11 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	if o.RunQueue == nil {
 		o.RunQueue = func() (float64, error) { return 0, nil }
 	}
-	m, err := New(cfg, o)
+	build := NewMember
+	if cfg.Dispatcher {
+		build = NewDispatcher
+	}
+	m, err := build(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +213,7 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	errc := make(chan error, 3)
 	go func() { errc <- m.Run(ctx) }()
 	go func() { errc <- m.Serve(ctx, ln) }()
-	admin, err := NewServer(ServerOptions{Handler: m.AdminHandler()})
+	admin, err := serve.NewServer(serve.ServerOptions{Handler: m.AdminHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +372,7 @@ func TestRedirectCorrection(t *testing.T) {
 		t.Logf("%d of 100 requests redirected", redirected)
 	})
 	t.Run("redirects are counted", func(t *testing.T) {
-		if n := counterValue(t, ms["a"].reg, "transmirror_mirror_redirects_total", "reason", ReasonOverload); n == 0 {
+		if n := webtest.CounterValue(t, ms["a"].reg, "transmirror_mirror_redirects_total", "reason", group.ReasonOverload); n == 0 {
 			t.Error("transmirror_mirror_redirects_total{reason=overload} is 0")
 		}
 		webtest.Eventually(t, 5*time.Second, "a report with redirects", func() bool {
@@ -467,8 +473,9 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 			return false
 		}
 		over := map[string]bool{}
-		for i, host := range s.hosts {
-			over[host] = s.figs[i].Utilization() >= s.high
+		for _, v := range s.View.Members {
+			f := scheduler.Figures{Load: v.Load, Pending: v.Pending, Capacity: v.Capacity, BytesPerSecond: v.BytesPerSecond, Bandwidth: v.Bandwidth}
+			over[strings.TrimSuffix(v.Host, ".")] = f.Utilization() >= s.View.Watermarks.High
 		}
 		return over["b.mirrors.test"] && !over["c.mirrors.test"]
 	})
@@ -507,47 +514,6 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 	})
 }
 
-// counterValue returns the value of the counter name{label=value} in reg.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{%s=%q}", name, label, value)
-	return 0
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 func TestPush(t *testing.T) {
@@ -569,7 +535,7 @@ func TestPush(t *testing.T) {
 			}
 		}
 		webtest.Eventually(t, 5*time.Second, "pushes counted", func() bool {
-			return counterValue(t, good.reg, "transmirror_mirror_pushes_total", "result", "ok") >= 5
+			return webtest.CounterValue(t, good.reg, "transmirror_mirror_pushes_total", "result", "ok") >= 5
 		})
 	})
 	t.Run("a wrong secret is refused and counted", func(t *testing.T) {
@@ -577,7 +543,7 @@ func TestPush(t *testing.T) {
 		bad.secret = []byte("another secret")
 		m := startMirror(t, bad, "b", "", Options{})
 		webtest.Eventually(t, 5*time.Second, "unauthorized pushes", func() bool {
-			return counterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized") >= 2
+			return webtest.CounterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized") >= 2
 		})
 		if n := len(bad.pushes("b")); n != 0 {
 			t.Errorf("%d reports accepted with a wrong secret", n)
@@ -590,9 +556,9 @@ func TestPush(t *testing.T) {
 		}
 		url := "http://" + ln.Addr().String()
 		ln.Close() // nothing listens there now
-		var logs syncBuffer
+		var logs webtest.SyncBuffer
 		reg := prometheus.NewRegistry()
-		p, err := NewPusher(PusherOptions{
+		p, err := group.NewPusher(group.PusherOptions{
 			URLs: []string{url}, Group: testGroup, Member: "a", Secret: []byte("s"),
 			Snapshot:   func(now time.Time) probe.Report { return probe.Report{Group: testGroup, Member: "a", Time: now} },
 			Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
@@ -606,103 +572,11 @@ func TestPush(t *testing.T) {
 				t.Fatal("push to a closed port succeeded")
 			}
 		}
-		if n := counterValue(t, reg, "transmirror_mirror_pushes_total", "result", "network"); n != 3 {
+		if n := webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "network"); n != 3 {
 			t.Errorf("network failures counted %g, want 3", n)
 		}
 		if n := strings.Count(logs.String(), "load push failing"); n != 1 {
 			t.Errorf("logged %d times, want once:\n%s", n, logs.String())
-		}
-	})
-}
-
-func TestViewWatcher(t *testing.T) {
-	tests := []struct {
-		name    string
-		handler http.HandlerFunc
-		want    error
-		result  string
-	}{
-		{"good", func(w http.ResponseWriter, r *http.Request) {
-			_ = jsonEncode(w, testView(nil))
-		}, nil, viewOK},
-		{"error status", func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "no such group", http.StatusNotFound)
-		}, ErrBadView, viewHTTPError},
-		{"not JSON", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, "<html>")
-		}, ErrBadView, viewInvalid},
-		{"another group", func(w http.ResponseWriter, r *http.Request) {
-			v := testView(nil)
-			v.Name = "ftp.example.org."
-			_ = jsonEncode(w, v)
-		}, ErrBadView, viewInvalid},
-		{"too large", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, `{"name":"`+strings.Repeat("x", MaxViewSize)+`"}`)
-		}, ErrBadView, viewInvalid},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(tt.handler)
-			defer srv.Close()
-			reg := prometheus.NewRegistry()
-			now := t0
-			w, err := NewViewWatcher(ViewWatcherOptions{
-				URLs: []string{srv.URL}, Group: "www.example.org", Self: "fra1", Interval: time.Second,
-				Clock: func() time.Time { return now }, Registerer: reg,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = w.Refresh(context.Background())
-			if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
-				t.Fatalf("Refresh: %v, want %v", err, tt.want)
-			}
-			if n := counterValue(t, reg, "transmirror_mirror_view_refreshes_total", "result", tt.result); n != 1 {
-				t.Errorf("result %s counted %g times", tt.result, n)
-			}
-			s := w.Snapshot()
-			if (s != nil) != (tt.want == nil) {
-				t.Fatalf("snapshot %v after %v", s, err)
-			}
-			if s != nil {
-				if s.Stale(t0.Add(3 * time.Second)) {
-					t.Error("stale at 3 intervals")
-				}
-				if !s.Stale(t0.Add(3*time.Second + 1)) {
-					t.Error("not stale after 3 intervals")
-				}
-			}
-		})
-	}
-	t.Run("a failed refresh keeps the last good view", func(t *testing.T) {
-		fail := false
-		var mu sync.Mutex
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			defer mu.Unlock()
-			if fail {
-				http.Error(w, "down", http.StatusServiceUnavailable)
-				return
-			}
-			_ = jsonEncode(w, testView(nil))
-		}))
-		defer srv.Close()
-		w, err := NewViewWatcher(ViewWatcherOptions{URLs: []string{srv.URL}, Group: "www.example.org"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Refresh(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		first := w.Snapshot()
-		mu.Lock()
-		fail = true
-		mu.Unlock()
-		if err := w.Refresh(context.Background()); err == nil {
-			t.Fatal("no error from a 503")
-		}
-		if w.Snapshot() != first {
-			t.Error("the last good view was dropped")
 		}
 	})
 }
@@ -765,8 +639,8 @@ func TestDispatcher(t *testing.T) {
 		t.Errorf("a dispatcher pushed %d load reports", n)
 	}
 	// What it sent where is in its metrics: 20 GET and 20 HEAD redirected.
-	a := counterValue(t, m.reg, "transmirror_mirror_sibling_redirects_total", "member", "a")
-	b := counterValue(t, m.reg, "transmirror_mirror_sibling_redirects_total", "member", "b")
+	a := webtest.CounterValue(t, m.reg, "transmirror_mirror_sibling_redirects_total", "member", "a")
+	b := webtest.CounterValue(t, m.reg, "transmirror_mirror_sibling_redirects_total", "member", "b")
 	if a+b != 40 || a == 0 || b == 0 {
 		t.Errorf("transmirror_mirror_sibling_redirects_total: a %g, b %g; want 40 in all, to both", a, b)
 	}
@@ -815,7 +689,7 @@ dnsd: {urls: [%q, %q], push: one, secret: %q, push_interval: 50ms, view_interval
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(cfg, Options{Registry: prometheus.NewRegistry(), RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewDispatcher(cfg, Options{Registry: prometheus.NewRegistry(), RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

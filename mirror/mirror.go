@@ -3,7 +3,6 @@ package mirror
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -17,31 +16,20 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
-	"github.com/transmirror/transmirror/scheduler/geo"
 )
 
 // Errors of the mirror's global role.
 var (
-	// ErrPushRefused is returned when dnsd answers a load push with a
-	// status other than 2xx.
-	ErrPushRefused = errors.New("mirror: push refused")
-	// ErrNotServing is why a site front end with no back end up answers
-	// its health and load report endpoints 503 and skips its pushes.
-	ErrNotServing = errors.New("mirror: no back end is up: not serving")
-	// ErrBadView is returned when dnsd's group view can not be used: an
-	// error status, too large, not JSON, another group, unknown policy.
-	ErrBadView = errors.New("mirror: bad group view")
-	// ErrNoContent is returned by New for a config with backends but no
-	// content handler (the site front end) in Options.
-	ErrNoContent = errors.New("mirror: backends need a content handler")
 	// ErrNeedsRestart is wrapped by the errors of a reload that changes a
 	// key the running mirror can not change (see RestartChanges).
 	ErrNeedsRestart = errors.New("needs a restart")
 )
 
-// Options are what New needs besides the Config. The zero value works.
+// Options are what NewMember and NewDispatcher need besides the Config. The zero value works.
 type Options struct {
 	// Logger receives the mirror's log lines (default: discard).
 	Logger *slog.Logger
@@ -72,7 +60,7 @@ type Options struct {
 // Mirror is the assembled mirror daemon: the public handler chain
 // (metrics → load Reporter → Redirector → content), the admin handler,
 // and, when dnsd is configured, the Pusher (LOAD-INFORM) and the
-// ViewWatcher (GROUP-QUERY). Build it with New, run Run and one Serve per
+// ViewWatcher (GROUP-QUERY). Build it with NewMember or NewDispatcher, run Run and one Serve per
 // public listener under one context (and serve AdminHandler on the admin
 // listener), then Close it.
 type Mirror struct {
@@ -80,180 +68,22 @@ type Mirror struct {
 	log         *slog.Logger
 	reg         *prometheus.Registry
 	reporter    *probe.Reporter
-	meter       *LoadMeter
-	view        *ViewWatcher          // nil without dnsd
-	pusher      *Pusher               // nil without dnsd, and for a dispatcher
-	joiner      *Joiner               // nil without join
-	files       *FileServer           // nil without root
+	meter       *group.LoadMeter
+	view        *group.ViewWatcher    // nil without dnsd
+	pusher      *group.Pusher         // nil without dnsd, and for a dispatcher
+	joiner      *group.Joiner         // nil without join
+	files       *serve.FileServer     // nil without root
 	completions *frontend.Completions // nil without root
 	site        SiteStatusSource      // nil unless a site front end
 	serving     func() bool           // nil: always serving
-	started     time.Time             // when New built the mirror (Status)
-	redirect    *Redirector
+	started     time.Time             // when it was built (Status)
+	redirect    *group.Redirector
 	handler     http.Handler // without the server's metrics
-	public      *Server
+	public      *serve.Server
 	admin       http.Handler // the admin handler; cmd/mirror serves it
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// New builds a Mirror for cfg, a config from ParseConfig. It opens the
-// document root and the GeoIP database and registers the metrics; nothing
-// runs until Run and Serve.
-func New(cfg *Config, o Options) (m *Mirror, err error) {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	m = &Mirror{log: o.Logger, reg: o.Registry, started: o.Clock()}
-	m.cfg.Store(cfg)
-	built := m // m is nil once an error is returned
-	defer func() {
-		if err != nil {
-			built.Close()
-		}
-	}()
-
-	var content http.Handler
-	switch {
-	case cfg.Dispatcher:
-		if o.Content != nil {
-			return nil, errors.New("mirror: a dispatcher serves no content")
-		}
-	case cfg.Root != "":
-		// The back-end role: a memory cache in front of the disk, so that a
-		// locality-aware front end makes the site's caches add up.
-		cache, cerr := NewCache(cfg.Site.Cache, CacheOptions{Registerer: o.Registry})
-		if cerr != nil {
-			return nil, cerr
-		}
-		if m.files, err = NewFileServer(cfg.Root, FileServerOptions{Listing: cfg.Listing, Logger: o.Logger, Cache: cache, MaxRanges: maxRanges(cfg.MaxRanges)}); err != nil {
-			return nil, err
-		}
-		// What it serves is reported to a site front end (api.SiteReport).
-		m.completions = frontend.NewCompletions()
-		content = m.completions.Wrap(m.files)
-	case o.Content == nil:
-		return nil, ErrNoContent
-	default:
-		content = o.Content
-		m.site, _ = o.Content.(SiteStatusSource)
-		if s, ok := o.Content.(SiteServing); ok {
-			m.serving = s.Serving
-		}
-	}
-
-	flows := NewFlowMeter(cfg.Redirect.TimeConstant.D())
-	rc := probe.ReporterConfig{
-		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
-		Window: o.ReportWindow, RunQueue: o.RunQueue, Serving: flows.Served, Clock: o.Clock, Logger: o.Logger,
-	}
-	cfg.RunQueue.apply(&rc)
-	m.reporter, err = probe.NewReporter(rc)
-	if err != nil {
-		return nil, fmt.Errorf("mirror: reporter: %w", err)
-	}
-	if o.Registry != nil {
-		if err := o.Registry.Register(m.reporter.Collector("mirror", ReportUtilization)); err != nil {
-			return nil, fmt.Errorf("mirror: register load metrics: %w", err)
-		}
-	}
-	window := o.ReportWindow
-	if window <= 0 {
-		window = probe.DefaultReportWindow
-	}
-	m.meter = NewLoadMeter(m.reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), window/10)
-
-	if d := cfg.DNSD; len(d.URLs) > 0 {
-		self := cfg.Member
-		if cfg.Dispatcher {
-			self = "" // not a member: every member is a candidate
-		}
-		// Redirects are booked on the siblings as their load reports,
-		// taken over the same window as this mirror's, will show them.
-		booking := bookingFor(window, flows.TimeConstant())
-		m.view, err = NewViewWatcher(ViewWatcherOptions{
-			URLs: d.URLs, Group: cfg.Group, Self: self, Interval: d.ViewInterval.D(), Booking: booking,
-			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
-		})
-		if err != nil {
-			return nil, err
-		}
-		po := PusherOptions{
-			URLs: d.URLs, One: d.Push == PushOne, Group: cfg.Group, Member: cfg.Member, Secret: []byte(d.Secret),
-			Interval: d.PushInterval.D(), Snapshot: m.reporter.Snapshot, Serving: m.serving,
-			Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry,
-		}
-		if cfg.Dispatcher {
-			// No load of its own to report: the redirects it sends, so
-			// that dnsd (and whoever reads its views) sees them before the
-			// members' reports do.
-			// To every dnsd, whatever dnsd.push says: the nodes of an NS
-			// set share load reports through etcd, not redirect reports
-			// (each books the redirects it is told of).
-			po.Member, po.Snapshot, po.One = "", nil, false
-			po.Redirects = func(now time.Time) api.RedirectReport {
-				return api.RedirectReport{Dispatcher: cfg.Host, Time: now, Members: booking.Sent.Rates(now)}
-			}
-		}
-		if !cfg.Dispatcher || d.Secret != "" { // a dispatcher without the secret reports nothing
-			if m.pusher, err = NewPusher(po); err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	if j := cfg.Join; j.Enabled {
-		l := cfg.Location
-		m.joiner, err = NewJoiner(JoinerOptions{
-			URLs: cfg.DNSD.URLs, Group: cfg.Group, Secret: []byte(cfg.DNSD.Secret), LeaveWait: j.LeaveWait.D(),
-			CheckInterval: j.CheckInterval.D(),
-			Member: api.MemberInfo{
-				Name: cfg.Member, Host: cfg.Host, Addresses: j.Addresses, Probe: j.Probe,
-				Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
-				Location: api.LocationView{Lat: l.Lat, Lon: l.Lon, Country: l.Country, Continent: l.Continent},
-			},
-			View: m.groupView, Client: o.Client, Clock: o.Clock, Logger: o.Logger, Registerer: o.Registry, Rand: joinRand(o.Rand),
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	loc, err := geo.FromConfig(cfg.Geo)
-	if err != nil {
-		return nil, fmt.Errorf("mirror: %w", err)
-	}
-	ro := RedirectorOptions{
-		Rules: RedirectRulesFromConfig(cfg), Next: content, Load: m.meter, Flows: flows, Locator: loc,
-		Files: m.files, Clock: o.Clock, Rand: o.Rand, Logger: o.Logger, Registerer: o.Registry,
-	}
-	if m.view != nil {
-		ro.View = m.view
-	}
-	if m.redirect, err = NewRedirector(ro); err != nil {
-		return nil, err
-	}
-	m.handler = withHealth(m.serving, m.reporter.Wrap(m.redirect))
-
-	po := ServerOptionsFromConfig(cfg, m.handler)
-	po.Logger, po.Registerer = o.Logger, o.Registry
-	if m.public, err = NewServer(po); err != nil {
-		return nil, err
-	}
-	status, err := NewStatusHandler(m, o.Clock)
-	if err != nil {
-		return nil, err
-	}
-	m.admin = http.MaxBytesHandler(NewAdminHandler(AdminOptions{Reporter: m.reporter, Gatherer: o.Registry, Logger: o.Logger, Status: status,
-		SiteReport: m.siteReport(o.Clock), Serving: m.serving}), DefaultMaxBodyBytes)
-	return m, nil
 }
 
 // maxRanges is FileServerOptions.MaxRanges for the max_ranges key, whose
@@ -307,7 +137,7 @@ func (m *Mirror) Reporter() *probe.Reporter { return m.reporter }
 
 // Joiner returns the mirror's own membership (join), nil without join:
 // run it beside Run, and call its Leave before the public listeners stop.
-func (m *Mirror) Joiner() *Joiner { return m.joiner }
+func (m *Mirror) Joiner() *group.Joiner { return m.joiner }
 
 // groupView returns the latest group view, nil when there is none.
 func (m *Mirror) groupView() *api.GroupView {
@@ -322,7 +152,7 @@ func (m *Mirror) groupView() *api.GroupView {
 }
 
 // View returns the group view watcher, nil when dnsd is not configured.
-func (m *Mirror) View() *ViewWatcher { return m.view }
+func (m *Mirror) View() *group.ViewWatcher { return m.view }
 
 // Serve serves the public handler on ln until ctx is done, then drains
 // (see Server.Serve). Call it once per public listener.
@@ -355,7 +185,7 @@ func (m *Mirror) Close() error {
 
 // SiteServing is what the mirror needs of a site front end to know
 // whether it can serve: a back end up (or not yet checked). The handler of
-// frontend.New is one; New finds it in Options.Content. A mirror that is
+// frontend.New is one; NewMember finds it in Options.Content. A mirror that is
 // not serving answers api.Healthy (on both listeners) and api.LoadReport
 // 503 and pushes no load reports, so that dnsd takes it out of the
 // answers however it watches it.
@@ -392,7 +222,7 @@ func writeHealth(w http.ResponseWriter, serving func() bool, ok string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if serving != nil && !serving() {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, ErrNotServing.Error()+"\n")
+		_, _ = io.WriteString(w, group.ErrNotServing.Error()+"\n")
 		return
 	}
 	_, _ = io.WriteString(w, ok)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/scheduler/geo"
 )
@@ -18,7 +19,7 @@ import (
 type Reload struct {
 	m     *Mirror
 	cfg   *Config
-	rules RedirectRules
+	rules group.RedirectRules
 	loc   *geo.Locator
 }
 

@@ -128,7 +128,7 @@ func TestPrepareReload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := New(dir.parse(t, reloadBaseYAML), Options{Clock: func() time.Time { return now }, RunQueue: func() (float64, error) { return 0, nil }})
+			m, err := NewMember(dir.parse(t, reloadBaseYAML), Options{Clock: func() time.Time { return now }, RunQueue: func() (float64, error) { return 0, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func TestNewFails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := New(dir.parse(t, tt.yaml), Options{})
+			m, err := NewMember(dir.parse(t, tt.yaml), Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil {
 				t.Fatalf("New = %v, %v; want nil and an error with %q", m, err, tt.want)
 			}
@@ -192,7 +192,7 @@ func TestReloadWhileServing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(string(dir), "root", "f.txt"), []byte("f\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(dir.parse(t, reloadBaseYAML), Options{RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewMember(dir.parse(t, reloadBaseYAML), Options{RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

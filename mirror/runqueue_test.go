@@ -41,7 +41,7 @@ root: root
 				t.Errorf("run_queue = %q, want %q", cfg.RunQueue, tt.want)
 			}
 			read := false
-			m, err := New(cfg, Options{RunQueue: func() (float64, error) { read = true; return 7, nil }})
+			m, err := NewMember(cfg, Options{RunQueue: func() (float64, error) { read = true; return 7, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,7 +44,7 @@ backends:
 	if _, ok := h.(SiteServing); !ok {
 		t.Fatalf("the front end %T is no SiteServing", h)
 	}
-	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewMember(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,11 @@ backends:
 	// A push in flight when the back end went down may still land; none
 	// after it.
 	webtest.Eventually(t, 5*time.Second, "pushes skipped", func() bool {
-		return counterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 3
+		return webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 3
 	})
 	before := len(d.pushes("fe"))
 	webtest.Eventually(t, 5*time.Second, "more pushes skipped", func() bool {
-		return counterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 6
+		return webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 6
 	})
 	if n := len(d.pushes("fe")) - before; n != 0 {
 		t.Errorf("%d load reports pushed while not serving", n)

@@ -3,9 +3,9 @@ package mirror
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/frontend"
-	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/mirror/group"
+	"github.com/transmirror/transmirror/mirror/serve"
 )
 
 // Roles of a mirror, the values of Status.Role.
@@ -57,12 +57,12 @@ type Status struct {
 	// View is the group view from dnsd; nil when dnsd is not configured.
 	View *ViewStatus `json:"view,omitempty"`
 	// Join is the mirror's own membership; nil without join.
-	Join *JoinStatus `json:"join,omitempty"`
+	Join *group.JoinStatus `json:"join,omitempty"`
 	// Site is the front end and its back ends; nil unless Role is
 	// RoleSite.
 	Site *frontend.Status `json:"site,omitempty"`
 	// Cache is the memory cache of a document root; nil without one.
-	Cache *CacheStatus `json:"cache,omitempty"`
+	Cache *serve.CacheStatus `json:"cache,omitempty"`
 }
 
 // LoadStatus is the mirror's load report (see probe.Report) with its
@@ -158,34 +158,8 @@ type ViewErrorStatus struct {
 	Failures int `json:"failures"`
 }
 
-// JoinStatus describes the mirror's own membership (join: in mirror.yaml).
-type JoinStatus struct {
-	// State is one of JoinJoining … JoinLeft.
-	State string `json:"state"`
-	// Joined is how many of the DNSD have the member.
-	Joined int `json:"joined"`
-	DNSD   int `json:"dnsd"`
-}
-
-// CacheStatus describes a document root's memory cache.
-type CacheStatus struct {
-	// Objects is the number of cached files, Bytes their size with
-	// their names, Capacity the bound (site.cache.memory) and MaxObject
-	// the largest file cached (site.cache.max_object).
-	Objects   int   `json:"objects"`
-	Bytes     int64 `json:"bytes"`
-	Capacity  int64 `json:"capacity"`
-	MaxObject int64 `json:"max_object"`
-	// Hits and Misses count the file responses served from memory and
-	// not (since the start); HitRatio is Hits/(Hits+Misses), 0 before
-	// the first.
-	Hits     uint64  `json:"hits"`
-	Misses   uint64  `json:"misses"`
-	HitRatio float64 `json:"hit_ratio"`
-}
-
 // SiteStatusSource is what the status needs of a site front end; the
-// handler of frontend.New is one. New finds it in Options.Content.
+// handler of frontend.New is one. NewMember finds it in Options.Content.
 type SiteStatusSource interface {
 	Status() frontend.Status
 }
@@ -210,23 +184,22 @@ func (m *Mirror) Status(now time.Time) Status {
 	s.Load = LoadStatus{
 		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
 		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
-		Utilization: ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
+		Utilization: group.ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
 	}
 
 	rules := m.redirect.Rules()
 	s.Redirect = RedirectStatus{
 		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
 		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
-		PerSecond:  rep.RedirectsPerSecond,
-		Redirected: countsByLabel(m.redirect.redirects, "reason"),
-		Skipped:    countsByLabel(m.redirect.skipped, "reason"),
+		PerSecond: rep.RedirectsPerSecond,
 	}
+	s.Redirect.Redirected, s.Redirect.Skipped = m.redirect.Counts()
 	s.Redirect.Law = rules.Law
 	if rules.Dispatcher {
 		s.Redirect.Law = ""
 	}
 	s.Redirect.Share = m.redirect.Share(now)
-	if rules.Law != LawWatermark && !rules.Dispatcher {
+	if rules.Law != group.LawWatermark && !rules.Dispatcher {
 		s.Redirect.Target = m.redirect.Target()
 	}
 	f := m.redirect.Flows().Flows(now)
@@ -243,16 +216,15 @@ func (m *Mirror) Status(now time.Time) Status {
 		ss := m.site.Status()
 		s.Site = &ss
 	}
-	if m.files != nil && m.files.cache != nil {
-		cs := m.files.cache.status()
-		s.Cache = &cs
+	if m.files != nil {
+		s.Cache = m.files.CacheStatus()
 	}
 	return s
 }
 
 // viewStatus describes snap (nil: none yet) at now, with the view's
 // health h.
-func viewStatus(snap *GroupSnapshot, h ViewHealth, now time.Time) *ViewStatus {
+func viewStatus(snap *group.GroupSnapshot, h group.ViewHealth, now time.Time) *ViewStatus {
 	v := &ViewStatus{State: ViewNone}
 	if !h.OK && h.Failures > 0 {
 		v.Unreadable = &ViewErrorStatus{
@@ -272,23 +244,4 @@ func viewStatus(snap *GroupSnapshot, h ViewHealth, now time.Time) *ViewStatus {
 		v.State = ViewStale
 	}
 	return v
-}
-
-// status returns the cache's fill and its hit counts.
-func (c *Cache) status() CacheStatus {
-	c.mu.Lock()
-	s := CacheStatus{Objects: c.lru.Len(), Bytes: c.lru.Bytes(), Capacity: c.lru.Capacity(), MaxObject: c.maxObject}
-	c.mu.Unlock()
-	s.Hits, s.Misses = uint64(probe.MetricValue(c.m.hits)), uint64(probe.MetricValue(c.m.misses))
-	if total := s.Hits + s.Misses; total > 0 {
-		s.HitRatio = float64(s.Hits) / float64(total)
-	}
-	return s
-}
-
-// countsByLabel sums the samples of c by the value of label.
-func countsByLabel(c prometheus.Collector, label string) map[string]uint64 {
-	out := make(map[string]uint64)
-	probe.EachSample(c, func(l map[string]string, v float64) { out[l[label]] += uint64(v) })
-	return out
 }

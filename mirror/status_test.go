@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
@@ -79,8 +81,8 @@ func TestStatusDocumentRoot(t *testing.T) {
 		if before.Load.Capacity != DefaultCapacity || before.Site != nil {
 			t.Errorf("load %+v, site %+v", before.Load, before.Site)
 		}
-		if _, ok := before.Redirect.Redirected[ReasonOverload]; !ok {
-			t.Errorf("redirect counters %v lack %s", before.Redirect.Redirected, ReasonOverload)
+		if _, ok := before.Redirect.Redirected[group.ReasonOverload]; !ok {
+			t.Errorf("redirect counters %v lack %s", before.Redirect.Redirected, group.ReasonOverload)
 		}
 	})
 	t.Run("group view", func(t *testing.T) {
@@ -101,7 +103,7 @@ func TestStatusDocumentRoot(t *testing.T) {
 		}
 		after, _ := getStatus(t, admin)
 		c = after.Cache
-		want := CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: frontend.DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
+		want := serve.CacheStatus{Objects: 1, Capacity: 1 << 20, MaxObject: frontend.DefaultCacheMaxObject, Hits: 3, Misses: 1, HitRatio: 0.75}
 		if c == nil || c.Bytes < int64(len(content)) {
 			t.Fatalf("cache after requests: %+v", c)
 		}
@@ -152,13 +154,13 @@ func startSiteMirror(t *testing.T, siteYAML string, now func() time.Time, bes ..
 		t.Fatalf("the front end %T is no SiteStatusSource", h)
 	}
 	t.Cleanup(func() { closer.Close() })
-	m, err := New(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := NewMember(cfg, Options{Registry: reg, Content: h, RunQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	public := startServer(t, ServerOptions{Handler: m.Handler()})
-	admin := startServer(t, ServerOptions{Handler: m.AdminHandler()})
+	public := startServer(t, serve.ServerOptions{Handler: m.Handler()})
+	admin := startServer(t, serve.ServerOptions{Handler: m.AdminHandler()})
 	return public, admin, reg
 }
 
@@ -416,14 +418,14 @@ func TestStatusPageGolden(t *testing.T) {
 		Load: LoadStatus{R: 12.5, M: 0.5, Conns: 3, BytesPerSecond: 3 << 20, RedirectsPerSecond: 1.25,
 			Load: 130, Capacity: 200, Bandwidth: 12.5e6, Utilization: 0.65, ServingUtilization: 0.6},
 		Redirect: RedirectStatus{Enabled: true, LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 0.5, PerSecond: 1.25,
-			Redirected: map[string]uint64{ReasonOverload: 42}, Skipped: map[string]uint64{ReasonNoSibling: 1, ReasonNoView: 0, ReasonStaleView: 2}},
+			Redirected: map[string]uint64{group.ReasonOverload: 42}, Skipped: map[string]uint64{group.ReasonNoSibling: 1, group.ReasonNoView: 0, group.ReasonStaleView: 2}},
 		View: &ViewStatus{State: ViewFresh, Fetched: at.Add(-1500 * time.Millisecond), AgeSeconds: 1.5,
 			StaleAfterSeconds: 15, Policy: "least-load", Members: 3, Candidates: 2},
 	}
 	root := base
 	root.Role = RoleRoot
-	root.Join = &JoinStatus{State: JoinJoined, Joined: 2, DNSD: 2}
-	root.Cache = &CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
+	root.Join = &group.JoinStatus{State: group.JoinJoined, Joined: 2, DNSD: 2}
+	root.Cache = &serve.CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
 	front := base
 	front.Role = RoleSite
 	front.View = &ViewStatus{State: ViewStale, Fetched: at.Add(-time.Minute), AgeSeconds: 60, StaleAfterSeconds: 15, Policy: "least-load", Members: 3, Candidates: 2}
@@ -463,7 +465,7 @@ func TestStatusPageGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base := startServer(t, ServerOptions{Handler: h})
+			base := startServer(t, serve.ServerOptions{Handler: h})
 			got := []byte(getPage(t, base))
 			golden := filepath.Join("testdata", "status_"+tt.name+".html")
 			if *update {

@@ -8,13 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -339,7 +337,7 @@ func (b *builder) listen() {
 	seen := make(map[string]bool)
 	for i, addr := range b.c.Listen {
 		path := fmt.Sprintf("listen[%d]", i)
-		if err := checkHostPort(addr); err != nil {
+		if err := yamlconf.CheckHostPort(addr); err != nil {
 			b.errorf(path, "listen %q: %v", addr, err)
 			continue
 		}
@@ -349,7 +347,7 @@ func (b *builder) listen() {
 		seen[addr] = true
 	}
 	if b.c.Admin != "" {
-		if err := checkHostPort(b.c.Admin); err != nil {
+		if err := yamlconf.CheckHostPort(b.c.Admin); err != nil {
 			b.errorf("admin", "admin %q: %v", b.c.Admin, err)
 		}
 	} else if b.c.AdminTLS.Enabled() {
@@ -368,25 +366,6 @@ func (c *Config) AdminTLSFiles() TLSFiles {
 		dir = filepath.Dir(c.File)
 	}
 	return c.AdminTLS.Resolve(dir)
-}
-
-// checkHostPort accepts "HOST:PORT" where HOST is empty, an IP address or
-// localhost and PORT is a number.
-func checkHostPort(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errors.New("want HOST:PORT")
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("invalid port %q", port)
-	}
-	if host == "" || host == "localhost" {
-		return nil
-	}
-	if _, err := netip.ParseAddr(host); err != nil {
-		return fmt.Errorf("host %q is not an IP address", host)
-	}
-	return nil
 }
 
 func (b *builder) tsig() {

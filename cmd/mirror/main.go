@@ -59,6 +59,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -185,52 +186,13 @@ func role(cfg *mirror.Config) string {
 	return "serving " + cfg.Root
 }
 
-// build is what a start does before it serves, everything that can fail:
-// the client of dnsd (with dnsd.ca_file), the site front end (with backends), then the mirror (the document root,
-// the GeoIP database, the redirect rules, the metrics in reg). The
-// returned func releases them once nothing serves any more.
-func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*mirror.Mirror, func(), error) {
-	tr, err := certs.Transport(cfg.DNSD.CAFile) // dnsd.ca_file: a private CA of dnsd's admin_tls
-	if err != nil {
-		return nil, nil, fmt.Errorf("mirror: dnsd.ca_file: %w", err)
-	}
-	var (
-		content http.Handler
-		site    io.Closer
-	)
-	if len(cfg.Backends) > 0 {
-		h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: logger, Registerer: reg})
-		if err != nil {
-			return nil, nil, err
-		}
-		content, site = h, closer
-	}
-	m, err := mirror.New(cfg, mirror.Options{Logger: logger, Registry: reg, Content: content, ReportWindow: cfg.LoadWindow.D(),
-		Client: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
-		}})
-	if err != nil {
-		if site != nil {
-			site.Close()
-		}
-		return nil, nil, err
-	}
-	return m, func() {
-		m.Close()
-		if site != nil {
-			site.Close()
-		}
-	}, nil
-}
-
 // joinAndLeave is the Component of the mirror's own membership: it joins
 // the group until sig (the signal context) is done, then leaves it
 // gracefully (mirror.Joiner.Leave) while the other components go on
 // serving, and then calls stopServing. A second SIGINT or SIGTERM cuts
 // the leave's wait short. When another component fails first (ctx done,
 // not sig) the mirror leaves without waiting: it is about to stop serving.
-func joinAndLeave(sig context.Context, j *mirror.Joiner, stopServing func(), logger *slog.Logger) daemon.Component {
+func joinAndLeave(sig context.Context, j *group.Joiner, stopServing func(), logger *slog.Logger) daemon.Component {
 	return func(ctx context.Context) error {
 		defer stopServing()
 		jctx, cancel := context.WithCancel(ctx)
@@ -303,27 +265,10 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 			ln.Close() // already closed by Serve when it ran
 		}
 	}()
-	public := daemon.ListenOptions{
-		MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
-		Refused:           refused.WithLabelValues(daemon.ListenerPublic),
-	}
-	for _, addr := range cfg.Listen {
-		ln, err := daemon.Listen(addr, public)
-		if err != nil {
-			return fmt.Errorf("mirror: listen: %w", err)
-		}
-		lns = append(lns, ln)
-		logger.Info("http listening", "addr", ln.Addr().String())
-	}
-	if cfg.Site.HandoffSocket != "" {
-		// The back-end role of connection handoff: a front end on this host
-		// passes accepted client connections over this socket.
-		ln, err := frontend.ListenHandoff(cfg.Site.HandoffSocket)
-		if err != nil {
-			return fmt.Errorf("mirror: %w", err)
-		}
-		lns = append(lns, ln)
-		logger.Info("handoff listening", "socket", cfg.Site.HandoffSocket)
+	pub, err := listenPublic(cfg, refused, logger)
+	lns = append(lns, pub...)
+	if err != nil {
+		return err
 	}
 	// With join the listeners outlive the signal: the leave (drain, wait,
 	// GROUP-EXIT) runs first, while the mirror still serves, and only then
@@ -340,20 +285,12 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 		components = append(components, func(ctx context.Context) error { return m.Serve(ctx, ln) })
 	}
 	if cfg.Admin != "" {
-		ln, err := daemon.ListenAdmin(cfg.Admin, daemon.ListenOptions{
-			MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
-			Refused:           refused.WithLabelValues(daemon.ListenerAdmin),
-			TLS:               keypair,
-		}, logger)
+		ln, c, err := adminComponent(cfg, m, reloader, refused, keypair, logger)
 		if err != nil {
-			return fmt.Errorf("mirror: admin: %w", err)
+			return err
 		}
 		lns = append(lns, ln)
-		admin := http.NewServeMux()
-		admin.Handle(api.Reload.Pattern(), api.ReloadHandler(reloader.Reload))
-		admin.Handle("/", m.AdminHandler())
-		hs := daemon.NewAdminServer(api.Guard(admin, cfg.Admin, cfg.AdminHosts, keypair != nil), int(cfg.Limits.MaxHeaderBytes), logger)
-		components = append(components, daemon.ServeHTTP("mirror: admin", ln, hs, daemon.AdminShutdownGrace))
+		components = append(components, c)
 	}
 	// SIGHUP is caught before "mirror started" tells anyone that they may
 	// send it; without a handler it would kill the process.
@@ -365,4 +302,53 @@ func serve(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.Logg
 	}
 	logger.Info("mirror stopped")
 	return nil
+}
+
+// listenPublic opens the public listeners (and the handoff socket of a
+// back end of connection handoff) and logs each address; on an error it
+// returns those it opened, for the caller to close.
+func listenPublic(cfg *mirror.Config, refused *prometheus.CounterVec, logger *slog.Logger) ([]net.Listener, error) {
+	var lns []net.Listener
+	public := daemon.ListenOptions{
+		MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
+		Refused:           refused.WithLabelValues(daemon.ListenerPublic),
+	}
+	for _, addr := range cfg.Listen {
+		ln, err := daemon.Listen(addr, public)
+		if err != nil {
+			return lns, fmt.Errorf("mirror: listen: %w", err)
+		}
+		lns = append(lns, ln)
+		logger.Info("http listening", "addr", ln.Addr().String())
+	}
+	if cfg.Site.HandoffSocket != "" {
+		// The back-end role of connection handoff: a front end on this host
+		// passes accepted client connections over this socket.
+		ln, err := frontend.ListenHandoff(cfg.Site.HandoffSocket)
+		if err != nil {
+			return lns, fmt.Errorf("mirror: %w", err)
+		}
+		lns = append(lns, ln)
+		logger.Info("handoff listening", "socket", cfg.Site.HandoffSocket)
+	}
+	return lns, nil
+}
+
+// adminComponent opens the admin listener and returns it with the
+// Component that serves the mirror's admin handler and the reload
+// endpoint on it.
+func adminComponent(cfg *mirror.Config, m *mirror.Mirror, reloader *daemon.Reloader, refused *prometheus.CounterVec, keypair *certs.Keypair, logger *slog.Logger) (net.Listener, daemon.Component, error) {
+	ln, err := daemon.ListenAdmin(cfg.Admin, daemon.ListenOptions{
+		MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
+		Refused:           refused.WithLabelValues(daemon.ListenerAdmin),
+		TLS:               keypair,
+	}, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mirror: admin: %w", err)
+	}
+	admin := http.NewServeMux()
+	admin.Handle(api.Reload.Pattern(), api.ReloadHandler(reloader.Reload))
+	admin.Handle("/", m.AdminHandler())
+	hs := daemon.NewAdminServer(api.Guard(admin, cfg.Admin, cfg.AdminHosts, keypair != nil), int(cfg.Limits.MaxHeaderBytes), logger)
+	return ln, daemon.ServeHTTP("mirror: admin", ln, hs, daemon.AdminShutdownGrace), nil
 }

@@ -74,6 +74,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/serve"
 )
 
 // Flags of the comparison (go test ... -args -site -requests 50000).
@@ -816,11 +817,11 @@ func serveSelf(path, adminAddr string, log *slog.Logger) error {
 		defer closer.Close()
 		h = sh
 	} else {
-		cache, err := mirror.NewCache(cfg.Site.Cache, mirror.CacheOptions{Registerer: reg})
+		cache, err := serve.NewCache(cfg.Site.Cache, serve.CacheOptions{Registerer: reg})
 		if err != nil {
 			return err
 		}
-		files, err := mirror.NewFileServer(cfg.Root, mirror.FileServerOptions{Cache: cache, Logger: log})
+		files, err := serve.NewFileServer(cfg.Root, serve.FileServerOptions{Cache: cache, Logger: log})
 		if err != nil {
 			return err
 		}
@@ -829,13 +830,13 @@ func serveSelf(path, adminAddr string, log *slog.Logger) error {
 	}
 	o := mirror.ServerOptionsFromConfig(cfg, h)
 	o.Logger, o.Registerer = log, reg
-	pub, err := mirror.NewServer(o)
+	pub, err := serve.NewServer(o)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	adm, err := mirror.NewServer(mirror.ServerOptions{Handler: mux, Logger: log})
+	adm, err := serve.NewServer(serve.ServerOptions{Handler: mux, Logger: log})
 	if err != nil {
 		return err
 	}

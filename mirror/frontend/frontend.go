@@ -319,7 +319,19 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	h.adm.m = h.m
 	h.m.follow(h)
 	h.m.admissionLimit.Set(float64(h.adm.limit))
-	h.proxy = &httputil.ReverseProxy{
+	h.proxy = h.newProxy()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	for _, b := range h.backends {
+		h.wg.Go(func() { h.runHealthChecks(ctx, b) })
+	}
+	return h, h, nil
+}
+
+// newProxy returns the reverse proxy of the proxy mode, over h's picks
+// and retries.
+func (h *handler) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
 		Transport:      retryTransport{h},
 		ModifyResponse: h.modifyResponse,
@@ -331,12 +343,6 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		// bypass the response's small buffers anyway).
 		FlushInterval: -1,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	for _, b := range h.backends {
-		h.wg.Go(func() { h.runHealthChecks(ctx, b) })
-	}
-	return h, h, nil
 }
 
 // newTransport returns the keep-alive transport to the back ends.

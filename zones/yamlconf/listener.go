@@ -3,11 +3,37 @@ package yamlconf
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 )
+
+// CheckHostPort checks a listen address of either daemon (listen, admin):
+// "HOST:PORT" with HOST empty (every address, or for an admin address the
+// loopback, by the daemons' rule), an IP address or localhost, and PORT a
+// number in 0..65535 (0: a free port). A host name other than localhost
+// is refused: the daemon would listen on whatever it resolves to at start,
+// not on what the operator reads in the file.
+func CheckHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("invalid port %q", port)
+	}
+	if host == "" || host == "localhost" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		return fmt.Errorf("host %q is not an IP address", host)
+	}
+	return nil
+}
 
 // TLSFiles is the certificate and private key of a TLS server, PEM files
 // written relative to the config file: the admin_tls block of both

@@ -160,3 +160,38 @@ func TestCheckAdminHosts(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckHostPort(t *testing.T) {
+	tests := []struct {
+		name, addr, err string // err: "" for none
+	}{
+		{"IPv4", "127.0.0.1:8080", ""},
+		{"IPv6", "[::1]:53", ""},
+		{"IPv6 with a zone", "[fe80::1%eth0]:53", ""},
+		{"every address", ":80", ""},
+		{"localhost", "localhost:9180", ""},
+		{"port 0 picks one", "127.0.0.1:0", ""},
+		{"port 65535", "0.0.0.0:65535", ""},
+		{"no port", "127.0.0.1", "want HOST:PORT"},
+		{"bare port", "8080", "want HOST:PORT"},
+		{"IPv6 without brackets", "::1:53", "want HOST:PORT"},
+		{"empty port", "127.0.0.1:", `invalid port ""`},
+		{"named port", ":http", `invalid port "http"`},
+		{"port 65536", "127.0.0.1:65536", `invalid port "65536"`},
+		{"negative port", "127.0.0.1:-1", `invalid port "-1"`},
+		{"signed port", "127.0.0.1:+80", `invalid port "+80"`},
+		{"host name", "www.example.org:80", `host "www.example.org" is not an IP address`},
+		{"localhost with a dot", "localhost.:80", `host "localhost." is not an IP address`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckHostPort(tt.addr)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("CheckHostPort(%q) = %v, want nil", tt.addr, err)
+			case tt.err != "" && (err == nil || err.Error() != tt.err):
+				t.Errorf("CheckHostPort(%q) = %v, want %q", tt.addr, err, tt.err)
+			}
+		})
+	}
+}

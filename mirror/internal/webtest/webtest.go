@@ -5,6 +5,7 @@
 package webtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -237,4 +238,45 @@ func (b *Backend) LastHeader() http.Header {
 		return nil
 	}
 	return b.headers[len(b.headers)-1]
+}
+
+// CounterValue returns the value of the counter name{label=value} in reg.
+func CounterValue(t testing.TB, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s=%q}", name, label, value)
+	return 0
+}
+
+// SyncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
