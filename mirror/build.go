@@ -201,8 +201,7 @@ func memberPusher(cfg *Config, o Options, snapshot func(time.Time) probe.Report,
 // has no load of its own to report: the redirects it sends, so that dnsd
 // (and whoever reads its views) sees them before the members' reports do.
 // They go to every dnsd, whatever dnsd.push says: the nodes of an NS set
-// share load reports through etcd, not redirect reports (each books the
-// redirects it is told of).
+// share no reports (each books the redirects it is told of).
 func dispatcherPusher(cfg *Config, o Options, booking group.RedirectBooking) (*group.Pusher, error) {
 	d := cfg.DNSD
 	if len(d.URLs) == 0 || d.Secret == "" {

@@ -675,7 +675,7 @@ func TestPublicHealthPath(t *testing.T) {
 
 // TestDispatcherPushesEveryDNSD: a dispatcher's redirect reports go to
 // every dnsd even with push: one, since the nodes of an NS set do not
-// share them; its members' load reports are what push: one is for.
+// share them.
 func TestDispatcherPushesEveryDNSD(t *testing.T) {
 	d1, d2 := newFakeDNSD(t, "a", "b"), newFakeDNSD(t, "a", "b")
 	yaml := fmt.Sprintf(`listen: ["127.0.0.1:0"]
