@@ -15,41 +15,17 @@ const (
 	flagQR     = 1 << 15
 )
 
-var _ dns.PacketConnReader = (*screenReader)(nil)
-
-// serveRaw is the edge's whole path for one message in bytes, as the
-// listeners run it (UDP: fast path or slow path; TCP: screen, accept,
-// unpack, serve); the fuzz target uses it.
-func (s *Server) serveRaw(ctx context.Context, w dns.ResponseWriter, raw []byte, proto string) {
-	if proto == "udp" {
-		var addrs []netip.Addr
-		if b := s.servePacket(ctx, raw, w.LocalAddr(), w.RemoteAddr(), &addrs, nil); b != nil {
-			_, _ = w.Write(b)
-		}
-		return
-	}
-	raw = s.screen(raw)
-	if len(raw) < headerSize || raw[2]&0x80 != 0 {
-		return
-	}
-	r := new(dns.Msg)
-	if err := r.Unpack(raw); err != nil {
-		return
-	}
-	s.ServeMsg(ctx, w, r, proto)
-}
-
-// edgeHandler adapts the Server to miekg's dns.Handler for one transport.
+// edgeHandler adapts the Server to miekg's dns.Handler for TCP (UDP is
+// served by udp.go).
 type edgeHandler struct {
-	s     *Server
-	proto string
-	ctx   context.Context
+	s   *Server
+	ctx context.Context
 }
 
 var _ dns.Handler = edgeHandler{}
 
 func (h edgeHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	h.s.ServeMsg(h.ctx, w, r, h.proto)
+	h.s.ServeMsg(h.ctx, w, r, "tcp")
 }
 
 // reqInfo is what the edge learned about a request, for the handlers.

@@ -169,14 +169,6 @@ func (s *Server) limiter(c zones.RRLConfig) (*rrl.Limiter, error) {
 	return l, nil
 }
 
-// Snapshot returns the set being served, or nil before the first Load.
-func (s *Server) Snapshot() *zones.Set {
-	if snap := s.snap.Load(); snap != nil {
-		return snap.set
-	}
-	return nil
-}
-
 func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if set == nil || set.Config == nil {
 		return nil, ErrNoConfig
@@ -284,7 +276,7 @@ func newTSIGKey(k zones.TSIGKey) (tsigKey, error) {
 // most max_tcp_connections connections open at once (the server's TCP
 // connections on all listeners count together). It blocks like ServeUDP.
 func (s *Server) ServeTCP(ctx context.Context, ln net.Listener) error {
-	srv := s.dnsServer(ctx, "tcp")
+	srv := s.dnsServer(ctx)
 	srv.Listener = &capListener{Listener: ln, s: s}
 	srv.IdleTimeout = func() time.Duration {
 		if snap := s.snap.Load(); snap != nil {
@@ -295,14 +287,15 @@ func (s *Server) ServeTCP(ctx context.Context, ln net.Listener) error {
 	return s.run(ctx, srv, "tcp")
 }
 
-// dnsServer configures miekg's server; handlers get ctx's values but not
-// its cancellation, so that queries in flight finish during shutdown.
-func (s *Server) dnsServer(ctx context.Context, proto string) *dns.Server {
+// dnsServer configures miekg's server for TCP; handlers get ctx's values
+// but not its cancellation, so that queries in flight finish during
+// shutdown.
+func (s *Server) dnsServer(ctx context.Context) *dns.Server {
 	return &dns.Server{
-		Net:            proto,
-		Handler:        edgeHandler{s: s, proto: proto, ctx: context.WithoutCancel(ctx)},
+		Net:            "tcp",
+		Handler:        edgeHandler{s: s, ctx: context.WithoutCancel(ctx)},
 		MsgAcceptFunc:  acceptMsg,
-		DecorateReader: func(r dns.Reader) dns.Reader { return &screenReader{next: r, s: s} },
+		DecorateReader: func(r dns.Reader) dns.Reader { return &tcpReader{Reader: r, s: s} },
 		TsigProvider:   tsigProvider{s: s},
 	}
 }

@@ -7,25 +7,25 @@ import (
 	"time"
 )
 
-// Defaults of ScopeRatesConfig.
+// The defaults of ScopeRatesConfig and the calibration's gains.
 const (
-	// DefaultMaxScopes bounds the scopes a ScopeRates remembers.
-	DefaultMaxScopes = 1 << 16
-	// DefaultScopeHalfLife is the half-life of the decaying counters.
-	DefaultScopeHalfLife = 5 * time.Minute
-	// DefaultRatePerCachedAnswer is the assumed request rate (requests per
-	// second) behind one cached copy of an answer while no load report
-	// says better.
-	DefaultRatePerCachedAnswer = 1
-	// DefaultCalibrationGain is η, the damping of the calibration: a
-	// report moves a scope's estimate by the report's ratio of seen to
-	// predicted requests to the power η × the scope's exposure.
-	DefaultCalibrationGain = 0.15
-	// DefaultStepGain is μ, the damping of the step equation: the change
-	// between two reports of a member, not explained by the estimates of
-	// the scopes that came or went, is shared among them in proportion
-	// to their change of exposure, times μ.
-	DefaultStepGain = 1
+	// defaultMaxScopes bounds the scopes a ScopeRates remembers.
+	defaultMaxScopes = 1 << 16
+	// defaultScopeHalfLife is the half-life of the decaying counters.
+	defaultScopeHalfLife = 5 * time.Minute
+	// defaultRatePerCachedAnswer is k, the assumed request rate (requests
+	// per second) behind one cached copy of an answer while no load
+	// report says better.
+	defaultRatePerCachedAnswer = 1
+	// calibrationGain is η, the damping of the calibration: a report
+	// moves a scope's estimate by the report's ratio of seen to predicted
+	// requests to the power η × the scope's exposure.
+	calibrationGain = 0.15
+	// stepGain is μ, the damping of the step equation: the change between
+	// two reports of a member, not explained by the estimates of the
+	// scopes that came or went, is shared among them in proportion to
+	// their change of exposure, times μ.
+	stepGain = 1
 )
 
 // MaxTrackedMembers is the number of members per group whose answers a
@@ -59,17 +59,14 @@ type ScopeRatesConfig struct {
 	// MaxScopes is the most scopes remembered; the least recently seen
 	// one is forgotten to make room.
 	MaxScopes int
-	// HalfLife is the half-life of the decaying copies counters; several
-	// maximum TTLs is a good value.
-	HalfLife time.Duration
-	// RatePerCachedAnswer is k, the assumed request rate behind one cached
-	// copy of an answer while no member has reported (see the package
-	// documentation).
-	RatePerCachedAnswer float64
-	// Gain is η of the calibration (DefaultCalibrationGain when 0; at
-	// most 1) and StepGain μ of its step equation (DefaultStepGain when
-	// 0; at most 1).
-	Gain, StepGain float64
+
+	// halfLife (tests only) is the half-life of the decaying copies
+	// counters; several maximum TTLs is a good value.
+	halfLife time.Duration
+	// ratePerCachedAnswer (tests only) is k, the assumed request rate
+	// behind one cached copy of an answer while no member has reported
+	// (see the package documentation).
+	ratePerCachedAnswer float64
 }
 
 // ScopeRates estimates the request rate r̂ₛ behind each client scope s (a
@@ -84,10 +81,8 @@ type ScopeRatesConfig struct {
 // ScopeEntryBytes) and mostly allocated up front. It is safe for
 // concurrent use; the clock is passed in.
 type ScopeRates struct {
-	k        float64 // RatePerCachedAnswer
+	k        float64 // requests per second per cached copy
 	halfLife float64 // seconds
-	gain     float64
-	stepGain float64
 
 	mu    sync.Mutex
 	epoch time.Time // times are nanoseconds since epoch
@@ -183,25 +178,17 @@ func (d *decaying) add(x float64, t int64, halfLife float64) {
 // NewScopeRates returns an empty ScopeRates.
 func NewScopeRates(c ScopeRatesConfig) *ScopeRates {
 	if c.MaxScopes <= 0 {
-		c.MaxScopes = DefaultMaxScopes
+		c.MaxScopes = defaultMaxScopes
 	}
-	if c.HalfLife <= 0 {
-		c.HalfLife = DefaultScopeHalfLife
+	if c.halfLife <= 0 {
+		c.halfLife = defaultScopeHalfLife
 	}
-	if !(c.RatePerCachedAnswer > 0) || math.IsInf(c.RatePerCachedAnswer, 0) {
-		c.RatePerCachedAnswer = DefaultRatePerCachedAnswer
-	}
-	if !(c.Gain > 0) || c.Gain > 1 {
-		c.Gain = DefaultCalibrationGain
-	}
-	if !(c.StepGain > 0) || c.StepGain > 1 {
-		c.StepGain = DefaultStepGain
+	if !(c.ratePerCachedAnswer > 0) || math.IsInf(c.ratePerCachedAnswer, 0) {
+		c.ratePerCachedAnswer = defaultRatePerCachedAnswer
 	}
 	return &ScopeRates{
-		k:        c.RatePerCachedAnswer,
-		halfLife: c.HalfLife.Seconds(),
-		gain:     c.Gain,
-		stepGain: c.StepGain,
+		k:        c.ratePerCachedAnswer,
+		halfLife: c.halfLife.Seconds(),
 		index:    make(map[netip.Prefix]int32, c.MaxScopes),
 		slots:    make([]scopeSlot, 0, c.MaxScopes),
 		head:     -1,

@@ -203,7 +203,7 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 		s.errEWMA, s.errSet = e, true
 	}
 	ratio := min(max(m.g/predicted, 1.0/maxCalibrationRatio), maxCalibrationRatio)
-	lr := math.Log(ratio) * s.gain
+	lr := math.Log(ratio) * calibrationGain
 	// The step equation, a Kalman update with each scope's variance vₛ
 	// and the Poisson noise of the step (the requests that entered and
 	// left the window, 2·G·Δt/W²): S = Σ vₛ·Δaₛ² + noise, and each scope
@@ -222,8 +222,8 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 		sl := &s.slots[x.slot]
 		r := sl.rate
 		if sv > 0 && x.da != 0 {
-			r += s.stepGain * sl.v * x.da * resid / sv
-			sl.v *= max(1-s.stepGain*sl.v*x.da*x.da/sv, 0)
+			r += stepGain * sl.v * x.da * resid / sv
+			sl.v *= max(1-stepGain*sl.v*x.da*x.da/sv, 0)
 		}
 		r *= math.Exp(lr * x.a)
 		r = min(max(r, minScopeRate), maxScopeRate)

@@ -1,7 +1,6 @@
 package dnsd
 
 import (
-	"errors"
 	"io"
 	"net"
 	"time"
@@ -20,15 +19,18 @@ func acceptMsg(dh dns.Header) dns.MsgAcceptAction {
 	return dns.MsgAccept
 }
 
-// screenReader drops messages that can not be unpacked before miekg/dns
-// sees them (it would answer those with FORMERR echoing the request's
-// flags). It returns them emptied, which miekg discards as a short read.
-type screenReader struct {
-	next dns.Reader
-	s    *Server
+// tcpReader is the TCP listeners' reader: it enforces max_tcp_queries
+// and the first query's read timeout, and drops messages that can not be
+// unpacked before miekg/dns sees them (it would answer those with FORMERR
+// echoing the request's flags), returning them emptied, which miekg
+// discards as a short read. UDP never comes here: udp.go reads its
+// sockets itself.
+type tcpReader struct {
+	dns.Reader
+	s *Server
 }
 
-func (r *screenReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
+func (r *tcpReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
 	if c, ok := conn.(*capConn); ok {
 		limit, read := zones.DefaultMaxTCPQueries, zones.DefaultTCPReadTimeout
 		if snap := r.s.snap.Load(); snap != nil {
@@ -42,31 +44,11 @@ func (r *screenReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, er
 			timeout = read // miekg waits this long for the first query, the idle timeout for the next
 		}
 	}
-	m, err := r.next.ReadTCP(conn, timeout)
+	m, err := r.Reader.ReadTCP(conn, timeout)
 	if err != nil {
 		return m, err
 	}
 	return r.s.screen(m), nil
-}
-
-func (r *screenReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, *dns.SessionUDP, error) {
-	m, sess, err := r.next.ReadUDP(conn, timeout)
-	if err != nil {
-		return m, sess, err
-	}
-	return r.s.screen(m), sess, nil
-}
-
-func (r *screenReader) ReadPacketConn(conn net.PacketConn, timeout time.Duration) ([]byte, net.Addr, error) {
-	pr, ok := r.next.(dns.PacketConnReader)
-	if !ok {
-		return nil, nil, errors.New("dnsd: reader can not read a net.PacketConn")
-	}
-	m, addr, err := pr.ReadPacketConn(conn, timeout)
-	if err != nil {
-		return m, addr, err
-	}
-	return r.s.screen(m), addr, nil
 }
 
 // screen returns m, or m[:0] when m is a request that can not be unpacked.
