@@ -30,18 +30,11 @@ func (h edgeHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 
 // reqInfo is what the edge learned about a request, for the handlers.
 type reqInfo struct {
-	tcp     bool
-	client  netip.Addr
-	edns    bool
-	do      bool
-	udpSize int
-	nsid    bool
-	cookie  []byte // client cookie
-	hasECS  bool
-	ecs     netip.Prefix
-	ecsFam  uint16
-	ecsSrc  uint8
-	tsig    *dns.TSIG
+	ednsQuery
+	tcp    bool
+	client netip.Addr
+	cookie []byte // client cookie
+	tsig   *dns.TSIG
 }
 
 type infoKey struct{}

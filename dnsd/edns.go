@@ -40,7 +40,7 @@ func (s *Server) parseExtra(r *dns.Msg, info *reqInfo) int {
 	info.edns = true
 	info.do = opt.Do()
 	info.udpSize = int(opt.UDPSize())
-	if opt.Version() != 0 {
+	if opt.Version() != ednsVersion {
 		return dns.RcodeBadVers
 	}
 	for _, o := range opt.Option {
@@ -64,21 +64,13 @@ func (s *Server) parseExtra(r *dns.Msg, info *reqInfo) int {
 // parseECS reads a client subnet option; invalid ones are ignored.
 func parseECS(o *dns.EDNS0_SUBNET, info *reqInfo) {
 	var a netip.Addr
-	var ok bool
 	switch o.Family {
 	case 1:
-		a, ok = netip.AddrFromSlice(o.Address.To4())
+		a, _ = netip.AddrFromSlice(o.Address.To4())
 	case 2:
-		a, ok = netip.AddrFromSlice(o.Address.To16())
+		a, _ = netip.AddrFromSlice(o.Address.To16())
 	}
-	if !ok || o.SourceScope != 0 {
-		return
-	}
-	p, err := a.Prefix(int(o.SourceNetmask))
-	if err != nil {
-		return
-	}
-	info.hasECS, info.ecs, info.ecsFam, info.ecsSrc = true, p, o.Family, o.SourceNetmask
+	info.setECS(o.Family, o.SourceNetmask, o.SourceScope, a)
 }
 
 func hasOption(opts []dns.EDNS0, code uint16) bool {
@@ -93,12 +85,11 @@ func hasOption(opts []dns.EDNS0, code uint16) bool {
 // ecsOption is the reply's client subnet option (RFC 7871 §7.2.1) for an
 // answer that depended on the first scope bits of the client's address.
 func ecsOption(info *reqInfo, scope int) *dns.EDNS0_SUBNET {
-	scope = max(0, min(scope, info.ecs.Addr().BitLen()))
 	return &dns.EDNS0_SUBNET{
 		Code:          dns.EDNS0SUBNET,
 		Family:        info.ecsFam,
 		SourceNetmask: info.ecsSrc,
-		SourceScope:   uint8(scope),
+		SourceScope:   info.ecsScope(scope),
 		Address:       net.IP(info.ecs.Masked().Addr().AsSlice()),
 	}
 }

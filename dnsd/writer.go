@@ -135,7 +135,7 @@ func (ew *edgeWriter) finish(m *dns.Msg, sign bool) {
 			opt.SetDo()
 		}
 		opt.Option = opts
-		if info.nsid && ew.snap != nil && ew.snap.nsidHex != "" {
+		if info.sendsNSID(ew.snap) {
 			opt.Option = append(opt.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: ew.snap.nsidHex})
 		}
 		if info.cookie != nil {
@@ -160,13 +160,7 @@ func (ew *edgeWriter) finish(m *dns.Msg, sign bool) {
 	}
 
 	m.Compress = true
-	size := dns.MaxMsgSize
-	if !info.tcp {
-		size = dns.MinMsgSize
-		if info.edns {
-			size = max(dns.MinMsgSize, min(info.udpSize, maxUDP))
-		}
-	}
+	size := info.replySize(info.tcp, maxUDP)
 	if tsig != nil {
 		size -= dns.Len(tsig) + 64 // room for the MAC
 	}
