@@ -169,10 +169,41 @@ func (s *Server) limiter(c zones.RRLConfig) (*rrl.Limiter, error) {
 	return l, nil
 }
 
+// build makes the snapshot that serves set: its limits, TSIG keys, zone
+// indexes, rate limiter, handler chain and fast table.
 func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if set == nil || set.Config == nil {
 		return nil, ErrNoConfig
 	}
+	sc := set.Config.Server
+	snap := newSnapshot(set)
+	keys, err := tsigKeys(sc.TSIG)
+	if err != nil {
+		return nil, err
+	}
+	snap.keys = keys
+	if snap.rrl, err = s.limiter(sc.RRL); err != nil {
+		return nil, err
+	}
+	snap.rrlCfg = sc.RRL
+	snap.groups = s.groups
+	if snap.groups == nil {
+		snap.groups = StaticGroups{Set: set}
+	}
+	var chain Handler = &auth{set: set, groups: snap.groups, negSOA: snap.negSOA}
+	chain = &transfer{set: set, allow: snap.transfer, next: chain}
+	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
+	if s.wrap != nil {
+		chain = s.wrap(chain)
+	}
+	snap.chain = chain
+	snap.fast = s.buildFast(snap)
+	return snap, nil
+}
+
+// newSnapshot returns the snapshot of set with its limits (defaulted) and
+// zone indexes: each zone's negative SOA, each origin's transfer clients.
+func newSnapshot(set *zones.Set) *snapshot {
 	sc := set.Config.Server
 	snap := &snapshot{
 		set:      set,
@@ -184,7 +215,6 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		tcpQs:    sc.MaxTCPQueries,
 		nsidHex:  hex.EncodeToString([]byte(sc.NSID)),
 		nsid:     []byte(sc.NSID),
-		keys:     make(map[string]tsigKey, len(sc.TSIG)),
 		negSOA:   make(map[*zones.Zone]*dns.SOA, len(set.Zones)),
 		transfer: make(map[string][]netip.Prefix, len(set.Config.Zones)),
 	}
@@ -207,19 +237,6 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if snap.tcpQs <= 0 {
 		snap.tcpQs = zones.DefaultMaxTCPQueries
 	}
-	var err error
-	var errs []error
-	for _, k := range sc.TSIG {
-		key, err := newTSIGKey(k)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		snap.keys[dns.CanonicalName(k.Name)] = key
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	for _, z := range set.Zones {
 		if z.SOA == nil {
 			continue
@@ -232,23 +249,26 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		o := dns.CanonicalName(zc.Origin)
 		snap.transfer[o] = append(snap.transfer[o], zc.AllowTransfer...)
 	}
-	if snap.rrl, err = s.limiter(sc.RRL); err != nil {
-		return nil, err
+	return snap
+}
+
+// tsigKeys returns the usable keys by canonical name, or the errors of
+// every key that is not.
+func tsigKeys(ks []zones.TSIGKey) (map[string]tsigKey, error) {
+	keys := make(map[string]tsigKey, len(ks))
+	var errs []error
+	for _, k := range ks {
+		key, err := newTSIGKey(k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		keys[dns.CanonicalName(k.Name)] = key
 	}
-	snap.rrlCfg = sc.RRL
-	snap.groups = s.groups
-	if snap.groups == nil {
-		snap.groups = StaticGroups{Set: set}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
-	var chain Handler = &auth{set: set, groups: snap.groups, negSOA: snap.negSOA}
-	chain = &transfer{set: set, allow: snap.transfer, next: chain}
-	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
-	if s.wrap != nil {
-		chain = s.wrap(chain)
-	}
-	snap.chain = chain
-	snap.fast = s.buildFast(snap)
-	return snap, nil
+	return keys, nil
 }
 
 // tsigKey is a usable TSIG key.

@@ -129,24 +129,7 @@ func (ew *edgeWriter) finish(m *dns.Msg, sign bool) {
 		maxUDP = ew.snap.maxUDP
 	}
 	if info.edns {
-		opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-		opt.SetUDPSize(uint16(maxUDP))
-		if info.do {
-			opt.SetDo()
-		}
-		opt.Option = opts
-		if info.sendsNSID(ew.snap) {
-			opt.Option = append(opt.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: ew.snap.nsidHex})
-		}
-		if info.cookie != nil {
-			opt.Option = append(opt.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: ew.s.serverCookie(info)})
-		}
-		if info.hasECS && !hasOption(opts, dns.EDNS0SUBNET) {
-			// No handler said what the answer depended on: nothing of
-			// the client (scope 0).
-			opt.Option = append(opt.Option, ecsOption(info, 0))
-		}
-		m.Extra = append(m.Extra, opt)
+		m.Extra = append(m.Extra, ew.replyOPT(opts, maxUDP))
 	}
 
 	if sign && tsig == nil && info.tsig != nil {
@@ -170,4 +153,28 @@ func (ew *edgeWriter) finish(m *dns.Msg, sign bool) {
 	if tsig != nil {
 		m.Extra = append(m.Extra, tsig)
 	}
+}
+
+// replyOPT is the reply's OPT record: the server's UDP size and the DO
+// bit, the options a handler set (opts), then the NSID and the cookie when
+// asked for, and a client subnet option of scope 0 when the query had one
+// and no handler said what the answer depended on (nothing of the client).
+func (ew *edgeWriter) replyOPT(opts []dns.EDNS0, maxUDP int) *dns.OPT {
+	info := ew.info
+	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	opt.SetUDPSize(uint16(maxUDP))
+	if info.do {
+		opt.SetDo()
+	}
+	opt.Option = opts
+	if info.sendsNSID(ew.snap) {
+		opt.Option = append(opt.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: ew.snap.nsidHex})
+	}
+	if info.cookie != nil {
+		opt.Option = append(opt.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: ew.s.serverCookie(info)})
+	}
+	if info.hasECS && !hasOption(opts, dns.EDNS0SUBNET) {
+		opt.Option = append(opt.Option, ecsOption(info, 0))
+	}
+	return opt
 }
