@@ -156,14 +156,30 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 		return
 	}
 	m.at, m.w = t, w
+	sc, predicted, dpred, dnorm := s.exposures(m, member, t-int64(w), t)
+	if predicted <= 0 {
+		return
+	}
+	s.noteError(m.g, predicted)
 	// The step from the previous report is worth its own equation when
 	// the two windows overlap: ΔG = Σ Δaₛ·rₛ names only the scopes that
 	// came or went.
-	step := had && prevW == w && t > prevAt && t-prevAt < int64(w)
-	from := t - int64(w)
+	var resid, sv float64
+	if had && prevW == w && t > prevAt && t-prevAt < int64(w) && dnorm > 0 {
+		resid, sv = s.stepInnovation(sc, m.g, prevG, dpred, t-prevAt, w)
+	}
+	s.calibrate(sc, m.g/predicted, resid, sv)
+}
+
+// exposures returns the exposure to member j (whose calibration is m) of
+// the scopes in its touch list over [from, t], with the prediction Ĝ =
+// Σ aₛ·r̂ₛ, the predicted change Σ Δaₛ·r̂ₛ and Σ Δaₛ² since its previous
+// report; scopes that start being exposed take the prior. It drops from
+// the list the slots reused since and those whose answers to j all ended
+// before from. The caller holds mu; the result is s.scratch.
+func (s *ScopeRates) exposures(m *memberCal, j int, from, t int64) (sc []exposed, predicted, dpred, dnorm float64) {
 	prior := s.prior(t)
-	sc := s.scratch[:0]
-	var predicted, dpred, dnorm float64
+	sc = s.scratch[:0]
 	for k := 0; k < len(m.touch); {
 		ref := &m.touch[k]
 		sl := &s.slots[ref.slot]
@@ -172,7 +188,7 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 			m.touch = m.touch[:len(m.touch)-1]
 			continue
 		}
-		a := exposure(sl, member, from, t)
+		a := exposure(sl, j, from, t)
 		da := a - float64(ref.a)
 		ref.a = float32(a)
 		if a > 0 || da != 0 {
@@ -184,8 +200,8 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 			dpred += da * sl.rate
 			dnorm += da * da
 		}
-		if lastEnd(sl, member) < from {
-			sl.listed &^= 1 << member
+		if lastEnd(sl, j) < from {
+			sl.listed &^= 1 << j
 			m.touch[k] = m.touch[len(m.touch)-1]
 			m.touch = m.touch[:len(m.touch)-1]
 			continue
@@ -193,31 +209,42 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 		k++
 	}
 	s.scratch = sc
-	if predicted <= 0 {
-		return
-	}
-	e := math.Abs(m.g-predicted) / max(m.g, predicted)
+	return sc, predicted, dpred, dnorm
+}
+
+// noteError folds a report's relative error |G − Ĝ| / max(G, Ĝ) into the
+// calibration error's exponential average; the caller holds mu.
+func (s *ScopeRates) noteError(g, predicted float64) {
+	e := math.Abs(g-predicted) / max(g, predicted)
 	if s.errSet {
 		s.errEWMA += 0.1 * (e - s.errEWMA)
 	} else {
 		s.errEWMA, s.errSet = e, true
 	}
-	ratio := min(max(m.g/predicted, 1.0/maxCalibrationRatio), maxCalibrationRatio)
-	lr := math.Log(ratio) * calibrationGain
-	// The step equation, a Kalman update with each scope's variance vₛ
-	// and the Poisson noise of the step (the requests that entered and
-	// left the window, 2·G·Δt/W²): S = Σ vₛ·Δaₛ² + noise, and each scope
-	// takes μ·vₛ·Δaₛ/S of what the estimates do not explain.
-	var resid, sv float64
-	if step && dnorm > 0 {
-		var pd2 float64
-		for _, x := range sc {
-			pd2 += s.slots[x.slot].v * x.da * x.da
-		}
-		ws := w.Seconds()
-		noise := (m.g + prevG) * float64(t-prevAt) / 1e9 / (ws * ws)
-		resid, sv = (m.g-prevG)-dpred, pd2+max(noise, 1e-9)
+}
+
+// stepInnovation returns the step equation's residual, what the estimates
+// do not explain of the change g − prevG over dt, and its variance S =
+// Σ vₛ·Δaₛ² + the Poisson noise of the step (the requests that entered
+// and left the window w, 2·G·Δt/W²). The caller holds mu.
+func (s *ScopeRates) stepInnovation(sc []exposed, g, prevG, dpred float64, dt int64, w time.Duration) (resid, sv float64) {
+	var pd2 float64
+	for _, x := range sc {
+		pd2 += s.slots[x.slot].v * x.da * x.da
 	}
+	ws := w.Seconds()
+	noise := (g + prevG) * float64(dt) / 1e9 / (ws * ws)
+	return (g - prevG) - dpred, pd2 + max(noise, 1e-9)
+}
+
+// calibrate moves each exposed scope's estimate: by the step equation, a
+// Kalman update in which each scope takes μ·vₛ·Δaₛ/S of the residual
+// (when sv > 0), then by the report's ratio G/Ĝ (clamped to [1/4, 4]) to
+// the power η·aₛ, within the bounds of an estimate; the variance grows
+// back by the drift, so the estimate keeps following. The caller holds mu.
+func (s *ScopeRates) calibrate(sc []exposed, ratio, resid, sv float64) {
+	ratio = min(max(ratio, 1.0/maxCalibrationRatio), maxCalibrationRatio)
+	lr := math.Log(ratio) * calibrationGain
 	for _, x := range sc {
 		sl := &s.slots[x.slot]
 		r := sl.rate
@@ -227,7 +254,6 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 		}
 		r *= math.Exp(lr * x.a)
 		r = min(max(r, minScopeRate), maxScopeRate)
-		// Drift: the variance grows back, so the estimate keeps following.
 		sl.v += (stepDrift * r) * (stepDrift * r)
 		s.setRate(sl, r)
 	}
