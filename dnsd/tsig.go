@@ -5,11 +5,14 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 
 	"github.com/miekg/dns"
+	"github.com/transmirror/transmirror/zones"
 )
 
 // checkTSIG returns BADKEY for an unknown key or algorithm, BADTIME or
@@ -84,4 +87,44 @@ func hashFor(alg string) func() hash.Hash {
 		return sha512.New
 	}
 	return nil
+}
+
+// tsigKeys returns the usable keys by canonical name, or the errors of
+// every key that is not.
+func tsigKeys(ks []zones.TSIGKey) (map[string]tsigKey, error) {
+	keys := make(map[string]tsigKey, len(ks))
+	var errs []error
+	for _, k := range ks {
+		key, err := newTSIGKey(k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		keys[dns.CanonicalName(k.Name)] = key
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return keys, nil
+}
+
+// tsigKey is a usable TSIG key.
+type tsigKey struct {
+	alg    string // canonical algorithm name
+	secret []byte
+}
+
+func newTSIGKey(k zones.TSIGKey) (tsigKey, error) {
+	alg := dns.CanonicalName(k.Algorithm)
+	if k.Algorithm == "" {
+		alg = dns.HmacSHA256
+	}
+	if hashFor(alg) == nil {
+		return tsigKey{}, fmt.Errorf("%w %q: unsupported algorithm %q", ErrBadTSIGKey, k.Name, k.Algorithm)
+	}
+	secret, err := base64.StdEncoding.DecodeString(k.Secret)
+	if err != nil || len(secret) == 0 {
+		return tsigKey{}, fmt.Errorf("%w %q: secret is not base64", ErrBadTSIGKey, k.Name)
+	}
+	return tsigKey{alg: alg, secret: secret}, nil
 }
