@@ -70,54 +70,12 @@ func addrOf(a net.Addr) netip.Addr {
 // of ServeUDP and ServeTCP call it for every message; benchmarks and
 // in-process callers use it without a socket.
 func (s *Server) ServeMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, proto string) {
-	start := time.Now()
 	snap := s.snap.Load()
 	info := &reqInfo{tcp: proto == "tcp", client: addrOf(w.RemoteAddr())}
 	ew := &edgeWriter{ResponseWriter: w, s: s, snap: snap, req: r, info: info}
-	defer func() {
-		if p := recover(); p != nil {
-			s.m.panics.Inc()
-			s.log.Error("dnsd: handler panic", "panic", fmt.Sprint(p))
-			if !ew.written {
-				ew.writeError(dns.RcodeServerFailure)
-			}
-		}
-		qt := "other"
-		if len(r.Question) == 1 {
-			qt = qtypeLabel(r.Question[0].Qtype)
-		}
-		if ew.written && !ew.limited {
-			s.m.queries.WithLabelValues(proto, qt, rcodeLabel(ew.rcode)).Inc()
-		}
-		s.m.duration.WithLabelValues(proto).Observe(time.Since(start).Seconds())
-	}()
-
-	if r.Opcode != dns.OpcodeQuery {
-		ew.writeError(dns.RcodeNotImplemented)
+	defer ew.done(proto, time.Now())
+	if !ew.admit() {
 		return
-	}
-	if len(r.Question) != 1 {
-		ew.writeError(dns.RcodeFormatError)
-		return
-	}
-	if rc := s.parseExtra(r, info); rc != dns.RcodeSuccess {
-		ew.writeError(rc)
-		return
-	}
-	switch r.Question[0].Qtype {
-	case dns.TypeOPT, dns.TypeTSIG:
-		ew.writeError(dns.RcodeFormatError)
-		return
-	case dns.TypeTKEY:
-		ew.writeError(dns.RcodeNotImplemented)
-		return
-	}
-	if t := r.IsTsig(); t != nil {
-		if code := s.checkTSIG(snap, w, t); code != dns.RcodeSuccess {
-			ew.writeTSIGError(t, code)
-			return
-		}
-		info.tsig = t
 	}
 	if snap == nil {
 		ew.writeError(dns.RcodeRefused)
@@ -133,6 +91,67 @@ func (s *Server) ServeMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg,
 		}
 		ew.writeError(rc)
 	}
+}
+
+// admit applies the protocol rules to the request before any handler
+// sees it: NOTIMP for an opcode other than QUERY, meta types and TKEY;
+// FORMERR for other than one question or a misplaced OPT or TSIG;
+// BADVERS; the TSIG check. It reads the request's EDNS options and TSIG
+// into ew.info and reports whether the request goes on to the chain
+// (false: the error reply is written).
+func (ew *edgeWriter) admit() bool {
+	r, info := ew.req, ew.info
+	if r.Opcode != dns.OpcodeQuery {
+		ew.writeError(dns.RcodeNotImplemented)
+		return false
+	}
+	if len(r.Question) != 1 {
+		ew.writeError(dns.RcodeFormatError)
+		return false
+	}
+	if rc := ew.s.parseExtra(r, info); rc != dns.RcodeSuccess {
+		ew.writeError(rc)
+		return false
+	}
+	switch r.Question[0].Qtype {
+	case dns.TypeOPT, dns.TypeTSIG:
+		ew.writeError(dns.RcodeFormatError)
+		return false
+	case dns.TypeTKEY:
+		ew.writeError(dns.RcodeNotImplemented)
+		return false
+	}
+	if t := r.IsTsig(); t != nil {
+		if code := ew.s.checkTSIG(ew.snap, ew.ResponseWriter, t); code != dns.RcodeSuccess {
+			ew.writeTSIGError(t, code)
+			return false
+		}
+		info.tsig = t
+	}
+	return true
+}
+
+// done is ServeMsg's deferred end: a handler's panic becomes SERVFAIL
+// (unless a reply was written) and is counted and logged; the reply is
+// counted by transport, qtype and rcode (not when the rate limiter dropped
+// it), and the time since start observed.
+func (ew *edgeWriter) done(proto string, start time.Time) {
+	s, r := ew.s, ew.req
+	if p := recover(); p != nil {
+		s.m.panics.Inc()
+		s.log.Error("dnsd: handler panic", "panic", fmt.Sprint(p))
+		if !ew.written {
+			ew.writeError(dns.RcodeServerFailure)
+		}
+	}
+	qt := "other"
+	if len(r.Question) == 1 {
+		qt = qtypeLabel(r.Question[0].Qtype)
+	}
+	if ew.written && !ew.limited {
+		s.m.queries.WithLabelValues(proto, qt, rcodeLabel(ew.rcode)).Inc()
+	}
+	s.m.duration.WithLabelValues(proto).Observe(time.Since(start).Seconds())
 }
 
 var _ dns.ResponseWriter = (*edgeWriter)(nil)
