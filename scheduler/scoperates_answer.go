@@ -71,16 +71,10 @@ func (s *ScopeRates) Answer(scope netip.Prefix, a ScopeAnswer, now time.Time) Sc
 		r = s.peek(nil, a, t)
 	}
 	s.total.add(float64(r.TTL), t, s.halfLife)
-	switch {
-	case ok:
+	if ok {
 		s.unlink(i)
-	case len(s.slots) < cap(s.slots):
-		i = int32(len(s.slots))
-		s.slots = append(s.slots, scopeSlot{gen: 1})
-	default:
-		i = s.tail
-		s.unlink(i)
-		s.forget(i)
+	} else {
+		i = s.freeSlot()
 	}
 	sl := &s.slots[i]
 	if !ok {

@@ -67,15 +67,7 @@ func (s *ScopeRates) Restore(st ScopeRatesState, now time.Time) {
 		if _, ok := s.index[p]; ok {
 			continue
 		}
-		var i int32
-		if len(s.slots) < cap(s.slots) {
-			i = int32(len(s.slots))
-			s.slots = append(s.slots, scopeSlot{gen: 1})
-		} else {
-			i = s.tail
-			s.unlink(i)
-			s.forget(i)
-		}
+		i := s.freeSlot()
 		sl := &s.slots[i]
 		at := min(s.ns(e.Seen), t)
 		*sl = scopeSlot{key: p, gen: sl.gen + 1, c: decaying{v: sane(e.Copies) * s.halfLife / math.Ln2, at: at}}

@@ -4,6 +4,20 @@ import (
 	"math/bits"
 )
 
+// freeSlot returns a slot for a new scope, out of the recency list: a
+// fresh one while the table has room, else the least recently seen one,
+// forgotten (its gen is kept, the caller bumps it). The caller holds mu.
+func (s *ScopeRates) freeSlot() int32 {
+	if len(s.slots) < cap(s.slots) {
+		s.slots = append(s.slots, scopeSlot{gen: 1})
+		return int32(len(s.slots) - 1)
+	}
+	i := s.tail
+	s.unlink(i)
+	s.forget(i)
+	return i
+}
+
 // forget clears slot i for reuse; the caller holds mu.
 func (s *ScopeRates) forget(i int32) {
 	sl := &s.slots[i]
