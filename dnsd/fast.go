@@ -220,16 +220,23 @@ func parseFast(pkt []byte, q *fastQuery) bool {
 	if off+rdlen != len(pkt) {
 		return false
 	}
-	for off < len(pkt) {
-		if off+4 > len(pkt) {
+	return parseFastOptions(pkt[off:], q)
+}
+
+// parseFastOptions reads the options of the OPT record, opts, into q: NSID,
+// padding and one client subnet option. It reports false for any other
+// option, or a malformed one.
+func parseFastOptions(opts []byte, q *fastQuery) bool {
+	for off := 0; off < len(opts); {
+		if off+4 > len(opts) {
 			return false
 		}
-		code, n := binary.BigEndian.Uint16(pkt[off:]), int(binary.BigEndian.Uint16(pkt[off+2:]))
+		code, n := binary.BigEndian.Uint16(opts[off:]), int(binary.BigEndian.Uint16(opts[off+2:]))
 		off += 4
-		if off+n > len(pkt) {
+		if off+n > len(opts) {
 			return false
 		}
-		data := pkt[off : off+n]
+		data := opts[off : off+n]
 		off += n
 		switch code {
 		case dns.EDNS0NSID:
