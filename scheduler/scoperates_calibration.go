@@ -267,44 +267,9 @@ func exposure(sl *scopeSlot, j int, from, to int64) float64 {
 	if to <= from {
 		return 0
 	}
-	type seg struct {
-		start, end int64
-		share      float64 // 1/n if it names j, else 0
-		fam        int
-	}
-	var segs [4]seg
-	ns := 0
+	var segs [4]answerSeg
 	var pts [10]int64
-	np := 0
-	pts[np], pts[np+1] = from, to
-	np += 2
-	for f := range sl.ans {
-		cur, prev := sl.ans[f][0], sl.ans[f][1]
-		for k, a := range [2]answerRec{cur, prev} {
-			if a.n == 0 {
-				continue
-			}
-			next := int64(0)
-			if k == 1 {
-				next = cur.at
-			}
-			sg := seg{start: a.at, end: a.end(next), fam: f}
-			if sg.end <= from || sg.start >= to || sg.end <= sg.start {
-				continue
-			}
-			if a.mask&(1<<j) != 0 {
-				sg.share = 1 / float64(a.n)
-			}
-			segs[ns] = sg
-			ns++
-			for _, p := range [2]int64{sg.start, sg.end} {
-				if p > from && p < to {
-					pts[np] = p
-					np++
-				}
-			}
-		}
-	}
+	ns, np := answerSegs(sl, j, from, to, &segs, &pts)
 	if ns == 0 {
 		return 0
 	}
@@ -341,4 +306,47 @@ func exposure(sl *scopeSlot, j int, from, to int64) float64 {
 		sum += float64(hi-lo) * (share[0] + share[1]) / float64(fams)
 	}
 	return min(sum/float64(to-from), 1)
+}
+
+// answerSeg is the time during which one remembered answer was in use.
+type answerSeg struct {
+	start, end int64
+	share      float64 // 1/n if it names the member, else 0
+	fam        int
+}
+
+// answerSegs puts into segs the uses of sl's remembered answers that
+// overlap (from, to), with member j's share of each, and into pts from,
+// to and the ends of those uses within; it returns how many of each.
+func answerSegs(sl *scopeSlot, j int, from, to int64, segs *[4]answerSeg, pts *[10]int64) (ns, np int) {
+	pts[0], pts[1] = from, to
+	np = 2
+	for f := range sl.ans {
+		cur, prev := sl.ans[f][0], sl.ans[f][1]
+		for k, a := range [2]answerRec{cur, prev} {
+			if a.n == 0 {
+				continue
+			}
+			next := int64(0)
+			if k == 1 {
+				next = cur.at
+			}
+			sg := answerSeg{start: a.at, end: a.end(next), fam: f}
+			if sg.end <= from || sg.start >= to || sg.end <= sg.start {
+				continue
+			}
+			if a.mask&(1<<j) != 0 {
+				sg.share = 1 / float64(a.n)
+			}
+			segs[ns] = sg
+			ns++
+			for _, p := range [2]int64{sg.start, sg.end} {
+				if p > from && p < to {
+					pts[np] = p
+					np++
+				}
+			}
+		}
+	}
+	return ns, np
 }
