@@ -167,10 +167,11 @@ func (a *auth) group(ctx context.Context, z *zones.Zone, name string, qtype uint
 		buf = new([]netip.Addr)
 	}
 	defer a.addrs.Put(buf)
-	ga, err := info.askGroup(ctx, a.groups, name, qtype, info.client, buf)
+	ga, err := a.groups.AnswerGroup(ctx, GroupQuery{Group: name, Qtype: qtype, Client: info.client, ECS: info.ecs, Addrs: *buf})
 	if err != nil {
 		return fmt.Errorf("dnsd: group %s: %w", name, err)
 	}
+	*buf = ga.Addrs[:0] // keep what grew for the next answer
 	if scope := info.groupScope(ga); scope >= 0 {
 		setScope(m, info, scope)
 	}

@@ -1,7 +1,6 @@
 package dnsd
 
 import (
-	"context"
 	"net/netip"
 
 	"github.com/miekg/dns"
@@ -78,17 +77,6 @@ func (e *ednsQuery) groupScope(ga GroupAnswer) int {
 		return ga.ScopePrefix
 	}
 	return -1
-}
-
-// askGroup asks g for the addresses of group name and qtype for client,
-// with room from and back into *buf so that repeated answers do not
-// allocate.
-func (e *ednsQuery) askGroup(ctx context.Context, g GroupAnswerer, name string, qtype uint16, client netip.Addr, buf *[]netip.Addr) (GroupAnswer, error) {
-	ga, err := g.AnswerGroup(ctx, GroupQuery{Group: name, Qtype: qtype, Client: client, ECS: e.ecs, Addrs: *buf})
-	if err == nil {
-		*buf = ga.Addrs[:0] // keep what grew for the next answer
-	}
-	return ga, err
 }
 
 // groupRdata is the RDATA of a group answer's address a in a reply of

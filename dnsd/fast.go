@@ -283,10 +283,11 @@ func parseFastECS(d []byte, q *fastQuery) bool {
 func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q *fastQuery, pkt []byte, client netip.Addr, addrs *[]netip.Addr, out []byte) ([]byte, bool) {
 	var optAt int
 	if e.group {
-		ga, err := q.askGroup(ctx, snap.groups, e.name, e.qtype, client, addrs)
+		ga, err := snap.groups.AnswerGroup(ctx, GroupQuery{Group: e.name, Qtype: e.qtype, Client: client, ECS: q.ecs, Addrs: *addrs})
 		if err != nil {
 			return nil, false
 		}
+		*addrs = ga.Addrs[:0] // keep what grew for the next answer
 		out = out[:0]
 		out = append(out, pkt[0], pkt[1], 0x84|pkt[2]&0x01, pkt[3]&0x10, 0, 1, 0, 0, 0, 0, 0, 0)
 		out = append(out, pkt[headerSize:q.qend]...)
