@@ -172,20 +172,22 @@ func (a *auth) group(ctx context.Context, z *zones.Zone, name string, qtype uint
 		return fmt.Errorf("dnsd: group %s: %w", name, err)
 	}
 	*buf = ga.Addrs[:0] // keep what grew for the next answer
-	if info.hasECS && ga.ScopePrefix >= 0 {
-		setScope(m, info, ga.ScopePrefix)
+	if scope := info.groupScope(ga); scope >= 0 {
+		setScope(m, info, scope)
 	}
 	n := len(m.Answer)
+	var b [16]byte
 	for _, addr := range ga.Addrs {
-		addr = addr.Unmap()
+		rd := groupRdata(qtype, addr, &b)
+		if rd == nil {
+			continue
+		}
 		hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET, Ttl: ga.TTL}
-		switch {
-		case qtype == dns.TypeA && addr.Is4():
-			b := addr.As4()
-			m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: net.IP(b[:])})
-		case qtype == dns.TypeAAAA && addr.Is6():
-			b := addr.As16()
-			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: net.IP(b[:])})
+		ip := net.IP(append([]byte(nil), rd...))
+		if qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: ip})
+		} else {
+			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: ip})
 		}
 	}
 	if len(m.Answer) == n {

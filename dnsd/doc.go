@@ -8,6 +8,13 @@
 // AA/RA/RD and 0x20 question echo, and recover() → SERVFAIL. Handlers only
 // build answers.
 //
+// Common UDP queries take a fast path (fast.go) that answers from the
+// packet's bytes and is proven byte for byte against the slow path (the
+// edge and the chain) by a differential test and fuzz target. Both paths
+// take the rules they share, what a query's EDNS options mean and how a
+// group's addresses become the reply, from one place (ednsrules.go); each
+// keeps only its own reading and writing of the wire.
+//
 // Configuration arrives as an immutable *zones.Set through Server.Prepare
 // (or Load), which builds the handler chain once; its commit swaps it in
 // atomically; queries never rebuild anything. Group names are answered by

@@ -402,7 +402,7 @@ func TestAXFR(t *testing.T) {
 
 func TestPanicIsServfail(t *testing.T) {
 	wrap := func(next Handler) Handler {
-		return HandlerFunc(func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+		return handlerFunc(func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 			if r.Question[0].Name == "panic.example.org." {
 				panic("boom")
 			}
@@ -473,7 +473,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if err := ts.Load(nil); err == nil {
 		t.Error("Load(nil) succeeded")
 	}
-	if ts.Snapshot() == nil {
+	if ts.snap.Load() == nil {
 		t.Error("bad Load dropped the snapshot")
 	}
 }
@@ -490,7 +490,7 @@ func TestLoadErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"a."`) || !strings.Contains(err.Error(), `"b."`) {
 		t.Errorf("Load = %v, want errors for both keys", err)
 	}
-	if s.Snapshot() != nil {
+	if s.snap.Load() != nil {
 		t.Error("bad set was loaded")
 	}
 }

@@ -158,16 +158,9 @@ func (w *captureWriter) WriteMsg(m *dns.Msg) error {
 
 // fastQuery is what the fast path read from a query.
 type fastQuery struct {
-	keyEnd  int // the table key is pkt[headerSize:keyEnd]
-	qend    int // end of the question section
-	edns    bool
-	do      bool
-	udpSize int
-	nsid    bool
-	hasECS  bool
-	ecsFam  uint16
-	ecsSrc  uint8
-	ecs     netip.Prefix
+	ednsQuery
+	keyEnd int // the table key is pkt[headerSize:keyEnd]
+	qend   int // end of the question section
 }
 
 // parseFast reads pkt into q. It reports false for anything the fast path
@@ -216,7 +209,7 @@ func parseFast(pkt []byte, q *fastQuery) bool {
 		return off == len(pkt)
 	}
 	// The OPT record: root owner, type OPT, version 0, its options.
-	if off+11 > len(pkt) || pkt[off] != 0 || binary.BigEndian.Uint16(pkt[off+1:]) != dns.TypeOPT || pkt[off+6] != 0 {
+	if off+11 > len(pkt) || pkt[off] != 0 || binary.BigEndian.Uint16(pkt[off+1:]) != dns.TypeOPT || pkt[off+6] != ednsVersion {
 		return false
 	}
 	q.edns = true
@@ -227,16 +220,23 @@ func parseFast(pkt []byte, q *fastQuery) bool {
 	if off+rdlen != len(pkt) {
 		return false
 	}
-	for off < len(pkt) {
-		if off+4 > len(pkt) {
+	return parseFastOptions(pkt[off:], q)
+}
+
+// parseFastOptions reads the options of the OPT record, opts, into q: NSID,
+// padding and one client subnet option. It reports false for any other
+// option, or a malformed one.
+func parseFastOptions(opts []byte, q *fastQuery) bool {
+	for off := 0; off < len(opts); {
+		if off+4 > len(opts) {
 			return false
 		}
-		code, n := binary.BigEndian.Uint16(pkt[off:]), int(binary.BigEndian.Uint16(pkt[off+2:]))
+		code, n := binary.BigEndian.Uint16(opts[off:]), int(binary.BigEndian.Uint16(opts[off+2:]))
 		off += 4
-		if off+n > len(pkt) {
+		if off+n > len(opts) {
 			return false
 		}
-		data := pkt[off : off+n]
+		data := opts[off : off+n]
 		off += n
 		switch code {
 		case dns.EDNS0NSID:
@@ -257,30 +257,23 @@ func parseFast(pkt []byte, q *fastQuery) bool {
 // as is; it reports false for any other (the slow path ignores or refuses
 // those).
 func parseFastECS(d []byte, q *fastQuery) bool {
-	if len(d) < 4 || d[3] != 0 { // a query's scope must be 0
+	if len(d) < 4 {
 		return false
 	}
 	fam, src := binary.BigEndian.Uint16(d), d[2]
+	if len(d)-4 != (int(src)+7)/8 || len(d)-4 > 16 {
+		return false // the address is as long as the source prefix needs
+	}
 	var b [16]byte
 	copy(b[:], d[4:])
 	var a netip.Addr
-	switch {
-	case fam == 1 && src <= 32:
+	switch fam {
+	case 1:
 		a = netip.AddrFrom4([4]byte(b[:4]))
-	case fam == 2 && src <= 128:
+	case 2:
 		a = netip.AddrFrom16(b)
-	default:
-		return false
 	}
-	if len(d)-4 != (int(src)+7)/8 {
-		return false
-	}
-	p, err := a.Prefix(int(src))
-	if err != nil {
-		return false
-	}
-	q.hasECS, q.ecsFam, q.ecsSrc, q.ecs = true, fam, src, p
-	return true
+	return q.setECS(fam, src, d[3], a)
 }
 
 // answerFast answers pkt, parsed into q, for the table entry e into out;
@@ -299,30 +292,19 @@ func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q
 		out = append(out, pkt[0], pkt[1], 0x84|pkt[2]&0x01, pkt[3]&0x10, 0, 1, 0, 0, 0, 0, 0, 0)
 		out = append(out, pkt[headerSize:q.qend]...)
 		an := 0
+		var b [16]byte
 		for _, a := range ga.Addrs {
-			a = a.Unmap()
-			switch {
-			case e.qtype == dns.TypeA && a.Is4():
-				b := a.As4()
-				out = appendAddrRR(out, e.qtype, ga.TTL, b[:])
-			case e.qtype == dns.TypeAAAA && a.Is6():
-				b := a.As16()
-				out = appendAddrRR(out, e.qtype, ga.TTL, b[:])
-			default:
-				continue
+			if rd := groupRdata(e.qtype, a, &b); rd != nil {
+				out = appendAddrRR(out, e.qtype, ga.TTL, rd)
+				an++
 			}
-			an++
 		}
 		if an == 0 {
 			return nil, false // NODATA: the slow path adds the SOA
 		}
 		binary.BigEndian.PutUint16(out[6:], uint16(an))
-		scope := -1
-		if q.hasECS && ga.ScopePrefix >= 0 {
-			scope = ga.ScopePrefix
-		}
 		optAt = len(out)
-		out = s.appendOPT(out, snap, q, scope)
+		out = s.appendOPT(out, snap, q, q.groupScope(ga))
 	} else {
 		out = append(out[:0], e.reply...)
 		out[0], out[1] = pkt[0], pkt[1]
@@ -331,11 +313,7 @@ func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q
 		optAt = len(out)
 		out = s.appendOPT(out, snap, q, -1)
 	}
-	size := dns.MinMsgSize
-	if q.edns {
-		size = max(dns.MinMsgSize, min(q.udpSize, snap.maxUDP))
-	}
-	if len(out) > size {
+	if len(out) > q.replySize(false, snap.maxUDP) {
 		return nil, false // the slow path trims or truncates
 	}
 	if snap.rrl != nil {
@@ -383,7 +361,7 @@ func (s *Server) appendOPT(out []byte, snap *snapshot, q *fastQuery, scope int) 
 	if q.hasECS && scope >= 0 {
 		out = appendECS(out, q, scope)
 	}
-	if q.nsid && len(snap.nsid) > 0 {
+	if q.sendsNSID(snap) {
 		out = append(out, 0, byte(dns.EDNS0NSID), byte(len(snap.nsid)>>8), byte(len(snap.nsid)))
 		out = append(out, snap.nsid...)
 	}
@@ -397,9 +375,8 @@ func (s *Server) appendOPT(out []byte, snap *snapshot, q *fastQuery, scope int) 
 // appendECS appends the reply's client subnet option (see ecsOption).
 func appendECS(out []byte, q *fastQuery, scope int) []byte {
 	a := q.ecs.Masked().Addr()
-	scope = max(0, min(scope, a.BitLen()))
 	n := (int(q.ecsSrc) + 7) / 8
-	out = append(out, 0, byte(dns.EDNS0SUBNET), 0, byte(4+n), byte(q.ecsFam>>8), byte(q.ecsFam), q.ecsSrc, byte(scope))
+	out = append(out, 0, byte(dns.EDNS0SUBNET), 0, byte(4+n), byte(q.ecsFam>>8), byte(q.ecsFam), q.ecsSrc, q.ecsScope(scope))
 	if a.Is4() {
 		b := a.As4()
 		return append(out, b[:n]...)

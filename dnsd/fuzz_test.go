@@ -3,6 +3,7 @@ package dnsd
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -91,7 +92,7 @@ func FuzzServeDNS(f *testing.F) {
 		if tcp {
 			proto = "tcp"
 		}
-		s.serveRaw(context.Background(), w, raw, proto)
+		serveRaw(context.Background(), s, w, raw, proto)
 		if n := testutil.ToFloat64(s.m.panics); n != 0 {
 			t.Fatalf("a handler panicked (%v recovered panics)", n)
 		}
@@ -99,4 +100,26 @@ func FuzzServeDNS(f *testing.F) {
 			t.Fatalf("%d UDP replies to one query", w.msgs)
 		}
 	})
+}
+
+// serveRaw is the edge's whole path for one message in bytes, as the
+// listeners run it (UDP: fast path or slow path; TCP: screen, accept,
+// unpack, serve).
+func serveRaw(ctx context.Context, s *Server, w dns.ResponseWriter, raw []byte, proto string) {
+	if proto == "udp" {
+		var addrs []netip.Addr
+		if b := s.servePacket(ctx, raw, w.LocalAddr(), w.RemoteAddr(), &addrs, nil); b != nil {
+			_, _ = w.Write(b)
+		}
+		return
+	}
+	raw = s.screen(raw)
+	if len(raw) < headerSize || raw[2]&0x80 != 0 {
+		return
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(raw); err != nil {
+		return
+	}
+	s.ServeMsg(ctx, w, r, proto)
 }

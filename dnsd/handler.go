@@ -28,19 +28,6 @@ type Handler interface {
 	Name() string
 }
 
-// HandlerFunc adapts a function to a Handler named "func".
-type HandlerFunc func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error)
-
-// ServeDNS calls f.
-func (f HandlerFunc) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	return f(ctx, w, r)
-}
-
-// Name returns "func".
-func (f HandlerFunc) Name() string { return "func" }
-
-var _ Handler = HandlerFunc(nil)
-
 // GroupQuery is one question about a group name.
 type GroupQuery struct {
 	// Group is the group's canonical name.

@@ -206,3 +206,17 @@ func mustPack(t testing.TB, m *dns.Msg) []byte {
 	}
 	return b
 }
+
+// handlerFunc adapts a function to a Handler named "func", for tests that
+// wrap the chain.
+type handlerFunc func(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error)
+
+// ServeDNS calls f.
+func (f handlerFunc) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	return f(ctx, w, r)
+}
+
+// Name returns "func".
+func (f handlerFunc) Name() string { return "func" }
+
+var _ Handler = handlerFunc(nil)

@@ -1,17 +1,12 @@
 package dnsd
 
 import (
-	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -169,18 +164,41 @@ func (s *Server) limiter(c zones.RRLConfig) (*rrl.Limiter, error) {
 	return l, nil
 }
 
-// Snapshot returns the set being served, or nil before the first Load.
-func (s *Server) Snapshot() *zones.Set {
-	if snap := s.snap.Load(); snap != nil {
-		return snap.set
-	}
-	return nil
-}
-
+// build makes the snapshot that serves set: its limits, TSIG keys, zone
+// indexes, rate limiter, handler chain and fast table.
 func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if set == nil || set.Config == nil {
 		return nil, ErrNoConfig
 	}
+	sc := set.Config.Server
+	snap := newSnapshot(set)
+	keys, err := tsigKeys(sc.TSIG)
+	if err != nil {
+		return nil, err
+	}
+	snap.keys = keys
+	if snap.rrl, err = s.limiter(sc.RRL); err != nil {
+		return nil, err
+	}
+	snap.rrlCfg = sc.RRL
+	snap.groups = s.groups
+	if snap.groups == nil {
+		snap.groups = StaticGroups{Set: set}
+	}
+	var chain Handler = &auth{set: set, groups: snap.groups, negSOA: snap.negSOA}
+	chain = &transfer{set: set, allow: snap.transfer, next: chain}
+	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
+	if s.wrap != nil {
+		chain = s.wrap(chain)
+	}
+	snap.chain = chain
+	snap.fast = s.buildFast(snap)
+	return snap, nil
+}
+
+// newSnapshot returns the snapshot of set with its limits (defaulted) and
+// zone indexes: each zone's negative SOA, each origin's transfer clients.
+func newSnapshot(set *zones.Set) *snapshot {
 	sc := set.Config.Server
 	snap := &snapshot{
 		set:      set,
@@ -192,7 +210,6 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		tcpQs:    sc.MaxTCPQueries,
 		nsidHex:  hex.EncodeToString([]byte(sc.NSID)),
 		nsid:     []byte(sc.NSID),
-		keys:     make(map[string]tsigKey, len(sc.TSIG)),
 		negSOA:   make(map[*zones.Zone]*dns.SOA, len(set.Zones)),
 		transfer: make(map[string][]netip.Prefix, len(set.Config.Zones)),
 	}
@@ -215,19 +232,6 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if snap.tcpQs <= 0 {
 		snap.tcpQs = zones.DefaultMaxTCPQueries
 	}
-	var err error
-	var errs []error
-	for _, k := range sc.TSIG {
-		key, err := newTSIGKey(k)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		snap.keys[dns.CanonicalName(k.Name)] = key
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	for _, z := range set.Zones {
 		if z.SOA == nil {
 			continue
@@ -240,193 +244,5 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		o := dns.CanonicalName(zc.Origin)
 		snap.transfer[o] = append(snap.transfer[o], zc.AllowTransfer...)
 	}
-	if snap.rrl, err = s.limiter(sc.RRL); err != nil {
-		return nil, err
-	}
-	snap.rrlCfg = sc.RRL
-	snap.groups = s.groups
-	if snap.groups == nil {
-		snap.groups = StaticGroups{Set: set}
-	}
-	var chain Handler = &auth{set: set, groups: snap.groups, negSOA: snap.negSOA}
-	chain = &transfer{set: set, allow: snap.transfer, next: chain}
-	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
-	if s.wrap != nil {
-		chain = s.wrap(chain)
-	}
-	snap.chain = chain
-	snap.fast = s.buildFast(snap)
-	return snap, nil
-}
-
-// tsigKey is a usable TSIG key.
-type tsigKey struct {
-	alg    string // canonical algorithm name
-	secret []byte
-}
-
-func newTSIGKey(k zones.TSIGKey) (tsigKey, error) {
-	alg := dns.CanonicalName(k.Algorithm)
-	if k.Algorithm == "" {
-		alg = dns.HmacSHA256
-	}
-	if hashFor(alg) == nil {
-		return tsigKey{}, fmt.Errorf("%w %q: unsupported algorithm %q", ErrBadTSIGKey, k.Name, k.Algorithm)
-	}
-	secret, err := base64.StdEncoding.DecodeString(k.Secret)
-	if err != nil || len(secret) == 0 {
-		return tsigKey{}, fmt.Errorf("%w %q: secret is not base64", ErrBadTSIGKey, k.Name)
-	}
-	return tsigKey{alg: alg, secret: secret}, nil
-}
-
-// ServeTCP serves DNS over TCP on ln, which it closes on return, with at
-// most max_tcp_connections connections open at once (the server's TCP
-// connections on all listeners count together). It blocks like ServeUDP.
-func (s *Server) ServeTCP(ctx context.Context, ln net.Listener) error {
-	srv := s.dnsServer(ctx, "tcp")
-	srv.Listener = &capListener{Listener: ln, s: s}
-	srv.IdleTimeout = func() time.Duration {
-		if snap := s.snap.Load(); snap != nil {
-			return snap.idle
-		}
-		return defaultTCPIdleTimeout
-	}
-	return s.run(ctx, srv, "tcp")
-}
-
-// dnsServer configures miekg's server; handlers get ctx's values but not
-// its cancellation, so that queries in flight finish during shutdown.
-func (s *Server) dnsServer(ctx context.Context, proto string) *dns.Server {
-	return &dns.Server{
-		Net:            proto,
-		Handler:        edgeHandler{s: s, proto: proto, ctx: context.WithoutCancel(ctx)},
-		MsgAcceptFunc:  acceptMsg,
-		DecorateReader: func(r dns.Reader) dns.Reader { return &screenReader{next: r, s: s} },
-		TsigProvider:   tsigProvider{s: s},
-	}
-}
-
-func (s *Server) run(ctx context.Context, srv *dns.Server, proto string) error {
-	started := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(started) }
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ActivateAndServe() }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("dnsd: serve %s: %w", proto, err)
-	case <-started:
-	}
-	select {
-	case err := <-errc:
-		if err != nil {
-			return fmt.Errorf("dnsd: serve %s: %w", proto, err)
-		}
-		return nil
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
-	defer cancel()
-	if err := srv.ShutdownContext(sctx); err != nil {
-		return fmt.Errorf("dnsd: shutdown %s: %w", proto, err)
-	}
-	if err := <-errc; err != nil {
-		return fmt.Errorf("dnsd: serve %s: %w", proto, err)
-	}
-	return nil
-}
-
-// capListener closes connections beyond the snapshot's max_tcp_connections,
-// or beyond max_tcp_connections_per_client of one client (an IPv4 address,
-// an IPv6 /64: tcpClient), right after accepting them.
-type capListener struct {
-	net.Listener
-	s *Server
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		limit, perClient := int64(defaultMaxTCPConns), zones.DefaultMaxTCPConnectionsPerClient
-		if snap := l.s.snap.Load(); snap != nil {
-			limit, perClient = int64(snap.maxTCP), snap.perTCP
-		}
-		if l.s.tcpConns.Add(1) > limit {
-			l.s.tcpConns.Add(-1)
-			_ = c.Close()
-			l.s.m.tcpRejected.Inc()
-			continue
-		}
-		client := tcpClient(addrOf(c.RemoteAddr()))
-		if !l.s.tcpClients.acquire(client, perClient) {
-			l.s.tcpConns.Add(-1)
-			_ = c.Close()
-			l.s.m.tcpRejected.Inc()
-			continue
-		}
-		return &capConn{Conn: c, s: l.s, client: client}, nil
-	}
-}
-
-// capConn gives its slots back once, on the first Close, and counts the
-// queries read on it.
-type capConn struct {
-	net.Conn
-	s       *Server
-	client  netip.Addr
-	queries atomic.Int64
-	once    sync.Once
-}
-
-func (c *capConn) Close() error {
-	c.once.Do(func() {
-		c.s.tcpConns.Add(-1)
-		c.s.tcpClients.release(c.client)
-	})
-	return c.Conn.Close()
-}
-
-// clientConns counts the open TCP connections of each client address. It
-// holds only addresses with a connection open, so it is bounded by
-// max_tcp_connections.
-// tcpClient returns the client whose share of the TCP connections a
-// connection from a takes: a itself for IPv4, its /64 for IPv6 (one host
-// holds a whole /64, and could otherwise open the cap's worth from each of
-// its addresses).
-func tcpClient(a netip.Addr) netip.Addr {
-	if a.Is6() && !a.Is4In6() {
-		p, _ := a.WithZone("").Prefix(64)
-		return p.Addr()
-	}
-	return a
-}
-
-type clientConns struct {
-	mu sync.Mutex
-	n  map[netip.Addr]int
-}
-
-// acquire takes a slot for a, unless a has limit open already.
-func (cc *clientConns) acquire(a netip.Addr, limit int) bool {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.n == nil {
-		cc.n = make(map[netip.Addr]int)
-	}
-	if cc.n[a] >= limit {
-		return false
-	}
-	cc.n[a]++
-	return true
-}
-
-func (cc *clientConns) release(a netip.Addr) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.n[a]--; cc.n[a] <= 0 {
-		delete(cc.n, a)
-	}
+	return snap
 }

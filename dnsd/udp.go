@@ -170,23 +170,9 @@ func (s *Server) serveBatches(ctx context.Context, c *net.UDPConn) error {
 	}
 	v4 := la.IP.To4() != nil
 	wildcard := la.IP.IsUnspecified()
-	var bc batchConn
-	if v4 {
-		p := ipv4.NewPacketConn(c)
-		if wildcard {
-			if err := p.SetControlMessage(ipv4.FlagDst, true); err != nil {
-				return fmt.Errorf("destination addresses on %s: %w", la, err)
-			}
-		}
-		bc = p
-	} else {
-		p := ipv6.NewPacketConn(c)
-		if wildcard {
-			if err := p.SetControlMessage(ipv6.FlagDst, true); err != nil {
-				return fmt.Errorf("destination addresses on %s: %w", la, err)
-			}
-		}
-		bc = p
+	bc, err := newBatchConn(c, v4, wildcard)
+	if err != nil {
+		return fmt.Errorf("destination addresses on %s: %w", la, err)
 	}
 	rms := make([]ipv4.Message, udpBatch)
 	slots := make([]udpSlot, udpBatch)
@@ -198,8 +184,7 @@ func (s *Server) serveBatches(ctx context.Context, c *net.UDPConn) error {
 			rms[i].OOB = slots[i].oob
 		}
 	}
-	wms := make([]ipv4.Message, 0, udpBatch)
-	var addrs []netip.Addr
+	b := &udpBatcher{s: s, c: c, la: la, v4: v4, wildcard: wildcard, wms: make([]ipv4.Message, 0, udpBatch)}
 	for errs := 0; ; {
 		n, err := bc.ReadBatch(rms, 0)
 		if err != nil {
@@ -213,41 +198,84 @@ func (s *Server) serveBatches(ctx context.Context, c *net.UDPConn) error {
 			continue
 		}
 		errs = 0
-		wms = wms[:0]
-		for i := range n {
-			m, sl := &rms[i], &slots[i]
-			ra, ok := m.Addr.(*net.UDPAddr)
-			if !ok || m.Flags&syscall.MSG_TRUNC != 0 {
-				s.m.dropped.Inc()
-				continue
+		b.answer(ctx, rms[:n], slots[:n])
+		b.write(bc)
+	}
+}
+
+// newBatchConn returns the batch I/O of c, which reports each query's
+// destination address when c is bound to a wildcard address.
+func newBatchConn(c *net.UDPConn, v4, wildcard bool) (batchConn, error) {
+	if v4 {
+		p := ipv4.NewPacketConn(c)
+		if wildcard {
+			if err := p.SetControlMessage(ipv4.FlagDst, true); err != nil {
+				return nil, err
 			}
-			out := s.servePacket(ctx, sl.in[:m.N], la, ra, &addrs, sl.out[:0])
-			if out == nil {
-				continue
-			}
-			var oob []byte
-			if wildcard {
-				oob = replyOOB(v4, m.OOB[:m.NN])
-			}
-			if !v4 && ra.IP.To4() != nil {
-				// x/net would address an IPv4-mapped client as AF_INET on
-				// this AF_INET6 socket; the net package maps it.
-				if _, _, err := c.WriteMsgUDP(out, oob, ra); err != nil {
-					s.log.Debug("dnsd: udp write", "to", ra.String(), "err", err)
-				}
-				continue
-			}
-			sl.wb[0] = out
-			wms = append(wms, ipv4.Message{Buffers: sl.wb, OOB: oob, Addr: ra})
 		}
-		for len(wms) > 0 {
-			k, err := bc.WriteBatch(wms, 0)
-			if err != nil {
-				s.log.Debug("dnsd: udp write", "to", wms[min(k, len(wms)-1)].Addr.String(), "err", err)
-				k++ // skip the one that failed
-			}
-			wms = wms[min(k, len(wms)):]
+		return p, nil
+	}
+	p := ipv6.NewPacketConn(c)
+	if wildcard {
+		if err := p.SetControlMessage(ipv6.FlagDst, true); err != nil {
+			return nil, err
 		}
+	}
+	return p, nil
+}
+
+// udpBatcher answers the queries of one socket's batches and keeps the
+// replies to write.
+type udpBatcher struct {
+	s            *Server
+	c            *net.UDPConn
+	la           *net.UDPAddr
+	v4, wildcard bool
+	addrs        []netip.Addr   // room for group answers
+	wms          []ipv4.Message // the batch's replies
+}
+
+// answer answers the queries read into rms and slots, keeping the
+// replies for write.
+func (b *udpBatcher) answer(ctx context.Context, rms []ipv4.Message, slots []udpSlot) {
+	b.wms = b.wms[:0]
+	for i := range rms {
+		m, sl := &rms[i], &slots[i]
+		ra, ok := m.Addr.(*net.UDPAddr)
+		if !ok || m.Flags&syscall.MSG_TRUNC != 0 {
+			b.s.m.dropped.Inc()
+			continue
+		}
+		out := b.s.servePacket(ctx, sl.in[:m.N], b.la, ra, &b.addrs, sl.out[:0])
+		if out == nil {
+			continue
+		}
+		var oob []byte
+		if b.wildcard {
+			oob = replyOOB(b.v4, m.OOB[:m.NN])
+		}
+		if !b.v4 && ra.IP.To4() != nil {
+			// x/net would address an IPv4-mapped client as AF_INET on
+			// this AF_INET6 socket; the net package maps it.
+			if _, _, err := b.c.WriteMsgUDP(out, oob, ra); err != nil {
+				b.s.log.Debug("dnsd: udp write", "to", ra.String(), "err", err)
+			}
+			continue
+		}
+		sl.wb[0] = out
+		b.wms = append(b.wms, ipv4.Message{Buffers: sl.wb, OOB: oob, Addr: ra})
+	}
+}
+
+// write writes the replies answer kept, skipping any that fails.
+func (b *udpBatcher) write(bc batchConn) {
+	for wms := b.wms; len(wms) > 0; {
+		k, err := bc.WriteBatch(wms, 0)
+		if err != nil {
+			b.s.log.Debug("dnsd: udp write", "to", wms[min(k, len(wms)-1)].Addr.String(), "err", err)
+			k++ // skip the one that failed
+		}
+		wms = wms[min(k, len(wms)):]
 	}
 }
 

@@ -170,7 +170,7 @@
 //
 //	rₛ = k · oₛ,   k = Σ reported r / Σₛ oₛ
 //
-// with k = RatePerCachedAnswer (1) while no member has reported at all.
+// with k = 1 while no member has reported at all.
 // All busy resolvers then look alike, whatever the number of their clients.
 //
 // Hidden load. An answer to s brings the members it names the load

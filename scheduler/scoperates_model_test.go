@@ -205,7 +205,7 @@ func TestScopeRatesCalibration(t *testing.T) {
 
 // TestScopeRatesFallback: with reports that say no group requests (older
 // mirrors), the rates are the copies in cache times k = Σ reported r / Σ
-// copies; with no report at all, k is RatePerCachedAnswer.
+// copies; with no report at all, k is ratePerCachedAnswer.
 func TestScopeRatesFallback(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -217,7 +217,7 @@ func TestScopeRatesFallback(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewScopeRates(ScopeRatesConfig{HalfLife: 30 * time.Minute})
+			s := NewScopeRates(ScopeRatesConfig{halfLife: 30 * time.Minute})
 			t0 := time.Unix(1_700_000_000, 0)
 			busy, slow := scope(1), scope(2)
 			end := 6 * time.Hour

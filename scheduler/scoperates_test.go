@@ -45,7 +45,7 @@ func TestScopeRatesBounded(t *testing.T) {
 				t.Errorf("Len() = %d, want %d", s.Len(), tc.bound)
 			}
 			// Every query counts in the total, evicted or not.
-			if got, want := s.Total(now), float64(10*tc.bound)*60*math.Ln2/DefaultScopeHalfLife.Seconds(); math.Abs(got-want) > 1e-9*want {
+			if got, want := s.Total(now), float64(10*tc.bound)*60*math.Ln2/defaultScopeHalfLife.Seconds(); math.Abs(got-want) > 1e-9*want {
 				t.Errorf("Total() = %g, want %g", got, want)
 			}
 		})
@@ -101,7 +101,7 @@ func TestScopeRatesDecay(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewScopeRates(ScopeRatesConfig{HalfLife: hl})
+			s := NewScopeRates(ScopeRatesConfig{halfLife: hl})
 			r0 := observe(s, scope(1), 60, t0)
 			if r0 <= 0 {
 				t.Fatalf("Observe = %g, want > 0", r0)
@@ -136,7 +136,7 @@ func TestScopeRatesSteadyState(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewScopeRates(ScopeRatesConfig{HalfLife: 30 * time.Minute, RatePerCachedAnswer: tc.k})
+			s := NewScopeRates(ScopeRatesConfig{halfLife: 30 * time.Minute, ratePerCachedAnswer: tc.k})
 			t0 := time.Unix(1_700_000_000, 0)
 			a, b := scope(1), scope(2)
 			end := 6 * time.Hour
