@@ -129,6 +129,36 @@ func (b *builder) cluster() {
 		b.errorf("cluster", "cluster: etcd.endpoints: at least one etcd client URL is required")
 		return
 	}
+	b.clusterNode(c)
+	b.etcdEndpoints(e)
+	if e.Prefix == "" {
+		e.Prefix = DefaultEtcdPrefix
+	}
+	if !strings.HasPrefix(e.Prefix, "/") || strings.ContainsAny(e.Prefix, " \t\n") {
+		b.errorf("cluster.etcd.prefix", "cluster: etcd prefix %q: want a key path starting with /", e.Prefix)
+	}
+	if !strings.HasSuffix(e.Prefix, "/") {
+		e.Prefix += "/"
+	}
+	b.etcdFiles(e)
+	b.etcdTimes(e)
+	if !b.written("cluster.pending_interval") {
+		c.PendingInterval = Duration(DefaultPendingInterval)
+	} else if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
+		b.errorf("cluster.pending_interval", "cluster: pending_interval %s must be within 50ms..10s", d)
+	}
+	q := &c.Quorum
+	if q.DownShare == 0 && !b.written("cluster.quorum.down_share") {
+		q.DownShare = DefaultQuorumDownShare
+	}
+	if !(q.DownShare > 0 && q.DownShare < 1) {
+		b.errorf("cluster.quorum.down_share", "cluster: quorum down_share %g must be within (0,1), both excluded", q.DownShare)
+	}
+}
+
+// clusterNode defaults the node's name (the NSID, the identity, the host
+// name) and checks it.
+func (b *builder) clusterNode(c *ClusterConfig) {
 	if c.Node == "" {
 		c.Node = cmp.Or(b.c.Server.NSID, b.c.Server.Identity)
 	}
@@ -140,6 +170,11 @@ func (b *builder) cluster() {
 	if c.Node == "" || strings.ContainsAny(c.Node, "/ \t\n") || len(c.Node) > 255 {
 		b.errorf("cluster.node", "cluster: node %q: want a name without slashes or white space, at most 255 bytes", c.Node)
 	}
+}
+
+// etcdEndpoints checks the etcd client URLs: http or https, a host and a
+// port only, each once.
+func (b *builder) etcdEndpoints(e *EtcdConfig) {
 	seen := map[string]bool{}
 	for i, ep := range e.Endpoints {
 		path := fmt.Sprintf("cluster.etcd.endpoints[%d]", i)
@@ -154,15 +189,10 @@ func (b *builder) cluster() {
 		}
 		seen[ep] = true
 	}
-	if e.Prefix == "" {
-		e.Prefix = DefaultEtcdPrefix
-	}
-	if !strings.HasPrefix(e.Prefix, "/") || strings.ContainsAny(e.Prefix, " \t\n") {
-		b.errorf("cluster.etcd.prefix", "cluster: etcd prefix %q: want a key path starting with /", e.Prefix)
-	}
-	if !strings.HasSuffix(e.Prefix, "/") {
-		e.Prefix += "/"
-	}
+}
+
+// etcdFiles resolves and checks the TLS files and reads the password file.
+func (b *builder) etcdFiles(e *EtcdConfig) {
 	for _, f := range []struct {
 		key  string
 		file *string
@@ -193,6 +223,11 @@ func (b *builder) cluster() {
 	if e.Password != "" && e.Username == "" {
 		b.errorf("cluster.etcd.username", "cluster: etcd username is required with a password")
 	}
+}
+
+// etcdTimes defaults and bounds the dial and request timeouts and the
+// lease's time to live.
+func (b *builder) etcdTimes(e *EtcdConfig) {
 	for _, d := range []struct {
 		key      string
 		v        *Duration
@@ -212,17 +247,5 @@ func (b *builder) cluster() {
 	}
 	if e.LeaseTTL.D()%time.Second != 0 {
 		b.errorf("cluster.etcd.lease_ttl", "cluster: etcd lease_ttl %s: etcd counts whole seconds", e.LeaseTTL.D())
-	}
-	if !b.written("cluster.pending_interval") {
-		c.PendingInterval = Duration(DefaultPendingInterval)
-	} else if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
-		b.errorf("cluster.pending_interval", "cluster: pending_interval %s must be within 50ms..10s", d)
-	}
-	q := &c.Quorum
-	if q.DownShare == 0 && !b.written("cluster.quorum.down_share") {
-		q.DownShare = DefaultQuorumDownShare
-	}
-	if !(q.DownShare > 0 && q.DownShare < 1) {
-		b.errorf("cluster.quorum.down_share", "cluster: quorum down_share %g must be within (0,1), both excluded", q.DownShare)
 	}
 }

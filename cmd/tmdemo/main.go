@@ -244,7 +244,26 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	// The back ends, all at once.
+	if err := d.startBackends(ctx); err != nil {
+		return err
+	}
+	if err := d.startFrontends(ctx); err != nil {
+		return err
+	}
+	if err := d.waitServing(ctx); err != nil {
+		return err
+	}
+	d.printBanner(d.stdout)
+
+	if err := d.watchChildren(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// startBackends starts every site's back ends, all at once, and notes
+// their URLs.
+func (d *demo) startBackends(ctx context.Context) error {
 	d.backends = make(map[string][]string)
 	g, gctx := errgroup.WithContext(ctx)
 	var bmu sync.Mutex
@@ -264,13 +283,15 @@ func (d *demo) run(ctx context.Context) error {
 			})
 		}
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
+	return g.Wait()
+}
 
-	// The front ends over them.
+// startFrontends writes each site's front-end config over its back ends
+// and starts the front ends, all at once.
+func (d *demo) startFrontends(ctx context.Context) error {
 	d.frontends = make(map[string]*child)
-	g, gctx = errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex
 	for _, s := range d.sites {
 		cfg := filepath.Join(d.lay.Etc, s.Name+".yaml")
 		if err := os.WriteFile(cfg, []byte(frontendConfig(s, d.backends[s.Name], d.lay.Secret)), 0o644); err != nil {
@@ -281,23 +302,19 @@ func (d *demo) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			bmu.Lock()
+			mu.Lock()
 			d.frontends[s.Name] = c
-			bmu.Unlock()
+			mu.Unlock()
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
+	return g.Wait()
+}
 
-	if err := d.waitServing(ctx); err != nil {
-		return err
-	}
-	d.printBanner(d.stdout)
-
-	// Keep running until Ctrl-C or a process dies on its own.
-	g, gctx = errgroup.WithContext(ctx)
+// watchChildren waits until ctx is done (nil) or a process dies on its
+// own (an error naming it).
+func (d *demo) watchChildren(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
 	d.mu.Lock()
 	children := append([]*child(nil), d.children...)
 	d.mu.Unlock()
@@ -311,10 +328,7 @@ func (d *demo) run(ctx context.Context) error {
 			}
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return g.Wait()
 }
 
 // waitServing polls, until upTimeout, for dnsd to have every member up

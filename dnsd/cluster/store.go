@@ -442,31 +442,58 @@ func (s *Store) Run(ctx context.Context, app Applier) error {
 	}
 }
 
+// session is one life of this node in the cluster: a lease with this
+// node's entry under it, the whole shared state read and served, then
+// the watch of every change until something fails (its error) or ctx ends.
 func (s *Store) session(ctx context.Context, app Applier) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	lease, ka, err := s.join(ctx)
+	if lease != 0 {
+		defer func() { // leave at once rather than when the lease runs out
+			c, cancel := context.WithTimeout(context.Background(), s.timeout)
+			defer cancel()
+			_, _ = s.cli.Revoke(c, lease)
+		}()
+	}
+	if err != nil {
+		return err
+	}
+	rev, err := s.resync(ctx, app)
+	if err != nil {
+		return err
+	}
+	return s.follow(ctx, app, lease, ka, rev)
+}
+
+// join grants this session's lease, keeps it alive and puts this node's
+// entry under it.
+func (s *Store) join(ctx context.Context) (clientv3.LeaseID, <-chan *clientv3.LeaseKeepAliveResponse, error) {
 	rctx, rcancel := context.WithTimeout(ctx, s.timeout)
 	defer rcancel()
 	lease, err := s.cli.Grant(rctx, int64(s.ttl/time.Second))
 	if err != nil {
-		return fmt.Errorf("lease: %w", err)
+		return 0, nil, fmt.Errorf("lease: %w", err)
 	}
 	ka, err := s.cli.KeepAlive(ctx, lease.ID)
 	if err != nil {
-		return fmt.Errorf("lease keep-alive: %w", err)
+		return lease.ID, nil, fmt.Errorf("lease keep-alive: %w", err)
 	}
-	defer func() { // leave at once rather than when the lease runs out
-		c, cancel := context.WithTimeout(context.Background(), s.timeout)
-		defer cancel()
-		_, _ = s.cli.Revoke(c, lease.ID)
-	}()
 	info, _ := json.Marshal(NodeInfo{Node: s.node, Since: s.now()})
 	if _, err := s.cli.Put(rctx, s.nodeKey(s.node), string(info), clientv3.WithLease(lease.ID)); err != nil {
-		return fmt.Errorf("node entry: %w", err)
+		return lease.ID, nil, fmt.Errorf("node entry: %w", err)
 	}
+	return lease.ID, ka, nil
+}
+
+// resync reads the whole shared state (groups, nodes, pending load,
+// health views), serves it through app and returns the revision read.
+func (s *Store) resync(ctx context.Context, app Applier) (int64, error) {
+	rctx, rcancel := context.WithTimeout(ctx, s.timeout)
+	defer rcancel()
 	resp, err := s.cli.Get(rctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
-		return fmt.Errorf("read state: %w", err)
+		return 0, fmt.Errorf("read state: %w", err)
 	}
 	st := members.NewState()
 	nodes := map[string]NodeInfo{}
@@ -513,7 +540,14 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 	s.reconsider()
 	s.kickCheck() // this node's views
 
-	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	return resp.Header.Revision, nil
+}
+
+// follow watches the shared state from revision rev on, keeps the lease
+// and the node's entry alive, and shares this node's pending load and
+// health views, until something fails or ctx ends.
+func (s *Store) follow(ctx context.Context, app Applier, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse, rev int64) error {
+	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	check := time.NewTicker(min(time.Second, s.ttl/3))
 	defer check.Stop()
 	share := time.NewTicker(s.pendEvery)
@@ -539,11 +573,11 @@ func (s *Store) session(ctx context.Context, app Applier) error {
 				return err
 			}
 		case <-share.C:
-			if err := s.publishPending(ctx, lease.ID); err != nil {
+			if err := s.publishPending(ctx, lease); err != nil {
 				return err
 			}
 		case <-s.kick:
-			if err := s.publishViews(ctx, lease.ID); err != nil {
+			if err := s.publishViews(ctx, lease); err != nil {
 				return err
 			}
 			if err := s.ping(ctx); err != nil {
