@@ -99,6 +99,8 @@ func TestSecretFileWarnings(t *testing.T) {
 				`c.yaml:3:5: group "www.example.org.": secret_file: UNPROTECTED SECRET FILE group: mode 0640`,
 				`c.yaml:4:5: group "www.example.org.": previous_secret_file: UNPROTECTED SECRET FILE previous: mode 0604`,
 			}},
+		{"open etcd password", "cluster:\n  node: ns1\n  etcd: {endpoints: [\"http://127.0.0.1:2379\"], username: dnsd, password_file: open}\n",
+			[]string{"c.yaml:3:64: cluster: etcd password_file: UNPROTECTED SECRET FILE open: mode 0644"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package zones
 import (
 	"cmp"
 	"fmt"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 	"net/url"
 	"os"
 	"strings"
@@ -213,12 +214,15 @@ func (b *builder) etcdFiles(e *EtcdConfig) {
 	case e.PasswordFile != "" && e.Password != "" && !e.passwordFromFile:
 		b.errorf("cluster.etcd.password_file", "cluster: etcd password and password_file are mutually exclusive")
 	case e.PasswordFile != "":
-		data, err := os.ReadFile(b.resolve(e.PasswordFile))
+		data, warning, err := yamlconf.ReadSecretFile(b.resolve(e.PasswordFile), e.PasswordFile)
 		if err != nil {
 			b.errorf("cluster.etcd.password_file", "cluster: etcd password_file: %v", err)
 			break
 		}
-		e.Password, e.passwordFromFile = strings.TrimSpace(string(data)), true
+		if warning != "" {
+			b.errs.Warnf("cluster.etcd.password_file", "cluster: etcd password_file: %s", warning)
+		}
+		e.Password, e.passwordFromFile = data, true
 	}
 	if e.Password != "" && e.Username == "" {
 		b.errorf("cluster.etcd.username", "cluster: etcd username is required with a password")
