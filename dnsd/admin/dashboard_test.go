@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -171,9 +173,15 @@ func TestDashboardPage(t *testing.T) {
 
 func TestDashboardData(t *testing.T) {
 	e := startDash(t, 0)
-	testenv.WaitFor(t, 5*time.Second, "fra1 up", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		v, err := e.ctl.View("www.example.org.")
-		return err == nil && v.Members[0].State == "up"
+		if err != nil {
+			return "fra1 up: " + err.Error()
+		}
+		if st := v.Members[0].State; st != "up" {
+			return "fra1 up: it is " + st
+		}
+		return ""
 	})
 	ecs := netip.MustParsePrefix("198.51.100.0/24")
 	for range 20 {
@@ -182,13 +190,13 @@ func TestDashboardData(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.WaitFor(t, 5*time.Second, "history with a rate", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		for _, pts := range e.dash.history.Series("www.example.org.") {
 			if len(pts) > 0 {
-				return true
+				return ""
 			}
 		}
-		return false
+		return "history with a rate: every series empty"
 	})
 	s := e.snapshot(t)
 	t.Run("groups", func(t *testing.T) {
@@ -395,8 +403,11 @@ func TestDashboardStream(t *testing.T) {
 	})
 	t.Run("bounded", func(t *testing.T) {
 		open(t)
-		testenv.WaitFor(t, 5*time.Second, "two streams", func() bool {
-			return testGauge(e.dash.streams) == 2
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := testGauge(e.dash.streams); n != 2 {
+				return fmt.Sprintf("two streams: %g open", n)
+			}
+			return ""
 		})
 		resp, err := http.Get(e.admin.URL + "/v1/stream")
 		if err != nil {
@@ -423,7 +434,13 @@ func TestDashboardStream(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("stream still open 5s after the dashboard stopped")
 		}
-		testenv.WaitFor(t, 5*time.Second, "no stream open", func() bool { return testGauge(e.dash.streams) == 0 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := testGauge(e.dash.streams); n != 0 {
+				return fmt.Sprintf("no stream open: %g open", n)
+			}
+			return ""
+		})
+
 	})
 }
 

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"sync"
@@ -10,7 +11,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/cluster"
 	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
-	"github.com/transmirror/transmirror/dnsd/internal/testenv"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // setPending is a PendingSharer whose own pending load the test sets, and
@@ -47,13 +48,22 @@ func TestSharedPending(t *testing.T) {
 		return share
 	})
 	b := startNodeWith(t, t.TempDir(), "b", etcd.Endpoint(), every, nil)
-	testenv.WaitFor(t, 5*time.Second, "both nodes connected", func() bool {
-		return !a.store.Status().Degraded && !b.store.Status().Degraded
+	probetest.Until(t, 5*time.Second, func() string {
+		if da, db := a.store.Status().Degraded, b.store.Status().Degraded; da || db {
+			return fmt.Sprintf("both nodes connected: a degraded %t, b %t", da, db)
+		}
+		return ""
 	})
-	seenByB := func(want float64) func() bool {
-		return func() bool {
+	seenByB := func(what string, want float64) func() string {
+		return func() string {
 			live, ok := b.disp.Live(group)
-			return ok && math.Abs(live["fra1"].Pending-want) < 1e-9
+			if !ok {
+				return what + ": b has no live view of " + group
+			}
+			if got := live["fra1"].Pending; math.Abs(got-want) >= 1e-9 {
+				return fmt.Sprintf("%s: b sees %g pending on fra1, want %g", what, got, want)
+			}
+			return ""
 		}
 	}
 	for _, step := range []struct {
@@ -68,7 +78,7 @@ func TestSharedPending(t *testing.T) {
 	} {
 		began := time.Now()
 		share.set(step.a)
-		testenv.WaitFor(t, 5*time.Second, step.name+": b sees it", seenByB(step.want))
+		probetest.Until(t, 5*time.Second, seenByB(step.name+": b sees it", step.want))
 		t.Logf("figure: %s: on b after %v", step.name, time.Since(began).Round(time.Millisecond))
 	}
 	if got := b.disp.LocalPending()[group]; len(got) != 0 {
@@ -78,10 +88,11 @@ func TestSharedPending(t *testing.T) {
 	// etcd away: b can not hear a any more, and does not keep a figure
 	// nobody updates; back, it reads a's share again.
 	etcd.Stop()
-	testenv.WaitFor(t, 10*time.Second, "etcd stopped: a's share gone from b", seenByB(0))
+	probetest.Until(t, 10*time.Second, seenByB("etcd stopped: a's share gone from b", 0))
 	etcd.Restart()
-	testenv.WaitFor(t, 15*time.Second, "etcd back: a's share on b again", seenByB(30))
+	probetest.Until(t, 15*time.Second, seenByB("etcd back: a's share on b again", 30))
 
 	a.stop()
-	testenv.WaitFor(t, 5*time.Second, "a stopped: its share gone from b", seenByB(0))
+	probetest.Until(t, 5*time.Second, seenByB("a stopped: its share gone from b", 0))
+
 }

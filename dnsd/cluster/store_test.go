@@ -23,6 +23,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -153,15 +154,23 @@ func TestConcurrentChanges(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	testenv.WaitFor(t, 5*time.Second, "both nodes with every member", func() bool {
-		return len(a.runtime()) == n && len(b.runtime()) == n
+	probetest.Until(t, 5*time.Second, func() string {
+		if na, nb := len(a.runtime()), len(b.runtime()); na != n || nb != n {
+			return fmt.Sprintf("both nodes with every member: a has %d, b %d of %d", na, nb, n)
+		}
+		return ""
 	})
 	conflicts := counter(t, a.reg, "transmirror_dnsd_cluster_conflicts_total") + counter(t, b.reg, "transmirror_dnsd_cluster_conflicts_total")
 	t.Logf("%d adds over 2 nodes: %g races lost and made again", n, conflicts)
 	if err := a.ctl.Remove("www.example.org", "m01"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 2*time.Second, "m01 gone from b", func() bool { return !b.runtime()["m01"] })
+	probetest.Until(t, 2*time.Second, func() string {
+		if b.runtime()["m01"] {
+			return "m01 gone from b: still there"
+		}
+		return ""
+	})
 }
 
 // counter is the value of the registered counter named name.
@@ -200,7 +209,12 @@ func TestDegraded(t *testing.T) {
 		t.Errorf("add while degraded = %v, want ErrStoreUnavailable", err)
 	}
 	etcd.Restart()
-	testenv.WaitFor(t, 10*time.Second, "connected again", func() bool { return !again.store.Status().Degraded })
+	probetest.Until(t, 10*time.Second, func() string {
+		if again.store.Status().Degraded {
+			return "connected again: still degraded"
+		}
+		return ""
+	})
 	if _, err := again.ctl.Add("www.example.org", info("later", 3)); err != nil {
 		t.Fatalf("add after etcd came back: %v", err)
 	}
@@ -223,26 +237,26 @@ func TestQuorum(t *testing.T) {
 	a := startNodeWith(t, t.TempDir(), "a", etcd.Endpoint(), q, nil)
 	b := startNodeWith(t, t.TempDir(), "b", etcd.Endpoint(), q, nil)
 	nodes := []*node{a, b}
-	testenv.WaitFor(t, 5*time.Second, "both nodes connected, each seeing both", func() bool {
-		for _, n := range nodes {
+	probetest.Until(t, 5*time.Second, func() string {
+		for i, n := range nodes {
 			if st := n.store.Status(); st.Degraded || len(st.Nodes) != 2 {
-				return false
+				return fmt.Sprintf("both nodes connected, each seeing both: node %d degraded %t, seeing %d", i, st.Degraded, len(st.Nodes))
 			}
 		}
-		return true
+		return ""
 	})
 	observe := func(n *node, member string, st probe.State) {
 		n.store.Observe(probe.Update{Group: group, Member: member, State: st})
 	}
 	waitAll := func(what, member string, want probe.State, on ...*node) {
 		t.Helper()
-		testenv.WaitFor(t, 5*time.Second, what, func() bool {
-			for _, n := range on {
-				if n.health.state(group, member) != want {
-					return false
+		probetest.Until(t, 5*time.Second, func() string {
+			for i, n := range on {
+				if got := n.health.state(group, member); got != want {
+					return fmt.Sprintf("%s: node %d has %s", what, i, got)
 				}
 			}
-			return true
+			return ""
 		})
 	}
 
@@ -284,23 +298,38 @@ func TestQuorum(t *testing.T) {
 	if !st.Quorum || st.DownShare != 0.5 || fmt.Sprint(st.Votes) != fmt.Sprint(want) {
 		t.Errorf("a's status: quorum %v, down_share %g, votes %v; want on, 0.5, %v", st.Quorum, st.DownShare, st.Votes, want)
 	}
-	testenv.WaitFor(t, 10*time.Second, "c's lease expired", func() bool { return len(a.store.Status().Nodes) == 2 })
+	probetest.Until(t, 10*time.Second, func() string {
+		if n := len(a.store.Status().Nodes); n != 2 {
+			return fmt.Sprintf("c's lease expired: a sees %d nodes", n)
+		}
+		return ""
+	})
 	waitAll("m2 up on both (c's vote gone with its lease)", "m2", probe.StateUp, a, b)
 
 	// a stops watching m1: its view leaves etcd, its series its registry.
 	a.store.Forget(group, "m1")
-	testenv.WaitFor(t, 5*time.Second, "a's view of m1 gone from etcd", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		resp, err := cli.Get(ctx, "/test/health/a/"+group+"/m1")
-		return err == nil && len(resp.Kvs) == 0
+		if err != nil {
+			return "a's view of m1 gone from etcd: " + err.Error()
+		}
+		if len(resp.Kvs) != 0 {
+			return "a's view of m1 gone from etcd: still there"
+		}
+		return ""
 	})
 	if got := downVotes(t, a.reg); len(got) != 1 {
 		t.Errorf("a's down votes %v after forgetting m1, want m2 only", got)
 	}
 
 	etcd.Stop()
-	testenv.WaitFor(t, 10*time.Second, "both nodes degraded", func() bool {
-		return a.store.Status().Degraded && b.store.Status().Degraded
+	probetest.Until(t, 10*time.Second, func() string {
+		if da, db := a.store.Status().Degraded, b.store.Status().Degraded; !da || !db {
+			return fmt.Sprintf("both nodes degraded: a %t, b %t", da, db)
+		}
+		return ""
 	})
+
 	waitAll("without etcd, a serves its own view of m2", "m2", probe.StateDown, a)
 	waitAll("without etcd, b serves its own view of m2", "m2", probe.StateUp, b)
 }

@@ -3,6 +3,7 @@ package members_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestAdminAPIClient drives the admin API with the client that groupctl
@@ -36,13 +38,16 @@ func TestAdminAPIClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m api.MemberView
-		testenv.WaitFor(t, 5*time.Second, "the report in the view", func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			v, err := c.Group(ctx, group)
 			if err != nil {
 				t.Fatal(err)
 			}
 			m = v.Members[0]
-			return m.Reported.Equal(at)
+			if !m.Reported.Equal(at) {
+				return fmt.Sprintf("the report in the view: reported %v, want %v", m.Reported, at)
+			}
+			return ""
 		})
 		for range 50 {
 			e.answered() // each answer adds pending load until the next report
@@ -80,18 +85,22 @@ func TestAdminAPIClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m api.MemberView
-		testenv.WaitFor(t, 5*time.Second, "the report in the view", func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			v, err := c.Group(ctx, group)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, m = range v.Members {
 				if m.Name == "bw1" {
-					return m.Reported.Equal(at)
+					if !m.Reported.Equal(at) {
+						return fmt.Sprintf("the report in the view: bw1 reported %v, want %v", m.Reported, at)
+					}
+					return ""
 				}
 			}
-			return false
+			return "the report in the view: no member bw1"
 		})
+
 		if m.BytesPerSecond != 100e6 || m.Bandwidth != 125e6 || m.BandwidthUtilization != 0.8 ||
 			m.LoadUtilization >= 0.1 || m.Utilization != 0.8 {
 			t.Errorf("bw1: bytes/s %v of %v, utilization %v (load %v, bandwidth %v); want 0.8 by bandwidth",

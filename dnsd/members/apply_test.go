@@ -2,6 +2,7 @@ package members_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/transmirror/transmirror/dnsd/internal/testenv"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -68,9 +70,15 @@ func TestControllerReloadHealth(t *testing.T) {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
 	// 8 failed probes with fall 100: fra1 has no verdict and is answered.
-	testenv.WaitFor(t, 10*time.Second, "8 probes of fra1, ams1 up", func() bool {
+	probetest.Until(t, 10*time.Second, func() string {
 		v, _ := e.ctl.View("www.example.org")
-		return fra.Hits.Load() >= 8 && len(v.Members) == 2 && v.Members[1].State == "up"
+		if n := fra.Hits.Load(); n < 8 {
+			return fmt.Sprintf("8 probes of fra1, ams1 up: %d probes", n)
+		}
+		if len(v.Members) != 2 || v.Members[1].State != "up" {
+			return fmt.Sprintf("8 probes of fra1, ams1 up: members %+v", v.Members)
+		}
+		return ""
 	})
 	if !e.answered()["10.0.1.1"] {
 		t.Fatal("fra1 left the answers after 8 failures with fall 100")
@@ -79,7 +87,12 @@ func TestControllerReloadHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	hits := fra.Hits.Load()
-	testenv.WaitFor(t, 10*time.Second, "fra1 leaves the answers with the reloaded fall 2", func() bool { return !e.answered()["10.0.1.1"] })
+	probetest.Until(t, 10*time.Second, func() string {
+		if e.answered()["10.0.1.1"] {
+			return "fra1 leaves the answers with the reloaded fall 2: still answered"
+		}
+		return ""
+	})
 	if n := fra.Hits.Load() - hits; n > 3 {
 		t.Errorf("fra1 left after %d more probes; fall 2 wants 2 (one more may be in flight)", n)
 	}
@@ -199,9 +212,11 @@ func TestTimeToAnswer(t *testing.T) {
 	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
-	testenv.WaitFor(t, 10*time.Second, "both members up and answered", func() bool {
-		a := digA(t, e.dns)
-		return a["10.0.1.1"] && a["10.0.1.2"]
+	probetest.Until(t, 10*time.Second, func() string {
+		if a := digA(t, e.dns); !a["10.0.1.1"] || !a["10.0.1.2"] {
+			return fmt.Sprintf("both members up and answered: answered %v", a)
+		}
+		return ""
 	})
 
 	// firstWithout polls DNS until an answer leaves addr out, and returns
@@ -231,7 +246,13 @@ func TestTimeToAnswer(t *testing.T) {
 			t.Errorf("took %v, want under %v", took, bound)
 		}
 		fra.Failing.Store(false)
-		testenv.WaitFor(t, 10*time.Second, "fra1 back", func() bool { return digA(t, e.dns)["10.0.1.1"] })
+		probetest.Until(t, 10*time.Second, func() string {
+			if a := digA(t, e.dns); !a["10.0.1.1"] {
+				return fmt.Sprintf("fra1 back: answered %v", a)
+			}
+			return ""
+		})
+
 	})
 	t.Run("drain API call", func(t *testing.T) {
 		start := time.Now()

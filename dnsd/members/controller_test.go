@@ -28,6 +28,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -136,9 +137,12 @@ func TestControllerHealth(t *testing.T) {
 	if code, body := e.call("POST", "/v1/groups/www.example.org./members", []byte(add), []byte(testenv.Secret), time.Now()); code != http.StatusCreated {
 		t.Fatalf("GROUP-ADD: %d %s", code, body)
 	}
-	testenv.WaitFor(t, 5*time.Second, "both members up", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		v, _ := e.ctl.View("www.example.org")
-		return len(v.Members) == 2 && v.Members[0].State == "up" && v.Members[1].State == "up"
+		if len(v.Members) != 2 || v.Members[0].State != "up" || v.Members[1].State != "up" {
+			return fmt.Sprintf("both members up: members %+v", v.Members)
+		}
+		return ""
 	})
 	if a := e.answered(); !a["10.0.1.1"] || !a["10.0.1.2"] {
 		t.Fatalf("answers %v, want both", a)
@@ -149,7 +153,12 @@ func TestControllerHealth(t *testing.T) {
 	// jitter of 5ms later, so not before 2 × 35ms.
 	start := time.Now()
 	fra.Failing.Store(true)
-	testenv.WaitFor(t, 5*time.Second, "fra1 leaves the answers", func() bool { return !e.answered()["10.0.1.1"] })
+	probetest.Until(t, 5*time.Second, func() string {
+		if e.answered()["10.0.1.1"] {
+			return "fra1 leaves the answers: still answered"
+		}
+		return ""
+	})
 	if took := time.Since(start); took < 2*(40-5)*time.Millisecond {
 		t.Errorf("fra1 left after %v: before fall×interval", took)
 	}
@@ -160,7 +169,12 @@ func TestControllerHealth(t *testing.T) {
 	}
 	start = time.Now()
 	fra.Failing.Store(false)
-	testenv.WaitFor(t, 5*time.Second, "fra1 back in the answers", func() bool { return e.answered()["10.0.1.1"] })
+	probetest.Until(t, 5*time.Second, func() string {
+		if a := e.answered(); !a["10.0.1.1"] {
+			return fmt.Sprintf("fra1 back in the answers: answered %v", a)
+		}
+		return ""
+	})
 	t.Logf("fra1 came back %v after its probe recovered (rise 2 × 40ms)", time.Since(start).Round(time.Millisecond))
 
 	// GROUP-EXIT removes the member from answers at once.
@@ -199,10 +213,13 @@ func TestControllerPersistence(t *testing.T) {
 	if len(v.Members) != 2 || v.Members[1].Name != "ams1" || v.Members[1].Source != "runtime" || v.Members[1].Capacity != 500 || v.Members[1].Bandwidth != 125e6 {
 		t.Fatalf("after restart: %+v", v.Members)
 	}
-	testenv.WaitFor(t, 2*time.Second, "fra1 still drained after restart", func() bool {
-		a := e2.answered()
-		return !a["10.0.1.1"] && a["10.0.1.2"]
+	probetest.Until(t, 2*time.Second, func() string {
+		if a := e2.answered(); a["10.0.1.1"] || !a["10.0.1.2"] {
+			return fmt.Sprintf("fra1 still drained after restart: answered %v", a)
+		}
+		return ""
 	})
+
 	if code, body := e2.call("POST", "/v1/groups/www.example.org./members/fra1/undrain", []byte{}, []byte(testenv.Secret), time.Now()); code != http.StatusOK {
 		t.Fatalf("undrain: %d %s", code, body)
 	}

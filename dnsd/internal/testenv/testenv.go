@@ -20,7 +20,6 @@ import (
 
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/probe"
-	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // Secret is the group secret of Config.
@@ -91,19 +90,6 @@ func NewFakeMirror(t testing.TB, group, member string) *FakeMirror {
 
 // DiscardLogger is a logger that writes nothing.
 func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// WaitFor is probetest.Until for a condition that can not say why it does
-// not hold: what names what is awaited. It stays until the dnsd packages'
-// tests, which call it, move to probetest.Until.
-func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	probetest.Until(t, within, func() string {
-		if cond() {
-			return ""
-		}
-		return what
-	})
-}
 
 // Gather gathers reg or fails the test.
 func Gather(t testing.TB, reg *prometheus.Registry) []*dto.MetricFamily {
