@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 func TestReportCheckTime(t *testing.T) {
@@ -210,7 +211,7 @@ func TestWatcherPullClockOff(t *testing.T) {
 			if tt.ok {
 				want = StateUp
 			}
-			eventually(t, 5*time.Second, "member "+want.String(), func() bool { return env.state(t, "www", member) == want })
+			probetest.Until(t, 5*time.Second, env.stateIs(t, "member "+want.String(), "www", member, want))
 			env.stop()
 			st, _ := env.w.State("www", member)
 			got := testutil.ToFloat64(env.w.met.retimed.WithLabelValues("www"))

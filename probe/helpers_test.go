@@ -2,7 +2,6 @@ package probe
 
 import (
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -24,18 +23,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling, not waiting for a fixed time
-	}
 }
 
 // loadPath is where the tests mount a Reporter, as a mirror does.

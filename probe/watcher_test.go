@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // fakeMirrors serves /m/<group>/<member>/v1/load for any number of members
@@ -132,6 +133,17 @@ func (env *watcherEnv) state(t testing.TB, group, member string) State {
 	return st.State
 }
 
+// stateIs is a condition for probetest.Until: group/member is in state
+// want; what names what is awaited.
+func (env *watcherEnv) stateIs(t testing.TB, what, group, member string, want State) func() string {
+	return func() string {
+		if got := env.state(t, group, member); got != want {
+			return fmt.Sprintf("%s: %s/%s is %s, want %s", what, group, member, got, want)
+		}
+		return ""
+	}
+}
+
 func (env *watcherEnv) eventStrings() []string {
 	env.mu.Lock()
 	defer env.mu.Unlock()
@@ -154,14 +166,14 @@ func TestWatcherFallAndRise(t *testing.T) {
 	}
 	env.start(t)
 	fm := f.member("www", "fra1")
-	eventually(t, 5*time.Second, "fra1 up", func() bool { return env.state(t, "www", "fra1") == StateUp })
+	probetest.Until(t, 5*time.Second, env.stateIs(t, "fra1 up", "www", "fra1", StateUp))
 	if n := fm.requests.Load(); n < 2 {
 		t.Errorf("up after %d probes, want rise = 2", n)
 	}
 
 	before := fm.requests.Load()
 	fm.failing.Store(true)
-	eventually(t, 5*time.Second, "fra1 down", func() bool { return env.state(t, "www", "fra1") == StateDown })
+	probetest.Until(t, 5*time.Second, env.stateIs(t, "fra1 down", "www", "fra1", StateDown))
 	if n := fm.requests.Load() - before; n < 3 {
 		t.Errorf("down after %d failed probes, want fall = 3", n)
 	}
@@ -171,7 +183,7 @@ func TestWatcherFallAndRise(t *testing.T) {
 	}
 
 	fm.failing.Store(false)
-	eventually(t, 5*time.Second, "fra1 up again", func() bool { return env.state(t, "www", "fra1") == StateUp })
+	probetest.Until(t, 5*time.Second, env.stateIs(t, "fra1 up again", "www", "fra1", StateUp))
 	st, _ = env.w.State("www", "fra1")
 	if !st.HasReport || st.Report.Member != "fra1" || st.LastReason != ReasonNone || st.LastProbe.IsZero() {
 		t.Errorf("status %+v", st)
@@ -180,7 +192,12 @@ func TestWatcherFallAndRise(t *testing.T) {
 	// OnEvent runs after the state is visible to State: wait for the
 	// third call.
 	want := "fra1:unknown→up fra1:up→down fra1:down→up"
-	eventually(t, 5*time.Second, "three events", func() bool { return len(env.eventStrings()) >= 3 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if evs := env.eventStrings(); len(evs) < 3 {
+			return fmt.Sprintf("three events: %q", evs)
+		}
+		return ""
+	})
 	if got := strings.Join(env.eventStrings(), " "); got != want {
 		t.Errorf("OnEvent got %q, want %q", got, want)
 	}
@@ -230,7 +247,12 @@ func TestWatcherPushSuspendsPolling(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	// Pushes stop: polling resumes once they are stale.
-	eventually(t, 5*time.Second, "polls after pushes stopped", func() bool { return fm.requests.Load() >= 2 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := fm.requests.Load(); n < 2 {
+			return fmt.Sprintf("polls after pushes stopped: %d requests, want 2", n)
+		}
+		return ""
+	})
 	if s := env.state(t, "www", "fra1"); s != StateUp {
 		t.Errorf("state %s, want up", s)
 	}
@@ -251,7 +273,7 @@ func TestWatcherPushOnlyGoesStale(t *testing.T) {
 	if s := env.state(t, "www", "p1"); s != StateUp {
 		t.Fatalf("after a push: %s, want up", s)
 	}
-	eventually(t, 5*time.Second, "p1 down when stale", func() bool { return env.state(t, "www", "p1") == StateDown })
+	probetest.Until(t, 5*time.Second, env.stateIs(t, "p1 down when stale", "www", "p1", StateDown))
 	st, _ := env.w.State("www", "p1")
 	if st.LastReason != ReasonStale {
 		t.Errorf("reason %q, want stale", st.LastReason)
@@ -339,13 +361,13 @@ func TestWatcherRemove(t *testing.T) {
 		}
 	}
 	env.start(t)
-	eventually(t, 5*time.Second, "all up", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		for _, st := range statuses(env.w, "") {
 			if st.State != StateUp {
-				return false
+				return fmt.Sprintf("all up: %s/%s is %s", st.Spec.Group, st.Spec.Member, st.State)
 			}
 		}
-		return true
+		return ""
 	})
 	if got := len(statuses(env.w, "www")); got != 2 {
 		t.Errorf("www has %d members, want 2", got)
@@ -391,7 +413,12 @@ func TestWatcherRemove(t *testing.T) {
 	// At most one probe was in flight at Remove; after that, none.
 	ams, ftp, fra := f.member("www", "ams1"), f.member("ftp", "fra1"), f.member("www", "fra1")
 	a0, f0, w0 := ams.requests.Load(), ftp.requests.Load(), fra.requests.Load()
-	eventually(t, 5*time.Second, "5 more probes of the remaining member", func() bool { return fra.requests.Load() >= w0+5 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := fra.requests.Load() - w0; n < 5 {
+			return fmt.Sprintf("5 more probes of the remaining member: %d more", n)
+		}
+		return ""
+	})
 	if a, f := ams.requests.Load(), ftp.requests.Load(); a > a0+1 || f > f0+1 {
 		t.Errorf("removed members probed %d and %d more times", a-a0, f-f0)
 	}
@@ -408,7 +435,7 @@ func TestWatcherUpdate(t *testing.T) {
 	if err := env.w.Update(MemberSpec{Group: "www", Member: "fra1", URL: f.add("www", "fra1"), Interval: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "fra1 up after update", func() bool { return env.state(t, "www", "fra1") == StateUp })
+	probetest.Until(t, 5*time.Second, env.stateIs(t, "fra1 up after update", "www", "fra1", StateUp))
 	if n := f.member("www", "old").requests.Load(); n != 0 {
 		t.Errorf("old URL probed %d times", n)
 	}
@@ -422,7 +449,7 @@ func TestWatcherWrongMemberReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.start(t)
-	eventually(t, 5*time.Second, "fra1 down", func() bool { return env.state(t, "www", "fra1") == StateDown })
+	probetest.Until(t, 5*time.Second, env.stateIs(t, "fra1 down", "www", "fra1", StateDown))
 	if st, _ := env.w.State("www", "fra1"); st.LastReason != ReasonValidate {
 		t.Errorf("reason %q", st.LastReason)
 	}
@@ -448,11 +475,21 @@ func TestWatcherRunTwiceAndDrain(t *testing.T) {
 		}
 	}
 	env.start(t)
-	eventually(t, 5*time.Second, "Run started", env.w.running.Load)
+	probetest.Until(t, 5*time.Second, func() string {
+		if !env.w.running.Load() {
+			return "Run started: not running"
+		}
+		return ""
+	})
 	if err := env.w.Run(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
 	}
-	eventually(t, 5*time.Second, "2 probes in flight", func() bool { return started.Load() >= 2 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := started.Load(); n < 2 {
+			return fmt.Sprintf("2 probes in flight: %d started", n)
+		}
+		return ""
+	})
 	if got := testutil.ToFloat64(env.w.met.inFlight); got > 2 {
 		t.Errorf("in flight %g > MaxInFlight 2", got)
 	}
@@ -476,8 +513,11 @@ func TestWatcherMetricsLint(t *testing.T) {
 	if err := env.w.Push(Report{Group: "www", Member: "nope", Time: time.Now()}, time.Now()); err == nil {
 		t.Fatal("want an error")
 	}
-	eventually(t, 5*time.Second, "fra1 up, bad down", func() bool {
-		return env.state(t, "www", "fra1") == StateUp && env.state(t, "www", "bad") == StateDown
+	probetest.Until(t, 5*time.Second, func() string {
+		if fra, bad := env.state(t, "www", "fra1"), env.state(t, "www", "bad"); fra != StateUp || bad != StateDown {
+			return fmt.Sprintf("fra1 up, bad down: fra1 %s, bad %s", fra, bad)
+		}
+		return ""
 	})
 	problems, err := testutil.GatherAndLint(env.reg)
 	if err != nil {
