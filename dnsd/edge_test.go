@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/transmirror/transmirror/dnsd/internal/dnstest"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -105,7 +106,12 @@ func TestEdge(t *testing.T) {
 				t.Fatalf("reply to garbage %x: %v", raw, r)
 			}
 		}
-		eventually(t, "dropped counted", func() bool { return testutil.ToFloat64(ts.m.dropped) >= before+3 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := testutil.ToFloat64(ts.m.dropped) - before; n < 3 {
+				return fmt.Sprintf("dropped counted: %g more, want 3", n)
+			}
+			return ""
+		})
 	})
 	t.Run("QTYPE OPT is FORMERR", func(t *testing.T) {
 		m := q("static.example.org.", dns.TypeOPT)
@@ -341,14 +347,24 @@ func TestTCP(t *testing.T) {
 		if m, err := read(c3); err == nil {
 			t.Fatalf("third connection answered: %v", m)
 		}
-		eventually(t, "rejection counted", func() bool { return testutil.ToFloat64(ts.m.tcpRejected) >= 1 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := testutil.ToFloat64(ts.m.tcpRejected); n < 1 {
+				return fmt.Sprintf("rejection counted: %g", n)
+			}
+			return ""
+		})
 	})
 	t.Run("idle timeout closes", func(t *testing.T) {
 		if _, err := read(c1); err == nil {
 			t.Fatal("idle connection not closed")
 		}
 		// The slot is free again.
-		eventually(t, "slot freed", func() bool { return ts.tcpConns.Load() < 2 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := ts.tcpConns.Load(); n >= 2 {
+				return fmt.Sprintf("slot freed: %d connections", n)
+			}
+			return ""
+		})
 	})
 }
 
@@ -464,7 +480,12 @@ func TestReloadUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "some queries", func() bool { return queries.Load() >= 50 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := queries.Load(); n < 50 {
+			return fmt.Sprintf("some queries: %d, want 50", n)
+		}
+		return ""
+	})
 	close(stop)
 	wg.Wait()
 	if f := failures.Load(); f != 0 {
@@ -499,8 +520,11 @@ func TestMetricsLint(t *testing.T) {
 	ts := newTestServer(t, testSet(t, nil), Options{})
 	dnstest.Exchange(t, ts.addr, dnstest.Case{Qname: "static.example.org.", Qtype: dns.TypeA})
 	dnstest.Exchange(t, ts.addr, dnstest.Case{Qname: "big.example.org.", Qtype: dns.TypeTXT})
-	eventually(t, "query counted", func() bool {
-		return testutil.ToFloat64(ts.m.queries.WithLabelValues("udp", "A", "NOERROR")) == 1
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := testutil.ToFloat64(ts.m.queries.WithLabelValues("udp", "A", "NOERROR")); n != 1 {
+			return fmt.Sprintf("query counted: %g, want 1", n)
+		}
+		return ""
 	})
 	mfs, err := ts.reg.Gather()
 	if err != nil {
@@ -583,15 +607,23 @@ func TestTCPClientLimits(t *testing.T) {
 		if err := ask(dialFrom("127.0.0.1")); err == nil {
 			t.Error("third connection of 127.0.0.1 answered; the cap is 2")
 		}
-		eventually(t, "rejection counted", func() bool { return testutil.ToFloat64(ts.m.tcpRejected) > before })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := testutil.ToFloat64(ts.m.tcpRejected); n <= before {
+				return fmt.Sprintf("rejection counted: still %g", n)
+			}
+			return ""
+		})
 		if err := ask(dialFrom("127.0.1.1")); err != nil {
 			t.Errorf("another client address refused: %v", err)
 		}
 		a1.Close()
-		eventually(t, "slot of 127.0.0.1 freed", func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			c := dialFrom("127.0.0.1")
 			defer c.Close()
-			return ask(c) == nil
+			if err := ask(c); err != nil {
+				return "slot of 127.0.0.1 freed: " + err.Error()
+			}
+			return ""
 		})
 	})
 	t.Run("queries per connection", func(t *testing.T) {

@@ -161,18 +161,6 @@ func serve(t testing.TB, s *Server) string {
 	return pc.LocalAddr().String()
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // rawExchange sends b over UDP and returns the reply, or nil when none
 // came within wait.
 func rawExchange(t testing.TB, addr string, b []byte, wait time.Duration) *dns.Msg {

@@ -1,6 +1,7 @@
 package dnsd
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -83,8 +85,11 @@ func TestRRL(t *testing.T) {
 	if full != 5 || tc != 22 {
 		t.Errorf("flooding prefix: %d full, %d truncated; want 5 and 22", full, tc)
 	}
-	eventually(t, "23 drops counted", func() bool {
-		return testutil.ToFloat64(ts.m.rrl.WithLabelValues("answer", rrlDropped)) == 23
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := testutil.ToFloat64(ts.m.rrl.WithLabelValues("answer", rrlDropped)); n != 23 {
+			return fmt.Sprintf("23 drops counted: %g", n)
+		}
+		return ""
 	})
 	if got := testutil.ToFloat64(ts.m.rrl.WithLabelValues("answer", rrlSlipped)); got != 22 {
 		t.Errorf("slipped counted %v, want 22", got)
