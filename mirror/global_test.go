@@ -26,6 +26,7 @@ import (
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -297,17 +298,20 @@ func TestRedirectCorrection(t *testing.T) {
 	}
 	for name, m := range ms {
 		// A view where every member has reported (its capacity with it).
-		webtest.Eventually(t, 5*time.Second, "group view at "+name, func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			s := m.View().Snapshot()
-			if s == nil || s.Candidates() != 2 {
-				return false
+			if s == nil {
+				return "group view at " + name + ": none yet"
+			}
+			if n := s.Candidates(); n != 2 {
+				return fmt.Sprintf("group view at %s: %d candidates, want 2", name, n)
 			}
 			for _, mv := range s.View.Members {
 				if mv.State != "up" {
-					return false
+					return fmt.Sprintf("group view at %s: %s is %s", name, mv.Name, mv.State)
 				}
 			}
-			return true
+			return ""
 		})
 	}
 	groupURL := "http://" + net.JoinHostPort(testGroup, port) + "/big.bin?v=1"
@@ -315,10 +319,13 @@ func TestRedirectCorrection(t *testing.T) {
 
 	t.Run("overloaded: requests on the group name are redirected to a sibling", func(t *testing.T) {
 		var loc string
-		webtest.Eventually(t, 5*time.Second, "a 302 from a", func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			resp, _ := get(t, noFollow, groupURL)
 			loc = resp.Header.Get("Location")
-			return resp.StatusCode == http.StatusFound
+			if resp.StatusCode != http.StatusFound {
+				return "a 302 from a: " + resp.Status
+			}
+			return ""
 		})
 		if loc != "http://b.mirrors.test:"+port+"/big.bin?v=1" && loc != "http://c.mirrors.test:"+port+"/big.bin?v=1" {
 			t.Errorf("Location %q, want b or c on port %s with the same path and query", loc, port)
@@ -375,13 +382,14 @@ func TestRedirectCorrection(t *testing.T) {
 		if n := webtest.CounterValue(t, ms["a"].reg, "transmirror_mirror_redirects_total", "reason", group.ReasonOverload); n == 0 {
 			t.Error("transmirror_mirror_redirects_total{reason=overload} is 0")
 		}
-		webtest.Eventually(t, 5*time.Second, "a report with redirects", func() bool {
-			for _, r := range d.pushes("a") {
+		probetest.Until(t, 5*time.Second, func() string {
+			rs := d.pushes("a")
+			for _, r := range rs {
 				if r.RedirectsPerSecond > 0 {
-					return true
+					return ""
 				}
 			}
-			return false
+			return fmt.Sprintf("a report with redirects: none in %d reports", len(rs))
 		})
 	})
 	t.Run("when the load falls, redirects stop", func(t *testing.T) {
@@ -389,8 +397,11 @@ func TestRedirectCorrection(t *testing.T) {
 		// is within its target, so it redirects nothing. (Polling with
 		// requests would be load of its own: a's capacity is half a
 		// request per second.)
-		webtest.Eventually(t, 10*time.Second, "a's redirected share at 0", func() bool {
-			return ms["a"].redirect.Share(time.Now()) == 0
+		probetest.Until(t, 10*time.Second, func() string {
+			if sh := ms["a"].redirect.Share(time.Now()); sh != 0 {
+				return fmt.Sprintf("a's redirected share at 0: %g", sh)
+			}
+			return ""
 		})
 		if resp, _ := get(t, noFollow, groupURL); resp.StatusCode != http.StatusOK {
 			t.Errorf("GET on the group name after the load fell: %s, want 200", resp.Status)
@@ -467,23 +478,31 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-busy })
 
-	webtest.Eventually(t, 5*time.Second, "a's view: b over its bandwidth, c with room", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		s := ms["a"].View().Snapshot()
-		if s == nil || s.Candidates() != 2 {
-			return false
+		if s == nil {
+			return "a's view: b over its bandwidth, c with room: no view yet"
+		}
+		if n := s.Candidates(); n != 2 {
+			return fmt.Sprintf("a's view: b over its bandwidth, c with room: %d candidates, want 2", n)
 		}
 		over := map[string]bool{}
 		for _, v := range s.View.Members {
 			f := scheduler.Figures{Load: v.Load, Pending: v.Pending, Capacity: v.Capacity, BytesPerSecond: v.BytesPerSecond, Bandwidth: v.Bandwidth}
 			over[strings.TrimSuffix(v.Host, ".")] = f.Utilization() >= s.View.Watermarks.High
 		}
-		return over["b.mirrors.test"] && !over["c.mirrors.test"]
+		if !over["b.mirrors.test"] || over["c.mirrors.test"] {
+			return fmt.Sprintf("a's view: b over its bandwidth, c with room: over the high watermark %v", over)
+		}
+		return ""
 	})
 	groupURL := "http://" + net.JoinHostPort(testGroup, port) + "/big.bin"
 	t.Run("a over its bandwidth redirects, to c only", func(t *testing.T) {
-		webtest.Eventually(t, 5*time.Second, "a 302 from a", func() bool {
-			resp, _ := get(t, noFollow, groupURL)
-			return resp.StatusCode == http.StatusFound
+		probetest.Until(t, 5*time.Second, func() string {
+			if resp, _ := get(t, noFollow, groupURL); resp.StatusCode != http.StatusFound {
+				return "a 302 from a: " + resp.Status
+			}
+			return ""
 		})
 		for range 20 {
 			resp, _ := get(t, noFollow, groupURL)
@@ -497,19 +516,28 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 	})
 	t.Run("the load fraction is low: the bandwidth did it", func(t *testing.T) {
 		var st Status
-		webtest.Eventually(t, 5*time.Second, "a over its bandwidth right after a request", func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			get(t, noFollow, groupURL)
 			st = ms["a"].Status(time.Now())
-			return st.Load.Utilization >= 0.9
+			if u := st.Load.Utilization; u < 0.9 {
+				return fmt.Sprintf("a over its bandwidth right after a request: utilization %g, want 0.9", u)
+			}
+			return ""
 		})
 		if st.Load.Bandwidth != 1000 || st.Load.Load/st.Load.Capacity > 0.01 {
 			t.Errorf("a's load %+v: want bandwidth 1000 B/s and a load of less than 1%% of the capacity", st.Load)
 		}
 	})
 	t.Run("the pushed report carries the bandwidth", func(t *testing.T) {
-		webtest.Eventually(t, 5*time.Second, "a report of a with its bandwidth", func() bool {
+		probetest.Until(t, 5*time.Second, func() string {
 			rs := d.pushes("a")
-			return len(rs) > 0 && rs[len(rs)-1].Bandwidth == 1000
+			if len(rs) == 0 {
+				return "a report of a with its bandwidth: no report"
+			}
+			if bw := rs[len(rs)-1].Bandwidth; bw != 1000 {
+				return fmt.Sprintf("a report of a with its bandwidth: bandwidth %g, want 1000", bw)
+			}
+			return ""
 		})
 	})
 }
@@ -521,7 +549,12 @@ func TestPush(t *testing.T) {
 	good := startMirror(t, d, "a", "", Options{})
 	t.Run("signed reports arrive at the interval", func(t *testing.T) {
 		start := time.Now()
-		webtest.Eventually(t, 5*time.Second, "5 pushes", func() bool { return len(d.pushes("a")) >= 5 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := len(d.pushes("a")); n < 5 {
+				return fmt.Sprintf("5 pushes: %d", n)
+			}
+			return ""
+		})
 		rs := d.pushes("a")
 		if el := time.Since(start); el < 150*time.Millisecond {
 			t.Errorf("5 pushes in %v, faster than a 50ms interval", el)
@@ -534,16 +567,22 @@ func TestPush(t *testing.T) {
 				t.Errorf("report %d: seq %d after %d", i, r.Seq, rs[i-1].Seq)
 			}
 		}
-		webtest.Eventually(t, 5*time.Second, "pushes counted", func() bool {
-			return webtest.CounterValue(t, good.reg, "transmirror_mirror_pushes_total", "result", "ok") >= 5
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := webtest.CounterValue(t, good.reg, "transmirror_mirror_pushes_total", "result", "ok"); n < 5 {
+				return fmt.Sprintf("pushes counted: %g, want 5", n)
+			}
+			return ""
 		})
 	})
 	t.Run("a wrong secret is refused and counted", func(t *testing.T) {
 		bad := newFakeDNSD(t, "b")
 		bad.secret = []byte("another secret")
 		m := startMirror(t, bad, "b", "", Options{})
-		webtest.Eventually(t, 5*time.Second, "unauthorized pushes", func() bool {
-			return webtest.CounterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized") >= 2
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := webtest.CounterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized"); n < 2 {
+				return fmt.Sprintf("unauthorized pushes: %g, want 2", n)
+			}
+			return ""
 		})
 		if n := len(bad.pushes("b")); n != 0 {
 			t.Errorf("%d reports accepted with a wrong secret", n)
@@ -586,9 +625,15 @@ func TestPush(t *testing.T) {
 func TestDispatcher(t *testing.T) {
 	d := newFakeDNSD(t, "a", "b")
 	m := startMirror(t, d, "d", "dispatcher: true\n", Options{})
-	webtest.Eventually(t, 5*time.Second, "group view", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		s := m.View().Snapshot()
-		return s != nil && s.Candidates() == 2
+		if s == nil {
+			return "group view: none yet"
+		}
+		if n := s.Candidates(); n != 2 {
+			return fmt.Sprintf("group view: %d candidates, want 2", n)
+		}
+		return ""
 	})
 	_, port, _ := net.SplitHostPort(m.addr)
 	c := testNet{testGroup: m.addr, "d.mirrors.test": m.addr, "other.test": m.addr}.client(0)
@@ -645,9 +690,11 @@ func TestDispatcher(t *testing.T) {
 		t.Errorf("transmirror_mirror_sibling_redirects_total: a %g, b %g; want 40 in all, to both", a, b)
 	}
 	// And it reports the rates of what it sends to dnsd, signed, as itself.
-	webtest.Eventually(t, 10*time.Second, "a redirect report with rates to a and b", func() bool {
-		r := d.lastRedirects()
-		return r.Dispatcher == "d.mirrors.test" && r.Members["a"] > 0 && r.Members["b"] > 0
+	probetest.Until(t, 10*time.Second, func() string {
+		if r := d.lastRedirects(); r.Dispatcher != "d.mirrors.test" || r.Members["a"] <= 0 || r.Members["b"] <= 0 {
+			return fmt.Sprintf("a redirect report with rates to a and b: %+v", r)
+		}
+		return ""
 	})
 }
 
@@ -703,7 +750,11 @@ dnsd: {urls: [%q, %q], push: one, secret: %q, push_interval: 50ms, view_interval
 		}
 		m.Close()
 	})
-	webtest.Eventually(t, 5*time.Second, "redirect reports on both dnsd", func() bool {
-		return d1.lastRedirects().Dispatcher == "d.mirrors.test" && d2.lastRedirects().Dispatcher == "d.mirrors.test"
+	probetest.Until(t, 5*time.Second, func() string {
+		if r1, r2 := d1.lastRedirects().Dispatcher, d2.lastRedirects().Dispatcher; r1 != "d.mirrors.test" || r2 != "d.mirrors.test" {
+			return fmt.Sprintf("redirect reports on both dnsd: dispatchers %q and %q", r1, r2)
+		}
+		return ""
 	})
+
 }

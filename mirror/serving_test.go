@@ -12,6 +12,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestSiteNotServing: a site front end whose only back end fails its
@@ -72,35 +73,62 @@ backends:
 	ok := [3]int{http.StatusOK, http.StatusOK, http.StatusOK}
 	down := [3]int{http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusServiceUnavailable}
 
-	webtest.Eventually(t, 5*time.Second, "pushes while the back end is up", func() bool { return len(d.pushes("fe")) >= 2 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := len(d.pushes("fe")); n < 2 {
+			return fmt.Sprintf("pushes while the back end is up: %d, want 2", n)
+		}
+		return ""
+	})
 	if got := codes(); got != ok {
 		t.Fatalf("with the back end up: public health, admin health, load report = %v, want %v", got, ok)
 	}
 
 	be.Healthy.Store(false)
-	webtest.Eventually(t, 5*time.Second, "not serving", func() bool { return !m.Serving() })
+	probetest.Until(t, 5*time.Second, func() string {
+		if m.Serving() {
+			return "not serving: still serving"
+		}
+		return ""
+	})
 	if got := codes(); got != down {
 		t.Errorf("with no back end up: public health, admin health, load report = %v, want %v", got, down)
 	}
 	// A push in flight when the back end went down may still land; none
 	// after it.
-	webtest.Eventually(t, 5*time.Second, "pushes skipped", func() bool {
-		return webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 3
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving"); n < 3 {
+			return fmt.Sprintf("pushes skipped: %g, want 3", n)
+		}
+		return ""
 	})
 	before := len(d.pushes("fe"))
-	webtest.Eventually(t, 5*time.Second, "more pushes skipped", func() bool {
-		return webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving") >= 6
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := webtest.CounterValue(t, reg, "transmirror_mirror_pushes_total", "result", "not_serving"); n < 6 {
+			return fmt.Sprintf("more pushes skipped: %g, want 6", n)
+		}
+		return ""
 	})
 	if n := len(d.pushes("fe")) - before; n != 0 {
 		t.Errorf("%d load reports pushed while not serving", n)
 	}
 
 	be.Healthy.Store(true)
-	webtest.Eventually(t, 5*time.Second, "serving again", func() bool { return m.Serving() })
+	probetest.Until(t, 5*time.Second, func() string {
+		if !m.Serving() {
+			return "serving again: not serving"
+		}
+		return ""
+	})
 	if got := codes(); got != ok {
 		t.Errorf("with the back end back: public health, admin health, load report = %v, want %v", got, ok)
 	}
-	webtest.Eventually(t, 5*time.Second, "pushes again", func() bool { return len(d.pushes("fe")) > before })
+	probetest.Until(t, 5*time.Second, func() string {
+		if n := len(d.pushes("fe")); n <= before {
+			return fmt.Sprintf("pushes again: still %d", n)
+		}
+		return ""
+	})
+
 }
 
 // TestNotServingHandlers: the health and load report endpoints of a

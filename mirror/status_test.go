@@ -22,6 +22,7 @@ import (
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -66,7 +67,12 @@ func TestStatusDocumentRoot(t *testing.T) {
 	d := newFakeDNSD(t, "a", "b")
 	m := startMirror(t, d, "a", "site: {cache: {memory: 1MiB}}\n", Options{})
 	admin := "http://" + m.admin
-	webtest.Eventually(t, 5*time.Second, "a group view", func() bool { return m.View().Snapshot() != nil })
+	probetest.Until(t, 5*time.Second, func() string {
+		if m.View().Snapshot() == nil {
+			return "a group view: none yet"
+		}
+		return ""
+	})
 
 	before, body := getStatus(t, admin)
 	t.Run("names the mirror, holds no secret", func(t *testing.T) {
@@ -250,9 +256,11 @@ func TestStatusSiteFrontEnd(t *testing.T) {
 					}
 					return n, len(ps.Caches)
 				}
-				webtest.Eventually(t, 5*time.Second, "4 objects over 2 models", func() bool {
-					n, m := objects()
-					return n == 4 && m == 2
+				probetest.Until(t, 5*time.Second, func() string {
+					if n, m := objects(); n != 4 || m != 2 {
+						return fmt.Sprintf("4 objects over 2 models: %d over %d", n, m)
+					}
+					return ""
 				})
 			},
 		},
@@ -274,9 +282,12 @@ func TestStatusSiteFrontEnd(t *testing.T) {
 				// The front end releases a request just after its response
 				// is out: wait for the in-flight counts to drop.
 				var s *frontend.Status
-				webtest.Eventually(t, 5*time.Second, "no request in flight", func() bool {
+				probetest.Until(t, 5*time.Second, func() string {
 					s = status().Site
-					return s.Backends[0].InFlight == 0 && s.Backends[1].InFlight == 0
+					if a, b := s.Backends[0].InFlight, s.Backends[1].InFlight; a != 0 || b != 0 {
+						return fmt.Sprintf("no request in flight: %d and %d", a, b)
+					}
+					return ""
 				})
 				if s.PolicyState == nil || s.PolicyState.Policy != site.WRR || s.PolicyState.LARD != nil {
 					t.Errorf("policy state %+v", s.PolicyState)
@@ -338,10 +349,14 @@ func TestStatusBackendHealth(t *testing.T) {
 	_, admin, _ := startSiteMirror(t, "site:\n  health: {interval: 20ms, timeout: 1s, fall: 1}\n", nil,
 		frontend.Backend{Name: "up", URL: up.URL}, frontend.Backend{Name: "down", URL: down})
 	var s Status
-	webtest.Eventually(t, 5*time.Second, "health verdicts", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		s, _ = getStatus(t, admin)
-		return s.Site.Backends[0].Health == "up" && s.Site.Backends[1].Health == "down"
+		if h0, h1 := s.Site.Backends[0].Health, s.Site.Backends[1].Health; h0 != "up" || h1 != "down" {
+			return fmt.Sprintf("health verdicts: %s and %s, want up and down", h0, h1)
+		}
+		return ""
 	})
+
 	if b := s.Site.Backends[1]; b.LastError == "" || b.Errors == 0 {
 		t.Errorf("down back end %+v: want its last error and errors counted", b)
 	}

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler/site"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -76,9 +78,12 @@ func TestAdmission(t *testing.T) {
 	for i := range 3 {
 		go get("/f" + strings.Repeat("x", i))
 	}
-	webtest.Eventually(t, 10*time.Second, "two requests on the back ends, one queued", func() bool {
+	probetest.Until(t, 10*time.Second, func() string {
 		used, waiting := h.adm.state()
-		return started.Load() == 2 && used == 2 && waiting == 1
+		if n := started.Load(); n != 2 || used != 2 || waiting != 1 {
+			return fmt.Sprintf("two requests on the back ends, one queued: %d started, %d slots used, %d waiting", n, used, waiting)
+		}
+		return ""
 	})
 	if v := testutil.ToFloat64(h.m.queued); v != 1 {
 		t.Errorf("site_queue_length %v, want 1", v)
@@ -96,9 +101,12 @@ func TestAdmission(t *testing.T) {
 	if c := <-codes; c != http.StatusOK {
 		t.Fatalf("first completed with %d", c)
 	}
-	webtest.Eventually(t, 10*time.Second, "the queued request admitted", func() bool {
+	probetest.Until(t, 10*time.Second, func() string {
 		used, waiting := h.adm.state()
-		return started.Load() == 3 && used == 2 && waiting == 0
+		if n := started.Load(); n != 3 || used != 2 || waiting != 0 {
+			return fmt.Sprintf("the queued request admitted: %d started, %d slots used, %d waiting", n, used, waiting)
+		}
+		return ""
 	})
 	release <- struct{}{}
 	release <- struct{}{}
@@ -107,9 +115,11 @@ func TestAdmission(t *testing.T) {
 			t.Fatalf("completed with %d", c)
 		}
 	}
-	webtest.Eventually(t, 10*time.Second, "every slot back", func() bool {
-		used, waiting := h.adm.state()
-		return used == 0 && waiting == 0
+	probetest.Until(t, 10*time.Second, func() string {
+		if used, waiting := h.adm.state(); used != 0 || waiting != 0 {
+			return fmt.Sprintf("every slot back: %d slots used, %d waiting", used, waiting)
+		}
+		return ""
 	})
 }
 
@@ -136,7 +146,13 @@ func TestAdmissionMaxWait(t *testing.T) {
 		}
 		first <- err
 	}()
-	webtest.Eventually(t, 10*time.Second, "the first request admitted", func() bool { used, _ := h.adm.state(); return used == 1 })
+	probetest.Until(t, 10*time.Second, func() string {
+		if used, _ := h.adm.state(); used != 1 {
+			return fmt.Sprintf("the first request admitted: %d slots used", used)
+		}
+		return ""
+	})
+
 	resp, err := client.Get(base + "/b")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
@@ -115,12 +116,20 @@ func TestSiteProxyStreamsAndForwards(t *testing.T) {
 		})
 	}
 	t.Run("proxied bytes counted", func(t *testing.T) {
-		webtest.Eventually(t, 5*time.Second, "proxied_bytes_total", func() bool {
-			return webtest.SampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil) == chunk*chunks
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := webtest.SampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil); n != chunk*chunks {
+				return fmt.Sprintf("proxied_bytes_total: %g, want %d", n, chunk*chunks)
+			}
+			return ""
 		})
 	})
 	t.Run("in flight back to zero", func(t *testing.T) {
-		webtest.Eventually(t, 5*time.Second, "in-flight 0", func() bool { return h.backends[0].active.Load() == 0 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := h.backends[0].active.Load(); n != 0 {
+				return fmt.Sprintf("in-flight 0: %d", n)
+			}
+			return ""
+		})
 	})
 }
 
@@ -184,15 +193,23 @@ func TestSiteHealth(t *testing.T) {
 			up := func() float64 {
 				return webtest.SampleSum(t, reg, "transmirror_mirror_backend_up", map[string]string{"backend": "a"})
 			}
-			webtest.Eventually(t, 5*time.Second, "a up after its first check", func() bool {
+			probetest.Until(t, 5*time.Second, func() string {
 				ba.health.mu.Lock()
 				defer ba.health.mu.Unlock()
-				return ba.health.state == healthUp
+				if st := ba.health.state; st != healthUp {
+					return fmt.Sprintf("a up after its first check: state %v", st)
+				}
+				return ""
 			})
 
 			a.Healthy.Store(false)
 			before := a.Checks.Load()
-			webtest.Eventually(t, 5*time.Second, "a down", func() bool { return up() == 0 })
+			probetest.Until(t, 5*time.Second, func() string {
+				if v := up(); v != 0 {
+					return fmt.Sprintf("a down: backend_up %g", v)
+				}
+				return ""
+			})
 			if n := a.Checks.Load() - before; n < 3 {
 				t.Errorf("down after %d failed checks, want >= fall (3)", n)
 			}
@@ -209,7 +226,12 @@ func TestSiteHealth(t *testing.T) {
 
 			a.Healthy.Store(true)
 			before = a.Checks.Load()
-			webtest.Eventually(t, 5*time.Second, "a up again", func() bool { return up() == 1 })
+			probetest.Until(t, 5*time.Second, func() string {
+				if v := up(); v != 1 {
+					return fmt.Sprintf("a up again: backend_up %g", v)
+				}
+				return ""
+			})
 			if n := a.Checks.Load() - before; n < 2 {
 				t.Errorf("up after %d checks, want >= rise (2)", n)
 			}
@@ -244,7 +266,12 @@ func TestSiteHealth(t *testing.T) {
 			a.Healthy.Store(false)
 			base, h, reg := startSite(t, Config{Policy: PolicyConfig{Name: "wrr"}, Health: fast},
 				Backend{Name: "a", URL: a.URL})
-			webtest.Eventually(t, 5*time.Second, "a down", func() bool { return !h.backends[0].routable.Load() })
+			probetest.Until(t, 5*time.Second, func() string {
+				if h.backends[0].routable.Load() {
+					return "a down: still routable"
+				}
+				return ""
+			})
 			if h.Serving() {
 				t.Error("Serving with every back end down")
 			}
@@ -347,9 +374,13 @@ func TestSiteMetricsLint(t *testing.T) {
 	webtest.Do(t, webtest.NewRequest(t, http.MethodGet, base+"/x", nil))
 	// The first health check runs in the background; its state change is
 	// what makes the last family appear.
-	webtest.Eventually(t, 10*time.Second, "the first health check's state change", func() bool {
-		return webtest.SampleSum(t, reg, "transmirror_mirror_backend_health_changes_total", nil) > 0
+	probetest.Until(t, 10*time.Second, func() string {
+		if webtest.SampleSum(t, reg, "transmirror_mirror_backend_health_changes_total", nil) <= 0 {
+			return "the first health check's state change: none counted"
+		}
+		return ""
 	})
+
 	t.Run("promlint", func(t *testing.T) {
 		mfs, err := reg.Gather()
 		if err != nil {

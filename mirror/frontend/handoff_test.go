@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -129,7 +131,12 @@ func TestSiteHandoff(t *testing.T) {
 			if got := webtest.SampleSum(t, reg, "transmirror_mirror_proxied_bytes_total", nil); got != 0 {
 				t.Errorf("proxied_bytes_total %g, want 0", got)
 			}
-			webtest.Eventually(t, 5*time.Second, "handoffs_total{ok} 1", func() bool { return handoffs(handoffOK) == 1 })
+			probetest.Until(t, 5*time.Second, func() string {
+				if n := handoffs(handoffOK); n != 1 {
+					return fmt.Sprintf("handoffs_total{ok} 1: %g", n)
+				}
+				return ""
+			})
 			if got, want := lastRemote.Load(), local.Load(); got != want {
 				t.Errorf("back end's peer %v, want the client %v", got, want)
 			}
@@ -168,7 +175,12 @@ func TestSiteHandoff(t *testing.T) {
 			}
 			// Counted once the back end's acknowledgement is in, which
 			// may be after the client has its answers.
-			webtest.Eventually(t, 5*time.Second, "handoffs_total{ok} 2", func() bool { return handoffs(handoffOK) == 2 })
+			probetest.Until(t, 5*time.Second, func() string {
+				if n := handoffs(handoffOK); n != 2 {
+					return fmt.Sprintf("handoffs_total{ok} 2: %g", n)
+				}
+				return ""
+			})
 		}},
 		{"a POST is proxied instead", func(t *testing.T) {
 			client.CloseIdleConnections() // a new connection, to the front end
@@ -364,7 +376,12 @@ func TestHandoffReports(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	webtest.Eventually(t, 5*time.Second, "the end reported", func() bool { return b.active.Load() == 0 && model() == 1000 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if act, bytes := b.active.Load(), model(); act != 0 || bytes != 1000 {
+			return fmt.Sprintf("the end reported: %d active, model %d bytes, want 0 and 1000", act, bytes)
+		}
+		return ""
+	})
 
 	// A second request on the kept-alive connection: the back end serves
 	// it without the front end, and still reports it.
@@ -374,7 +391,13 @@ func TestHandoffReports(t *testing.T) {
 	if p := <-started; p != "/b.bin" {
 		t.Fatalf("back end started %s", p)
 	}
-	webtest.Eventually(t, 5*time.Second, "the second request reported", func() bool { return b.active.Load() == 0 && model() == 6000 })
+	probetest.Until(t, 5*time.Second, func() string {
+		if act, bytes := b.active.Load(), model(); act != 0 || bytes != 6000 {
+			return fmt.Sprintf("the second request reported: %d active, model %d bytes, want 0 and 6000", act, bytes)
+		}
+		return ""
+	})
+
 	if n := h.m.handoffs.WithLabelValues(handoffOK); testutil.ToFloat64(n) != 1 {
 		t.Errorf("%v handoffs, want 1 (the second request went over the same connection)", testutil.ToFloat64(n))
 	}
@@ -382,11 +405,15 @@ func TestHandoffReports(t *testing.T) {
 	// The client leaves: nothing stays in flight, and the front end
 	// follows no handoff any more.
 	client.CloseIdleConnections()
-	webtest.Eventually(t, 5*time.Second, "the handoff no longer followed", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		h.hmu.Lock()
 		defer h.hmu.Unlock()
-		return len(h.followed) == 0
+		if n := len(h.followed); n != 0 {
+			return fmt.Sprintf("the handoff no longer followed: %d followed", n)
+		}
+		return ""
 	})
+
 	if n := b.active.Load(); n != 0 {
 		t.Errorf("in flight after the client left: %d", n)
 	}

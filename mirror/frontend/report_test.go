@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler/site"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -61,13 +62,13 @@ func TestRedirectModeSeesReports(t *testing.T) {
 			}
 			t.Cleanup(func() { closer.Close() })
 			h := hh.(*handler)
-			webtest.Eventually(t, 5*time.Second, "both reports read", func() bool {
-				for _, b := range h.backends {
+			probetest.Until(t, 5*time.Second, func() string {
+				for i, b := range h.backends {
 					if mem, _ := b.rep.cache(); mem != 1<<20 {
-						return false
+						return fmt.Sprintf("both reports read: back end %d's cache memory %d, want %d", i, mem, 1<<20)
 					}
 				}
-				return true
+				return ""
 			})
 			base := webtest.Serve(t, h)
 			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -183,10 +184,17 @@ func TestProxyModeSeesLoadsAndSizes(t *testing.T) {
 	// The client has its response before the handler tells the policy:
 	// wait for both requests to be done, then for the model.
 	var st site.Stats
-	webtest.Eventually(t, 5*time.Second, "both requests done and told", func() bool {
+	probetest.Until(t, 5*time.Second, func() string {
 		st = h.policy.(site.Stater).State()
-		return h.backends[0].active.Load() == 0 && len(st.Caches) == 1 && st.Caches[0].Objects >= 1
+		if n := h.backends[0].active.Load(); n != 0 {
+			return fmt.Sprintf("both requests done and told: %d active", n)
+		}
+		if len(st.Caches) != 1 || st.Caches[0].Objects < 1 {
+			return fmt.Sprintf("both requests done and told: caches %+v", st.Caches)
+		}
+		return ""
 	})
+
 	if st.Caches[0].Bytes != 3000 || st.Caches[0].Objects != 1 {
 		t.Errorf("model %+v, want the one 3000-byte object (the 404 is not cached)", st.Caches)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler/site"
 )
 
@@ -22,9 +23,13 @@ func redirectSite(t *testing.T, cfg Config) *handler {
 	_, h, _ := startSite(t, cfg,
 		Backend{Name: "b1", URL: b1.URL, PublicURL: "http://b1.example.org"},
 		Backend{Name: "b2", URL: b2.URL, PublicURL: "http://b2.example.org"})
-	webtest.Eventually(t, 5*time.Second, "both back ends up", func() bool {
-		return h.backends[0].routable.Load() && h.backends[1].routable.Load()
+	probetest.Until(t, 5*time.Second, func() string {
+		if r0, r1 := h.backends[0].routable.Load(), h.backends[1].routable.Load(); !r0 || !r1 {
+			return fmt.Sprintf("both back ends up: routable %t and %t", r0, r1)
+		}
+		return ""
 	})
+
 	return h
 }
 

@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // deadlineRecorder is a ResponseWriter with a ReadFrom and a
@@ -234,7 +233,13 @@ func TestServerSendTimeout(t *testing.T) {
 		}
 		// Counted once the handler chain has returned, just after the
 		// handler above said it had.
-		webtest.Eventually(t, 5*time.Second, "send_timeouts_total 1", func() bool { return cutOff() == 1 })
+		probetest.Until(t, 5*time.Second, func() string {
+			if n := cutOff(); n != 1 {
+				return fmt.Sprintf("send_timeouts_total 1: %g", n)
+			}
+			return ""
+		})
+
 		// The client finds the connection closed short of the file.
 		if err := c.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // gate wraps h: a request with the header X-Gate is announced on started
@@ -89,13 +91,13 @@ func TestServerGracefulShutdown(t *testing.T) {
 			}
 
 			cancel()
-			webtest.Eventually(t, 10*time.Second, "new connections to be refused", func() bool {
+			probetest.Until(t, 10*time.Second, func() string {
 				c, err := net.DialTimeout("tcp", addr, time.Second)
 				if err != nil {
-					return true
+					return ""
 				}
 				c.Close()
-				return false
+				return "new connections to be refused: one was accepted"
 			})
 
 			if tt.wantErr == nil {
@@ -260,9 +262,13 @@ func TestServerMetrics(t *testing.T) {
 	}
 	// The handler's deferred bookkeeping may run after the client has the
 	// response: poll until every request is counted.
-	webtest.Eventually(t, 10*time.Second, "all requests counted", func() bool {
-		return webtest.SampleSum(t, reg, "transmirror_mirror_request_duration_seconds", nil) == float64(len(reqs))
+	probetest.Until(t, 10*time.Second, func() string {
+		if n := webtest.SampleSum(t, reg, "transmirror_mirror_request_duration_seconds", nil); n != float64(len(reqs)) {
+			return fmt.Sprintf("all requests counted: %g of %d", n, len(reqs))
+		}
+		return ""
 	})
+
 	tests := []struct {
 		name   string
 		metric string

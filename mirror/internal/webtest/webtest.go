@@ -1,7 +1,7 @@
 // Package webtest holds the HTTP test helpers that the tests of package
 // mirror and of its front end (mirror/frontend) share: a server on
-// 127.0.0.1:0, a client that follows no redirects, polling with a
-// deadline, sums of gathered samples and a stand-in back end.
+// 127.0.0.1:0, a client that follows no redirects, sums of gathered
+// samples and a stand-in back end. They poll with probetest.Until.
 package webtest
 
 import (
@@ -50,20 +50,6 @@ func Serve(t testing.TB, h http.Handler) string {
 	}
 	ServeOn(t, ln, h)
 	return "http://" + ln.Addr().String()
-}
-
-// Eventually polls cond until it holds or timeout passes.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
 }
 
 // Do sends req with a client that follows no redirects and returns the
