@@ -35,10 +35,10 @@ type modelRun struct {
 	heavyErr  float64       // the heavy resolver's relative error at the end
 	// nodeErr is, by node, the relative error of the sum of the
 	// estimates of the resolvers that ask it, at the end.
-	nodeErr   []float64
-	heavyTTL  uint32        // the heavy resolver's TTL at the end
-	lightTTL  uint32        // a light resolver's
-	calError  float64
+	nodeErr  []float64
+	heavyTTL uint32 // the heavy resolver's TTL at the end
+	lightTTL uint32 // a light resolver's
+	calError float64
 }
 
 // run simulates the model for d on the nodes ss and checks every estimate
