@@ -174,7 +174,23 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 
 // ownShare is the part of a member's group requests g that this node's
 // scopes must explain when they predict pred and the other nodes of an NS
-// set say theirs explain remote.
+// set say theirs explain remote: g · pred / (pred + remote), all of g for
+// a node alone (remote 0).
+//
+// One calibration across the NS set: every node sees the whole g in the
+// member's report but only the scopes that it answers, so a node that
+// calibrated against all of g would scale its scopes up until they alone
+// explain it (about N× too large with the resolvers spread over N nodes,
+// and the hidden load and the TTLs with them). Each node shares its Ĝ per
+// member instead (one number per member per node, beside its pending
+// load), and calibrates against its share of g, in proportion to what each
+// node's scopes predict: the shares add up to g, so the set is calibrated
+// against g once, and a scope's estimate moves by the same ratio
+// G/ΣĜ as on one node that answered every scope. Partitioning (rather
+// than subtracting the others' Ĝ from g) never leaves a node a negative or
+// zero share when the others overestimate. The others' figures are a
+// round of reports late, which the damping η absorbs; it slows telling
+// the light scopes apart (TestScopeRatesNSSet), not the sums.
 func ownShare(g, pred, remote float64) float64 {
 	if remote <= 0 || pred <= 0 {
 		return g
@@ -183,7 +199,8 @@ func ownShare(g, pred, remote float64) float64 {
 }
 
 // Explained returns what this node's scopes explained of member's group
-// requests at its last calibrating report (Ĝ, requests per second).
+// requests at its last calibrating report (Ĝ, requests per second; 0
+// before one): what it shares with the other nodes of an NS set.
 func (s *ScopeRates) Explained(member int) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -194,7 +211,10 @@ func (s *ScopeRates) Explained(member int) float64 {
 }
 
 // SetRemoteExplained takes what the other nodes of an NS set say their
-// scopes explain of member's group requests, summed over them.
+// scopes explain of member's group requests, summed over them (0: none
+// do, or this node is alone); the next reports of member calibrate this
+// node's scopes against its share only (see ownShare). A value that is
+// not a finite number ≥ 0 counts as 0.
 func (s *ScopeRates) SetRemoteExplained(member int, v float64) {
 	if member < 0 || member >= MaxTrackedMembers {
 		return
