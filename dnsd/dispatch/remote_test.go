@@ -97,3 +97,40 @@ func TestRemotePending(t *testing.T) {
 		}
 	})
 }
+
+// TestNSSetCalibration (issue 22): two nodes of an NS set, each answering
+// half of the 20 resolvers and each taking every member's report. Alone,
+// each node's scopes come to explain the whole group's requests (node 2,
+// with light resolvers only, about 4× what they send); sharing what their
+// scopes explain (LocalExplained → SetRemoteExplained by member name),
+// each node's estimates add up to what its own resolvers send, within 10%
+// after 30 minutes.
+func TestNSSetCalibration(t *testing.T) {
+	truth := [2]float64{200 + 9*200.0/19, 10 * 200.0 / 19}
+	for _, tc := range []struct {
+		name  string
+		share bool
+	}{
+		{"alone", false},
+		{"sharing", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, now := calibratedSet(t, dispatchSet(t, "weighted"), 30*time.Minute, 2, tc.share)
+			for k, d := range ds {
+				g := d.groups()["www.example.org."]
+				var sum float64
+				for i := k; i < 20; i += 2 {
+					sum += g.rates.Rate(netip.PrefixFrom(resolverAt(i), 24).Masked(), *now)
+				}
+				e := sum/truth[k] - 1
+				t.Logf("node %d: its scopes add up to %.1f requests/s, %.1f sent (%+.1f%%)", k+1, sum, truth[k], 100*e)
+				switch {
+				case tc.share && math.Abs(e) > 0.10:
+					t.Errorf("node %d: estimates %+.1f%% off what its resolvers send, want within ±10%%", k+1, 100*e)
+				case !tc.share && k == 1 && e < 1:
+					t.Errorf("alone, node 2's estimates only %+.1f%% over, want over +100%% (the test's premise)", 100*e)
+				}
+			}
+		})
+	}
+}
