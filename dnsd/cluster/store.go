@@ -98,7 +98,7 @@ type Store struct {
 	sharer    PendingSharer
 	pendEvery time.Duration
 	sharedOut map[string]sharedPending // what this node last shared, by group; session goroutine only
-	fwd       sync.Mutex                                   // keeps the sink's updates in the order of the verdicts
+	fwd       sync.Mutex               // keeps the sink's updates in the order of the verdicts
 
 	mu       sync.Mutex
 	degraded bool
