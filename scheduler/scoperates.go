@@ -145,6 +145,11 @@ type memberCal struct {
 	at       int64         // the last calibrating report's time
 	w        time.Duration // and window
 	touch    []scopeRef
+	// pred is Ĝ of the last calibrating report, what this node's scopes
+	// explain of g (Explained); remote what the other nodes of an NS set
+	// said theirs explain (SetRemoteExplained); own this node's part of
+	// g at that report (ownShare).
+	pred, remote, own float64
 }
 
 // scopeRef names a slot in a member's touch list, with the scope's

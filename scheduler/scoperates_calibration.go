@@ -147,7 +147,7 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 	}
 	t := s.ns(rep.At)
 	m := &s.members[member]
-	prevG, prevAt, prevW, had := m.g, m.at, m.w, m.hasG
+	prevG, prevAt, prevW, had := m.own, m.at, m.w, m.hasG
 	m.r, m.g, m.reported = sane(rep.Requests), sane(rep.GroupRequests), true
 	if m.g > 0 {
 		m.hasG = true
@@ -157,18 +157,74 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 	}
 	m.at, m.w = t, w
 	sc, predicted, dpred, dnorm := s.exposures(m, member, t-int64(w), t)
+	m.pred, m.own = predicted, ownShare(m.g, predicted, m.remote)
 	if predicted <= 0 {
 		return
 	}
-	s.noteError(m.g, predicted)
+	s.noteError(m.own, predicted)
 	// The step from the previous report is worth its own equation when
 	// the two windows overlap: ΔG = Σ Δaₛ·rₛ names only the scopes that
 	// came or went.
 	var resid, sv float64
 	if had && prevW == w && t > prevAt && t-prevAt < int64(w) && dnorm > 0 {
-		resid, sv = s.stepInnovation(sc, m.g, prevG, dpred, t-prevAt, w)
+		resid, sv = s.stepInnovation(sc, m.own, prevG, dpred, t-prevAt, w)
 	}
-	s.calibrate(sc, m.g/predicted, resid, sv)
+	s.calibrate(sc, m.own/predicted, resid, sv)
+}
+
+// ownShare is the part of a member's group requests g that this node's
+// scopes must explain when they predict pred and the other nodes of an NS
+// set say theirs explain remote: g · pred / (pred + remote), all of g for
+// a node alone (remote 0).
+//
+// One calibration across the NS set: every node sees the whole g in the
+// member's report but only the scopes that it answers, so a node that
+// calibrated against all of g would scale its scopes up until they alone
+// explain it (about N× too large with the resolvers spread over N nodes,
+// and the hidden load and the TTLs with them). Each node shares its Ĝ per
+// member instead (one number per member per node, beside its pending
+// load), and calibrates against its share of g, in proportion to what each
+// node's scopes predict: the shares add up to g, so the set is calibrated
+// against g once, and a scope's estimate moves by the same ratio
+// G/ΣĜ as on one node that answered every scope. Partitioning (rather
+// than subtracting the others' Ĝ from g) never leaves a node a negative or
+// zero share when the others overestimate. The others' figures are a
+// round of reports late, which the damping η absorbs; it slows telling
+// the light scopes apart (TestScopeRatesNSSet), not the sums.
+func ownShare(g, pred, remote float64) float64 {
+	if remote <= 0 || pred <= 0 {
+		return g
+	}
+	return g * pred / (pred + remote)
+}
+
+// Explained returns what this node's scopes explained of member's group
+// requests at its last calibrating report (Ĝ, requests per second; 0
+// before one): what it shares with the other nodes of an NS set.
+func (s *ScopeRates) Explained(member int) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if member < 0 || member >= len(s.members) {
+		return 0
+	}
+	return s.members[member].pred
+}
+
+// SetRemoteExplained takes what the other nodes of an NS set say their
+// scopes explain of member's group requests, summed over them (0: none
+// do, or this node is alone); the next reports of member calibrate this
+// node's scopes against its share only (see ownShare). A value that is
+// not a finite number ≥ 0 counts as 0.
+func (s *ScopeRates) SetRemoteExplained(member int, v float64) {
+	if member < 0 || member >= MaxTrackedMembers {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if member >= len(s.members) {
+		s.members = append(s.members, make([]memberCal, member+1-len(s.members))...)
+	}
+	s.members[member].remote = sane(v)
 }
 
 // exposures returns the exposure to member j (whose calibration is m) of

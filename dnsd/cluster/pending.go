@@ -18,20 +18,53 @@ import (
 // dispatch.Dispatcher): every node books the load of the answers it gives
 // until the members' reports show it, and counts the other nodes' too, so
 // that three nodes do not each send the same least-loaded member their
-// resolvers at once.
+// resolvers at once; and every node says what its scopes explain of each
+// member's group requests, so that the set calibrates its scope rates
+// once (each node against its share of a member's report).
 type PendingSharer interface {
 	LocalPending() map[string]map[string]dispatch.FamilyPending
 	SetRemotePending(group, node string, p map[string]dispatch.FamilyPending) error
+	LocalExplained() map[string]map[string]float64
+	SetRemoteExplained(group, node string, e map[string]float64) error
 	ForgetRemotePending()
 }
 
 var _ PendingSharer = (*dispatch.Dispatcher)(nil)
 
 // sharedPending is a node's pending load of one group in etcd, under its
-// lease: pending/NODE/GROUP.
+// lease: pending/NODE/GROUP, with what its scopes explain of each
+// member's group requests (requests per second; absent from a node of
+// an older version).
 type sharedPending struct {
-	Node    string                            `json:"node"`
-	Members map[string]dispatch.FamilyPending `json:"members"`
+	Node      string                            `json:"node"`
+	Members   map[string]dispatch.FamilyPending `json:"members"`
+	Explained map[string]float64                `json:"explained,omitempty"`
+}
+
+// empty reports whether p shares nothing.
+func (p sharedPending) empty() bool { return len(p.Members) == 0 && len(p.Explained) == 0 }
+
+// changed reports whether next differs from p, what was last shared, by
+// more than the tolerances in some member.
+func (p sharedPending) changed(next sharedPending) bool {
+	return pendingChanged(p.Members, next.Members) || explainedChanged(p.Explained, next.Explained)
+}
+
+// explainedChanged reports whether a member's explained requests moved by
+// more than 0.1 requests per second or 5 %, whichever is larger.
+func explainedChanged(last, next map[string]float64) bool {
+	tol := func(v float64) float64 { return max(0.1, 0.05*math.Abs(v)) }
+	for name, v := range next {
+		if math.Abs(v-last[name]) > tol(last[name]) {
+			return true
+		}
+	}
+	for name, l := range last {
+		if _, ok := next[name]; !ok && l > tol(0) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Store) pendingKey(node, group string) string {
@@ -75,20 +108,20 @@ func (s *Store) publishPending(ctx context.Context, lease clientv3.LeaseID) erro
 	if s.sharer == nil {
 		return nil
 	}
-	local := s.sharer.LocalPending()
+	local := s.localShares()
 	var ops []clientv3.Op
-	next := map[string]map[string]dispatch.FamilyPending{} // what the ops share, by group; nil: taken out
-	for group, members := range local {
+	next := map[string]*sharedPending{} // what the ops share, by group; nil: taken out
+	for group, p := range local {
 		last, had := s.sharedOut[group]
-		if had && !pendingChanged(last, members) || !had && len(members) == 0 {
+		if had && !last.changed(p) || !had && p.empty() {
 			continue
 		}
-		data, err := json.Marshal(sharedPending{Node: s.node, Members: members})
+		data, err := json.Marshal(p)
 		if err != nil {
 			continue
 		}
 		ops = append(ops, clientv3.OpPut(s.pendingKey(s.node, group), string(data), clientv3.WithLease(lease)))
-		next[group] = maps.Clone(members)
+		next[group] = &p
 	}
 	for group := range s.sharedOut {
 		if _, ok := local[group]; !ok {
@@ -108,14 +141,32 @@ func (s *Store) publishPending(ctx context.Context, lease clientv3.LeaseID) erro
 		s.sharedPending.WithLabelValues("out", "ok").Inc()
 		ops = ops[n:]
 	}
-	for group, members := range next {
-		if members == nil {
+	for group, p := range next {
+		if p == nil {
 			delete(s.sharedOut, group)
 		} else {
-			s.sharedOut[group] = members
+			s.sharedOut[group] = *p
 		}
 	}
 	return nil
+}
+
+// localShares is what this node has to share of each group: its pending
+// load and what its scopes explain.
+func (s *Store) localShares() map[string]sharedPending {
+	out := map[string]sharedPending{}
+	for group, members := range s.sharer.LocalPending() {
+		out[group] = sharedPending{Node: s.node, Members: maps.Clone(members)}
+	}
+	for group, e := range s.sharer.LocalExplained() {
+		p, ok := out[group]
+		if !ok {
+			p = sharedPending{Node: s.node}
+		}
+		p.Explained = maps.Clone(e)
+		out[group] = p
+	}
+	return out
 }
 
 // takePending hands another node's pending load of a group (value nil:
@@ -136,7 +187,11 @@ func (s *Store) takePending(key string, value []byte) {
 			return
 		}
 	}
-	if err := s.sharer.SetRemotePending(group, node, p.Members); err != nil {
+	err := s.sharer.SetRemotePending(group, node, p.Members)
+	if err == nil {
+		err = s.sharer.SetRemoteExplained(group, node, p.Explained)
+	}
+	if err != nil {
 		s.sharedPending.WithLabelValues("in", "error").Inc()
 		s.log.Debug("shared pending load not taken", "group", group, "from", node, "err", err)
 		return

@@ -97,8 +97,8 @@ type Store struct {
 	sink      HealthSink
 	sharer    PendingSharer
 	pendEvery time.Duration
-	sharedOut map[string]map[string]dispatch.FamilyPending // what this node last shared, by group; session goroutine only
-	fwd       sync.Mutex                                   // keeps the sink's updates in the order of the verdicts
+	sharedOut map[string]sharedPending // what this node last shared, by group; session goroutine only
+	fwd       sync.Mutex               // keeps the sink's updates in the order of the verdicts
 
 	mu       sync.Mutex
 	degraded bool
@@ -166,7 +166,7 @@ func New(o Options) (*Store, error) {
 		degraded: true, known: members.NewState(), nodes: map[string]NodeInfo{},
 		kick:      make(chan struct{}, 1),
 		quorumCfg: o.Config.Quorum, sink: o.Health, q: newQuorum(),
-		sharer: o.Pending, pendEvery: o.Config.PendingInterval.D(), sharedOut: map[string]map[string]dispatch.FamilyPending{},
+		sharer: o.Pending, pendEvery: o.Config.PendingInterval.D(), sharedOut: map[string]sharedPending{},
 	}
 	if s.pendEvery <= 0 {
 		s.pendEvery = zones.DefaultPendingInterval

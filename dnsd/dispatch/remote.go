@@ -20,14 +20,48 @@ type FamilyPending [2]float64
 const MaxRemoteNodes = 64
 
 // remotePending is what the other dnsd nodes of an NS set last shared of
-// a group's pending load: node → member name → per family.
+// a group: its pending load (node → member name → per family) and what
+// their scopes explain of each member's group requests (node → member
+// name → requests per second).
 type remotePending struct {
-	mu sync.Mutex
-	by map[string]map[string]FamilyPending
+	mu        sync.Mutex
+	by        map[string]map[string]FamilyPending
+	explained map[string]map[string]float64
 }
 
 func newRemotePending() *remotePending {
-	return &remotePending{by: make(map[string]map[string]FamilyPending)}
+	return &remotePending{by: make(map[string]map[string]FamilyPending), explained: make(map[string]map[string]float64)}
+}
+
+// setExplained records what node's scopes explain (nil: nothing) and
+// reports whether it took it (false: one node too many).
+func (r *remotePending) setExplained(node string, e map[string]float64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(e) == 0 {
+		delete(r.explained, node)
+		return true
+	}
+	if _, ok := r.explained[node]; !ok && len(r.explained) >= MaxRemoteNodes {
+		return false
+	}
+	r.explained[node] = e
+	return true
+}
+
+// explainedSums returns what the other nodes explain of each member, summed.
+func (r *remotePending) explainedSums() map[string]float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]float64)
+	for _, e := range r.explained {
+		for name, v := range e {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
+				out[name] += v
+			}
+		}
+	}
+	return out
 }
 
 // set records node's figures (nil: the node has none any more) and
@@ -65,7 +99,8 @@ func (r *remotePending) sums() map[string]FamilyPending {
 	return out
 }
 
-// apply sets each family estimator's remote pending load from the sums.
+// applyRemote sets each family estimator's remote pending load, and the
+// scope rates' remote explained requests of each member, from the sums.
 func (g *dgroup) applyRemote() {
 	sums := g.remote.sums()
 	for fi, f := range g.fam {
@@ -75,6 +110,10 @@ func (g *dgroup) applyRemote() {
 		for k, i := range f.idx {
 			f.est.SetRemote(k, sums[g.cfg.Members[i].Name][fi])
 		}
+	}
+	explained := g.remote.explainedSums()
+	for i, m := range g.cfg.Members {
+		g.rates.SetRemoteExplained(i, explained[m.Name])
 	}
 }
 
@@ -107,6 +146,7 @@ func (d *Dispatcher) ForgetRemotePending() {
 	for _, g := range d.groups() {
 		g.remote.mu.Lock()
 		clear(g.remote.by)
+		clear(g.remote.explained)
 		g.remote.mu.Unlock()
 		g.applyRemote()
 	}
@@ -131,6 +171,45 @@ func (d *Dispatcher) LocalPending() map[string]map[string]FamilyPending {
 					m[fi] = v
 					members[g.cfg.Members[i].Name] = m
 				}
+			}
+		}
+		out[name] = members
+	}
+	return out
+}
+
+// SetRemoteExplained takes what another dnsd node of the NS set (node)
+// says its scopes explain of each member's group requests, by member
+// name (requests per second): this node's scopes are then calibrated
+// against their share of the members' reports only, so that the set is
+// calibrated once (see scheduler.ScopeRates.SetRemoteExplained). It
+// replaces what node shared before; nil forgets the node. Members the
+// group does not have are ignored.
+func (d *Dispatcher) SetRemoteExplained(group, node string, e map[string]float64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.groups()[dns.CanonicalName(group)]
+	if g == nil {
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
+	}
+	if !g.remote.setExplained(node, e) {
+		return fmt.Errorf("dispatch: %s: more than %d other nodes share what they explain", group, MaxRemoteNodes)
+	}
+	g.applyRemote()
+	return nil
+}
+
+// LocalExplained returns, by group and member name, what this node's
+// scopes explained of each member's group requests at its last report
+// (requests per second): what it shares with the other nodes. Members
+// with none are left out.
+func (d *Dispatcher) LocalExplained() map[string]map[string]float64 {
+	out := make(map[string]map[string]float64)
+	for name, g := range d.groups() {
+		members := make(map[string]float64)
+		for i, m := range g.cfg.Members {
+			if v := g.rates.Explained(i); v > 0 {
+				members[m.Name] = v
 			}
 		}
 		out[name] = members

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,13 +32,27 @@ func resolverAt(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 1, byte(i
 // every second over a 10 s window.
 func calibrated(t *testing.T, set *zones.Set, d time.Duration) (*Dispatcher, *time.Time) {
 	t.Helper()
+	ds, now := calibratedSet(t, set, d, 1, false)
+	return ds[0], now
+}
+
+// calibratedSet is calibrated on an NS set of n dispatchers, resolver i
+// asking node i mod n and every node getting every report; with share,
+// each node tells the others after every second what its scopes explain
+// (LocalExplained → SetRemoteExplained), as the cluster store does.
+func calibratedSet(t *testing.T, set *zones.Set, d time.Duration, n int, share bool) ([]*Dispatcher, *time.Time) {
+	t.Helper()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	disp, err := New(Options{Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := disp.Load(set); err != nil {
-		t.Fatal(err)
+	ds := make([]*Dispatcher, n)
+	for k := range ds {
+		disp, err := New(Options{Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }, Seed: 3 + uint64(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := disp.Load(set); err != nil {
+			t.Fatal(err)
+		}
+		ds[k] = disp
 	}
 	rates := make([]float64, 20)
 	rates[0] = 200
@@ -56,7 +71,7 @@ func calibrated(t *testing.T, set *zones.Set, d time.Duration) (*Dispatcher, *ti
 			if now.Before(expires[i]) {
 				continue
 			}
-			ans, err := disp.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolverAt(i)})
+			ans, err := ds[i%n].AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolverAt(i)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,13 +90,34 @@ func calibrated(t *testing.T, set *zones.Set, d time.Duration) (*Dispatcher, *ti
 				g += x
 			}
 			g /= 10
-			if err := disp.SetHealth("www.example.org", m, Health{State: probe.StateUp, Load: 10 * g, Reported: now,
-				Requests: g, GroupRequests: g, Window: 10 * time.Second}); err != nil {
-				t.Fatal(err)
+			for _, disp := range ds {
+				if err := disp.SetHealth("www.example.org", m, Health{State: probe.StateUp, Load: 10 * g, Reported: now,
+					Requests: g, GroupRequests: g, Window: 10 * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if share {
+			shareExplained(t, ds)
+		}
+	}
+	return ds, &now
+}
+
+// shareExplained hands every node what each other node's scopes explain.
+func shareExplained(t *testing.T, ds []*Dispatcher) {
+	t.Helper()
+	for k, from := range ds {
+		for group, e := range from.LocalExplained() {
+			for o, to := range ds {
+				if o != k {
+					if err := to.SetRemoteExplained(group, fmt.Sprintf("ns%d", k+1), e); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 		}
 	}
-	return disp, &now
 }
 
 // TestScopesSurviveRestart: the estimates saved by one dispatcher are
