@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/mirror/internal/webtest"
 )
 
 // Markers written into files that must never be served.
@@ -123,20 +124,7 @@ func startServer(t testing.TB, o ServerOptions) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return webtest.ServeUntilEnd(t, srv)
 }
 
 // rawGet sends "GET target HTTP/1.1" exactly as given, bypassing the

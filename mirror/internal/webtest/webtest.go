@@ -1,5 +1,5 @@
 // Package webtest holds the HTTP test helpers that the tests of package
-// mirror and of its front end (mirror/frontend) share: a server on
+// mirror and of its parts (mirror/serve, mirror/frontend) share: a server on
 // 127.0.0.1:0, a client that follows no redirects, sums of gathered
 // samples and a stand-in back end. They poll with probetest.Until.
 package webtest
@@ -21,6 +21,32 @@ import (
 
 	"github.com/transmirror/transmirror/probe/api"
 )
+
+// ContextServer is a server that serves a listener until its context ends
+// (mirror/serve's Server, and anything shaped like it).
+type ContextServer interface {
+	Serve(ctx context.Context, ln net.Listener) error
+}
+
+// ServeUntilEnd serves srv on 127.0.0.1:0 until the test ends, fails the
+// test if Serve returns an error, and returns the base URL.
+func ServeUntilEnd(t testing.TB, srv ContextServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
 
 // ServeOn serves h on ln with an http.Server until the test ends.
 func ServeOn(t testing.TB, ln net.Listener, h http.Handler) {
