@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"github.com/transmirror/transmirror/probe/probetest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,10 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // The two planes of dnsd (issue 22): live data (load reports) comes from
@@ -24,7 +25,7 @@ import (
 const planesMirrors = 20
 
 // planesPushInterval is a mirror's dnsd.push_interval by default.
-const planesPushInterval = 5 * time.Second
+const planesPushInterval = group.DefaultPushInterval
 
 // planesRounds is how many push rounds TestPlanesEtcdWrites measures.
 const planesRounds = 3
@@ -32,7 +33,8 @@ const planesRounds = 3
 // TestPlanesEtcdWrites counts the etcd writes (keys put or deleted, from
 // etcd's own etcd_mvcc_put_total and etcd_mvcc_delete_total) of a
 // two-node NS set in the default configuration (health, pending load,
-// quorum off) while 20 mirrors push their load every 5 s to every node
+// quorum off) while 20 mirrors push their load every planesPushInterval (the
+// default) to every node
 // (a mirror's push: all), and gives them per node per second. Pushed
 // reports are live data that every node already has, so they write
 // nothing to etcd.

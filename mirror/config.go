@@ -28,8 +28,6 @@ const (
 	DefaultLowWatermark = 0.7
 	// DefaultHighWatermark is redirect.high_watermark.
 	DefaultHighWatermark = 0.9
-	// DefaultMaxShare is redirect.max_share.
-	DefaultMaxShare = 0.5
 )
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
@@ -168,11 +166,11 @@ type DNSDConfig struct {
 	Secret string `yaml:"secret"`
 	// SecretFile reads Secret from a file instead (relative to the config).
 	SecretFile string `yaml:"secret_file"`
-	// PushInterval is the time between pushes (default 5s, > 0).
+	// PushInterval is the time between pushes (default 2s, > 0).
 	PushInterval yamlconf.Duration `yaml:"push_interval"`
 	// ViewInterval is the time between refreshes of the group view
 	// (GET {url}/v1/groups/{group}); a view older than three intervals is
-	// stale and not used for redirects (default 5s, > 0).
+	// stale and not used for redirects (default 2s, > 0).
 	ViewInterval yamlconf.Duration `yaml:"view_interval"`
 }
 
@@ -221,7 +219,7 @@ type JoinConfig struct {
 
 // TimeoutsConfig are the public HTTP server's timeouts; see http.Server.
 type TimeoutsConfig struct {
-	// ReadHeader bounds reading the request headers (default 5s, > 0).
+	// ReadHeader bounds reading the request headers (default 2s, > 0).
 	ReadHeader yamlconf.Duration `yaml:"read_header"`
 	// Read bounds reading the whole request (default 0: off).
 	Read yamlconf.Duration `yaml:"read"`
@@ -260,7 +258,7 @@ type RedirectConfig struct {
 	// under the watermark law, and above which a dispatcher prefers other
 	// members (default 0.9); 0 < low_watermark <= high_watermark <= 1.5.
 	HighWatermark float64 `yaml:"high_watermark"`
-	// MaxShare is the largest share of requests redirected (default 0.5, in (0, 1]).
+	// MaxShare is the largest share of requests redirected (default 0.8, in (0, 1]).
 	MaxShare float64 `yaml:"max_share"`
 	// MinSize is the smallest file redirected (default 0: any).
 	MinSize yamlconf.ByteSize `yaml:"min_size"`
@@ -773,7 +771,7 @@ func (v *validator) redirect() {
 		v.errorf(path, "want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5", r.LowWatermark, r.HighWatermark)
 	}
 	if !v.written("redirect.max_share") {
-		r.MaxShare = DefaultMaxShare
+		r.MaxShare = group.DefaultMaxShare
 	}
 	if !(r.MaxShare > 0 && r.MaxShare <= 1) {
 		v.errorf("redirect.max_share", "must be in (0, 1], got %g", r.MaxShare)

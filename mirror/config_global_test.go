@@ -27,7 +27,7 @@ func TestConfigGlobal(t *testing.T) {
 		check func(t *testing.T, c *Config)
 	}{
 		{"defaults", head + "root: .\n" + dnsd, "", func(t *testing.T, c *Config) {
-			if c.DNSD.ViewInterval.D() != 5*time.Second || c.DNSD.PushInterval.D() != 5*time.Second {
+			if c.DNSD.ViewInterval.D() != 2*time.Second || c.DNSD.PushInterval.D() != 2*time.Second {
 				t.Errorf("intervals %s %s", c.DNSD.ViewInterval.D(), c.DNSD.PushInterval.D())
 			}
 			if c.Dispatcher || c.Geo.MMDB != "" || len(c.Geo.Networks) != 0 {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/mirror/group"
 )
 
 const reloadBaseYAML = `listen: ["127.0.0.1:8080"]
@@ -76,7 +78,7 @@ func TestRestartChanges(t *testing.T) {
 		{"root", edit("root: root", "root: root2"), []string{"root: changed from", `root2"`}, ""},
 		{"dnsd url", edit("8053", "8054"), []string{`dnsd.url: changed from "http://127.0.0.1:8053" to "http://127.0.0.1:8054"`}, ""},
 		{"dnsd secret not shown", edit("s3cret", "other"), []string{"mirror.yaml: dnsd.secret: changed: needs a restart"}, "s3cret"},
-		{"dnsd push interval", edit("s3cret}", "s3cret, push_interval: 1s}"), []string{"dnsd.push_interval: changed from 5s to 1s"}, ""},
+		{"dnsd push interval", edit("s3cret}", "s3cret, push_interval: 1s}"), []string{"dnsd.push_interval: changed from 2s to 1s"}, ""},
 		{"timeouts", reloadBaseYAML + "timeouts: {idle: 10s}\n", []string{"timeouts.idle: changed from 2m0s to 10s"}, ""},
 		{"limits", reloadBaseYAML + "limits: {max_conns_per_client: 8}\n", []string{"limits.max_conns_per_client: changed from 256 to 8"}, ""},
 		{"load window", reloadBaseYAML + "load_window: 30s\n", []string{"load_window: changed from 10s to 30s"}, ""},
@@ -123,8 +125,8 @@ func TestPrepareReload(t *testing.T) {
 	}{
 		{"capacity, bandwidth, rules and host", strings.NewReplacer("capacity: 100", "capacity: 250\nbandwidth: 1Gbit/s", "host: a.", "host: a2.").Replace(reloadBaseYAML) +
 			"redirect: {max_share: 0.2}\ngeo: {default: {continent: EU}}\n", "", 250, 125e6, 0.2, "a2.mirrors.example.test"},
-		{"restart-only key", strings.NewReplacer("member: a", "member: b", "capacity: 100", "capacity: 250\nbandwidth: 1Gbit/s").Replace(reloadBaseYAML), "member: changed", 100, 0, DefaultMaxShare, "a.mirrors.example.test"},
-		{"corrupt mmdb", strings.Replace(reloadBaseYAML, "capacity: 100", "capacity: 250", 1) + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb", 100, 0, DefaultMaxShare, "a.mirrors.example.test"},
+		{"restart-only key", strings.NewReplacer("member: a", "member: b", "capacity: 100", "capacity: 250\nbandwidth: 1Gbit/s").Replace(reloadBaseYAML), "member: changed", 100, 0, group.DefaultMaxShare, "a.mirrors.example.test"},
+		{"corrupt mmdb", strings.Replace(reloadBaseYAML, "capacity: 100", "capacity: 250", 1) + "geo: {mmdb: bad.mmdb}\n", "bad.mmdb", 100, 0, group.DefaultMaxShare, "a.mirrors.example.test"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/scheduler"
 )
 
 // skewSim is the TTL-skew scenario of the issue, in virtual time: four
@@ -24,7 +25,11 @@ import (
 type skewSim struct {
 	correct bool
 	law     string // redirect.law ("": fair_share)
-	seed    uint64
+	// low, high and maxShare are the redirect rules' watermarks and
+	// max_share (all 0: 0.5, 0.95 and 0.8).
+	low, high, maxShare float64
+	policy              string // dnsd's global policy ("": geo-load)
+	seed                uint64
 
 	mirrors   int
 	capacity  float64       // load units; 10 load units = 1 request/s
@@ -89,6 +94,12 @@ func (sim skewSim) run(t *testing.T) skewResult {
 	name := func(i int) string { return fmt.Sprintf("m%d", i) }
 	host := func(i int) string { return name(i) + ".mirrors.test" }
 
+	if sim.low == 0 && sim.high == 0 && sim.maxShare == 0 {
+		sim.low, sim.high, sim.maxShare = 0.5, 0.95, 0.8
+	}
+	if sim.policy == "" {
+		sim.policy = "geo-load"
+	}
 	if sim.heavyTTL == 0 {
 		sim.heavyTTL = sim.ttl
 	}
@@ -131,7 +142,7 @@ func (sim skewSim) run(t *testing.T) skewResult {
 		rd, err := NewRedirector(RedirectorOptions{
 			Rules: RedirectRules{
 				Group: testGroup, Host: host(i), Enabled: sim.correct, Law: sim.law,
-				LowWatermark: 0.5, HighWatermark: 0.95, MaxShare: 0.8,
+				LowWatermark: sim.low, HighWatermark: sim.high, MaxShare: sim.maxShare,
 			},
 			Next: content, Load: NewLoadMeter(rep, sim.capacity, 0, time.Second), Flows: flows, View: view,
 			Clock: clock, Rand: rand.New(rand.NewPCG(sim.seed, uint64(i)+2)),
@@ -147,7 +158,7 @@ func (sim skewSim) run(t *testing.T) skewResult {
 	// again; dnsd answers from the same snapshot (self "": all members).
 	var dnsView *GroupSnapshot
 	refresh := func() {
-		v := api.GroupView{Name: testGroup + ".", Policy: "geo-load", Watermarks: api.Watermarks{Low: 0.7, High: 0.9}}
+		v := api.GroupView{Name: testGroup + ".", Policy: sim.policy, Watermarks: api.Watermarks{Low: 0.7, High: 0.9}}
 		for i, m := range ms {
 			r := m.rep.Snapshot(now)
 			v.Members = append(v.Members, api.MemberView{
@@ -345,6 +356,44 @@ func TestSkewCorrection(t *testing.T) {
 			}
 			if mean < tt.atLeast {
 				t.Errorf("bins mean %.3f, want ≥ %.2f: the scenario is not skewed", mean, tt.atLeast)
+			}
+		})
+	}
+}
+
+// TestSkewDefaults is TestSkewCorrection's skewed scenario with nothing
+// set but the group's policy: views and reports every DefaultViewInterval
+// and DefaultPushInterval, the fair-share law with the group's default
+// watermarks and DefaultMaxShare. Every global policy meets the targets
+// with the defaults (2 s and 0.8 give 1.13× to 1.17× in the worst bin;
+// 5 s gave 1.24× to 1.32×, a max_share of 0.5 1.38× to 1.44×).
+func TestSkewDefaults(t *testing.T) {
+	if DefaultPushInterval != DefaultViewInterval {
+		t.Fatalf("the simulation has one period; the defaults are %v and %v", DefaultPushInterval, DefaultViewInterval)
+	}
+	const warm = 3 // bins
+	for _, policy := range []string{"geo-load", "least-load", "weighted"} {
+		t.Run(policy, func(t *testing.T) {
+			sim := skewSim{
+				seed: 42, mirrors: 4, capacity: 1000, rate: 280, heavy: 0.5, resolvers: 20,
+				ttl: 45 * time.Second, heavyTTL: 20 * time.Second, period: DefaultViewInterval,
+				bin: 10 * time.Second, duration: 3 * time.Minute, correct: true, policy: policy,
+				low: scheduler.DefaultLowWatermark, high: scheduler.DefaultHighWatermark, maxShare: DefaultMaxShare,
+			}
+			res := sim.run(t)
+			bins, window := res.ratios(warm)
+			mean, worst := meanWorst(bins)
+			need, moved := res.needed(warm*sim.bin), res.redirectsFrom(warm*sim.bin)
+			t.Logf("%s: busiest/mean: window %.3f, bins mean %.3f, worst %.3f; after %v %d redirects for %d needed (%.2f×)",
+				policy, window, mean, worst, warm*sim.bin, moved, need, float64(moved)/float64(need))
+			if window > 1.05 {
+				t.Errorf("the busiest mirror served %.3f× its fair share over the window, want ≤ 1.05", window)
+			}
+			if worst > 1.25 {
+				t.Errorf("the busiest mirror served %.3f× its fair share in a 10 s bin, want ≤ 1.25 in every bin:%s", worst, res.table())
+			}
+			if float64(moved) > 1.5*float64(need) {
+				t.Errorf("%d redirects after %v, want ≤ 1.5× the %d needed", moved, warm*sim.bin, need)
 			}
 		})
 	}
