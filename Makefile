@@ -38,7 +38,7 @@ BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:uti
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns soak deps demo clean
+.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns skew soak deps demo clean
 
 all: build
 
@@ -129,6 +129,12 @@ bench-dns: build
 ## again, drains and undrains); fails on any failed client request or on
 ## goroutines or memory growing past the bounds stated in e2e/soak_test.go.
 ## Not part of test (the build tag soak keeps it out of e2e).
+## skew: TestSkew with every phase: the skewed scenario for every global
+## policy on one dnsd and on an NS set of two (make test runs six of the
+## eight), printing each phase's figures line.
+skew: build
+	E2E_SKEW_ALL=1 $(GO) test -count=1 -run '^TestSkew$$' -timeout 30m -v ./e2e/ | grep -E '^(=== RUN|--- |\s+--- |ok|FAIL)|skew figures'
+
 SOAK_DURATION ?= 10m
 SOAK_TIMEOUT  ?= 30m
 soak: build

@@ -23,6 +23,7 @@ import (
 type skewResolver struct {
 	id  int
 	ecs netip.Prefix
+	dns string // the dnsd it asks (of an NS set: one of the nodes)
 
 	mu      sync.Mutex
 	ip      string
@@ -39,13 +40,13 @@ type skewAnswer struct {
 
 // lookup returns the cached address, asking dnsd when the TTL has run
 // out. Clients of the resolver wait for its query, as they would.
-func (r *skewResolver) lookup(dnsAddr string) (string, error) {
+func (r *skewResolver) lookup() (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ip != "" && time.Now().Before(r.expires) {
 		return r.ip, nil
 	}
-	ip, ttl, err := skewQueryA(dnsAddr, skewGroup, r.ecs)
+	ip, ttl, err := skewQueryA(r.dns, skewGroup, r.ecs)
 	if err != nil {
 		return "", err
 	}
@@ -140,7 +141,7 @@ type skewClient struct {
 
 func newSkewClient(cl *skewCluster, heavy float64) *skewClient {
 	c := &skewClient{
-		dnsAddr: cl.dnsd.Addr,
+		dnsAddr: cl.dnsd[0].Addr,
 		heavy:   heavy,
 		port:    cl.port,
 		hc: &http.Client{
@@ -165,7 +166,10 @@ func newSkewClient(cl *skewCluster, heavy float64) *skewClient {
 	for k := range skewResolvers {
 		// 100.64.k.0/24: global unicast and not private, so dnsd trusts it
 		// as ECS and each resolver is its own scope.
-		c.resolvers = append(c.resolvers, &skewResolver{id: k, ecs: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, 64, byte(k), 0}), 24)})
+		// Of an NS set, resolver k asks node k mod n: the heavy one and
+		// every other light one the first node.
+		c.resolvers = append(c.resolvers, &skewResolver{id: k, ecs: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, 64, byte(k), 0}), 24),
+			dns: cl.dnsd[k%len(cl.dnsd)].Addr})
 	}
 	return c
 }
@@ -227,7 +231,7 @@ func (c *skewClient) request(k int) {
 	defer c.completed.Add(1)
 	// Not the generator's context: a request that was started finishes.
 	ctx := context.Background()
-	ip, err := c.resolvers[k].lookup(c.dnsAddr)
+	ip, err := c.resolvers[k].lookup()
 	if err != nil {
 		c.failed.Add(1)
 		c.fail("resolver %d: %v", k, err)

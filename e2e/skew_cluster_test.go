@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/dnsd/cluster/etcdtest"
 	"github.com/transmirror/transmirror/probe/probetest"
 )
 
@@ -24,9 +25,10 @@ type skewMirror struct {
 	admin string // admin host:port
 }
 
-// skewCluster is one dnsd and its mirrors, all on one public port.
+// skewCluster is one dnsd, or the nodes of an NS set, and the mirrors,
+// all on one public port.
 type skewCluster struct {
-	dnsd    *dnsdProc
+	dnsd    []*dnsdProc // one, or the NS set's nodes
 	port    string
 	mirrors []*skewMirror
 }
@@ -42,21 +44,17 @@ func (cl *skewCluster) index(ip string) int {
 }
 
 // startSkewCluster writes the zone and dnsd config into a new temporary
-// directory, starts dnsd, then the mirrors (pushing to dnsd, which accepts
-// pushes for its configured members), and waits until dnsd has every
-// member up and every mirror has a fresh group view. The mirrors listen
-// on 127.0.n.1, 127.0.n+1.1, … where n is the phase's net, so that phases
-// side by side do not share an address.
+// directory, starts dnsd (ph.nodes of them, an NS set sharing a real etcd,
+// when more than one), then the mirrors (pushing to every dnsd, which
+// accept pushes for their configured members), and waits until every dnsd
+// has every member up and every mirror has a fresh group view. The mirrors
+// listen on 127.0.n.1, 127.0.n+1.1, … where n is the phase's net, so that
+// phases side by side do not share an address. Nothing sets an interval or
+// a law key: dnsd's health checks, the mirrors' pushes and views, and the
+// correction's watermarks and max_share are the defaults.
 func startSkewCluster(t *testing.T, ph skewPhase) *skewCluster {
 	t.Helper()
 	dir := t.TempDir()
-	zone, err := os.ReadFile(filepath.Join("testdata", "example.test.zone"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var zb, members strings.Builder
-	zb.Write(zone)
-	zb.WriteString("\n; the skew scenario's mirrors\n")
 	ms := make([]*skewMirror, skewMirrors)
 	for i := range ms {
 		ms[i] = &skewMirror{
@@ -64,27 +62,12 @@ func startSkewCluster(t *testing.T, ph skewPhase) *skewCluster {
 			host: fmt.Sprintf("a%d.mirrors.example.test", i+1),
 			ip:   fmt.Sprintf("127.0.%d.1", ph.net+i),
 		}
-		fmt.Fprintf(&zb, "a%d.mirrors IN A %s\n", i+1, ms[i].ip)
-		fmt.Fprintf(&members, "      - {name: %s, host: %s., addresses: [%s], capacity: %g}\n", ms[i].name, ms[i].host, ms[i].ip, skewCapacity)
 	}
-	writeFile(t, dir, "example.test.zone", zb.String())
-	cfg := fmt.Sprintf(`# e2e skew: four mirrors of equal capacity, one per answer, an adaptive TTL.
-listen: ["127.0.0.1:0"]
-admin: 127.0.0.1:0
-health: {interval: 500ms, timeout: 400ms, jitter: 50ms, rise: 2, fall: 3}
-zones:
-  - origin: example.test.
-    file: example.test.zone
-groups:
-  - name: %s.
-    ttl: {min: %d, max: %d}
-    answers: 1
-    policy: {name: geo-load}
-    secret: %s
-    members:
-%s`, skewGroup, skewTTLMin, skewTTLMax, skewSecret, members.String())
-	writeFile(t, dir, "dnsd.yaml", cfg)
-	d := startDNSD(t, true, "-config", filepath.Join(dir, "dnsd.yaml"))
+	cl := &skewCluster{dnsd: startSkewDNSD(t, ph, ms), mirrors: ms}
+	var urls []string
+	for _, d := range cl.dnsd {
+		urls = append(urls, `"http://`+d.Admin+`"`)
+	}
 
 	root := filepath.Join(dir, "root")
 	if err := os.MkdirAll(filepath.Join(root, "pool"), 0o755); err != nil {
@@ -92,40 +75,16 @@ groups:
 	}
 	writeFile(t, filepath.Join(root, "pool"), "file.bin", strings.Repeat("x", skewFileSize))
 
-	cl := &skewCluster{dnsd: d, mirrors: ms}
 	// The first mirror picks the port; the others must get the same one on
 	// their own addresses.
 	cl.port, _ = onePort(t, len(ms), func(i int, port string) (*proc, string, error) {
-		p, http, admin, err := launchSkewMirror(t, dir, ms[i], port, d.Admin, ph.correct)
+		p, http, admin, err := launchSkewMirror(t, dir, ms[i], port, strings.Join(urls, ", "), ph.correct)
 		if err == nil {
 			ms[i].proc, ms[i].admin = p, admin
 		}
 		return p, http, err
 	})
-
-	upAt := time.Now()
-	probetest.Until(t, 15*time.Second, func() string {
-		var v struct {
-			Members []struct {
-				Name  string `json:"name"`
-				State string `json:"state"`
-			} `json:"members"`
-		}
-		if err := skewGetJSON("http://"+d.Admin+"/v1/groups/"+skewGroup, &v); err != nil {
-			return err.Error()
-		}
-		up := 0
-		for _, m := range v.Members {
-			if m.State == "up" {
-				up++
-			}
-		}
-		if up != skewMirrors {
-			return fmt.Sprintf("dnsd has %d of %d members up: %+v", up, skewMirrors, v.Members)
-		}
-		upAt = time.Now()
-		return ""
-	})
+	upAt := cl.waitUp(t)
 	// Every mirror must have fetched a view since: one with every sibling up.
 	probetest.Until(t, 10*time.Second, func() string {
 		for _, m := range ms {
@@ -143,22 +102,102 @@ groups:
 	return cl
 }
 
+// startSkewDNSD starts the phase's dnsd: one, or ph.nodes nodes of an NS
+// set (ns1, ns2, …) that share a real etcd on loopback. Each has its own
+// directory with the zone, which names the mirrors' host names.
+func startSkewDNSD(t *testing.T, ph skewPhase, ms []*skewMirror) []*dnsdProc {
+	t.Helper()
+	zone, err := os.ReadFile(filepath.Join("testdata", "example.test.zone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zb, members strings.Builder
+	zb.Write(zone)
+	zb.WriteString("\n; the skew scenario's mirrors\n")
+	for i, m := range ms {
+		fmt.Fprintf(&zb, "a%d.mirrors IN A %s\n", i+1, m.ip)
+		fmt.Fprintf(&members, "      - {name: %s, host: %s., addresses: [%s], capacity: %g}\n", m.name, m.host, m.ip, skewCapacity)
+	}
+	var etcd string
+	if ph.nodes > 1 {
+		etcd = etcdtest.Start(t).Endpoint()
+	}
+	var nodes []*dnsdProc
+	for n := 1; n <= max(ph.nodes, 1); n++ {
+		dir := t.TempDir()
+		writeFile(t, dir, "example.test.zone", zb.String())
+		cluster := ""
+		if etcd != "" {
+			cluster = fmt.Sprintf("cluster:\n  node: ns%d\n  etcd: {endpoints: [%q], prefix: /e2e-skew/}\n", n, etcd)
+		}
+		cfg := fmt.Sprintf(`# e2e skew: four mirrors of equal capacity, one per answer, an adaptive TTL.
+listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+%szones:
+  - origin: example.test.
+    file: example.test.zone
+groups:
+  - name: %s.
+    ttl: {min: %d, max: %d}
+    answers: 1
+    policy: {name: %s}
+    secret: %s
+    members:
+%s`, cluster, skewGroup, skewTTLMin, skewTTLMax, ph.policy, skewSecret, members.String())
+		nodes = append(nodes, startDNSD(t, true, "-config", writeFile(t, dir, "dnsd.yaml", cfg)))
+	}
+	return nodes
+}
+
+// waitUp waits until every dnsd has every member up and returns when
+// that was first seen.
+func (cl *skewCluster) waitUp(t *testing.T) time.Time {
+	t.Helper()
+	upAt := time.Now()
+	probetest.Until(t, 20*time.Second, func() string {
+		for i, d := range cl.dnsd {
+			var v struct {
+				Members []struct {
+					Name  string `json:"name"`
+					State string `json:"state"`
+				} `json:"members"`
+			}
+			if err := skewGetJSON("http://"+d.Admin+"/v1/groups/"+skewGroup, &v); err != nil {
+				return err.Error()
+			}
+			up := 0
+			for _, m := range v.Members {
+				if m.State == "up" {
+					up++
+				}
+			}
+			if up != skewMirrors {
+				return fmt.Sprintf("dnsd %d has %d of %d members up: %+v", i+1, up, skewMirrors, v.Members)
+			}
+		}
+		upAt = time.Now()
+		return ""
+	})
+	return upAt
+}
+
 // launchSkewMirror writes m's config and starts the real mirror on m.ip
-// and port ("0": any). It returns an error, rather than failing the test,
+// and port ("0": any), pushing to and fetching its view from dnsdURLs (a
+// YAML flow list's items). It returns an error, rather than failing the test,
 // when the process exits before it is ready (a port already taken).
-func launchSkewMirror(t *testing.T, dir string, m *skewMirror, port, dnsdAdmin string, correct bool) (p *proc, http, admin string, err error) {
+func launchSkewMirror(t *testing.T, dir string, m *skewMirror, port, dnsdURLs string, correct bool) (p *proc, http, admin string, err error) {
 	t.Helper()
 	cfg := fmt.Sprintf(`listen: ["%s"]
 admin: 127.0.0.1:0
 group: %s
 member: %s
 host: %s
-dnsd: {url: "http://%s", secret: %q, push_interval: 250ms, view_interval: 250ms}
+dnsd: {urls: [%s], secret: %q}
 root: root
 capacity: %g
 run_queue: none
-redirect: {enabled: %t, low_watermark: %g, high_watermark: %g, max_share: %g}
-`, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdAdmin, skewSecret, skewCapacity, correct, skewLow, skewHigh, skewMaxShare)
+redirect: {enabled: %t}
+`, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdURLs, skewSecret, skewCapacity, correct)
 	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("on %s: %w", net.JoinHostPort(m.ip, port), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -45,11 +46,6 @@ const (
 	// skewTarget is the offered utilization of the group: 280 requests/s
 	// of the group's 400 (see skewRate).
 	skewTarget = 0.7
-
-	// The correction's knobs, the mirrors' redirect section.
-	skewLow      = 0.5  // redirect.low_watermark
-	skewHigh     = 0.95 // redirect.high_watermark
-	skewMaxShare = 0.8  // redirect.max_share
 
 	// skewWarmup is how long the load runs before the measurement window:
 	// the mirrors' rate estimates and dnsd's scope rates settle. A
@@ -98,26 +94,41 @@ type skewPhase struct {
 	slug    string  // phase= in the figures line
 	heavy   float64 // resolver 0's share of the requests; 0: all alike
 	correct bool    // redirect.enabled
+	policy  string  // the group's global policy
+	nodes   int     // dnsd nodes: 1, or an NS set's (the resolvers split between them)
 	net     int     // the mirrors listen on 127.0.<net>.1, 127.0.<net+1>.1, …
-	check   func(t *testing.T, r *skewResult)
+	// all: only with E2E_SKEW_ALL set (make skew), to keep make test short.
+	all   bool
+	check func(t *testing.T, r *skewResult)
 }
 
+// corrected is the check of a skewed phase with correction on: within 5%
+// of a fair share over the window and 25% in every bin.
+func corrected(t *testing.T, r *skewResult) {
+	if w := r.windowRatio(); !(w <= skewWindowMax) {
+		t.Errorf("over the window the busiest mirror served %.3f× its fair share, want ≤ %g×", w, skewWindowMax)
+	}
+	for _, b := range r.windowBins() {
+		if x := b.ratio(); !(x <= skewBinMax) {
+			t.Errorf("in the bin %v..%v the busiest mirror served %.3f× its fair share, want ≤ %g×", b.from, b.to, x, skewBinMax)
+		}
+	}
+}
+
+// skewPhases are TestSkew's phases. The skewed ones with correction run
+// for every global policy on an NS set of two (the heavy resolver and
+// every other light one ask the first node), and for geo-load, the
+// default, on one node as well; make skew adds the other two policies on
+// one node.
 var skewPhases = []skewPhase{
+	{name: "skew, correction on", slug: "skew-on", heavy: skewHeavy, correct: true, policy: "geo-load", nodes: 1, net: 111, check: corrected},
+	{name: "skew, correction on, NS set", slug: "skew-on-nsset", heavy: skewHeavy, correct: true, policy: "geo-load", nodes: 2, net: 141, check: corrected},
+	{name: "skew, least-load, NS set", slug: "skew-least-nsset", heavy: skewHeavy, correct: true, policy: "least-load", nodes: 2, net: 151, check: corrected},
+	{name: "skew, weighted, NS set", slug: "skew-weighted-nsset", heavy: skewHeavy, correct: true, policy: "weighted", nodes: 2, net: 161, check: corrected},
+	{name: "skew, least-load", slug: "skew-least", heavy: skewHeavy, correct: true, policy: "least-load", nodes: 1, net: 171, all: true, check: corrected},
+	{name: "skew, weighted", slug: "skew-weighted", heavy: skewHeavy, correct: true, policy: "weighted", nodes: 1, net: 181, all: true, check: corrected},
 	{
-		name: "skew, correction on", slug: "skew-on", heavy: skewHeavy, correct: true, net: 111,
-		check: func(t *testing.T, r *skewResult) {
-			if w := r.windowRatio(); !(w <= skewWindowMax) {
-				t.Errorf("over the window the busiest mirror served %.3f× its fair share, want ≤ %g×", w, skewWindowMax)
-			}
-			for _, b := range r.windowBins() {
-				if x := b.ratio(); !(x <= skewBinMax) {
-					t.Errorf("in the bin %v..%v the busiest mirror served %.3f× its fair share, want ≤ %g×", b.from, b.to, x, skewBinMax)
-				}
-			}
-		},
-	},
-	{
-		name: "no skew, correction on", slug: "noskew-on", heavy: 0, correct: true, net: 121,
+		name: "no skew, correction on", slug: "noskew-on", heavy: 0, correct: true, policy: "geo-load", nodes: 1, net: 121,
 		check: func(t *testing.T, r *skewResult) {
 			if w := r.windowRatio(); !(w <= skewWindowMax) {
 				t.Errorf("over the window the busiest mirror served %.3f× its fair share, want ≤ %g×", w, skewWindowMax)
@@ -125,7 +136,7 @@ var skewPhases = []skewPhase{
 		},
 	},
 	{
-		name: "skew, correction off", slug: "skew-off", heavy: skewHeavy, correct: false, net: 131,
+		name: "skew, correction off", slug: "skew-off", heavy: skewHeavy, correct: false, policy: "geo-load", nodes: 1, net: 131,
 		check: func(t *testing.T, r *skewResult) {
 			if m, _ := r.binRatios(); !(m >= skewOffBinsMin) {
 				t.Errorf("the busiest mirror served %.3f× its fair share in the mean bin, want ≥ %g×: the scenario is not skewed", m, skewOffBinsMin)
@@ -140,20 +151,27 @@ var skewPhases = []skewPhase{
 // TestSkew is the "done when": with one resolver carrying half of
 // the requests and an adaptive TTL, 302 correction keeps every mirror
 // within 5% of its fair share over a minute and within 25% in every 10 s
-// bin; with even resolvers it does the same; without it the scenario is
-// skewed. No request fails and none is redirected twice.
+// bin, with nothing set but the group's policy (default intervals,
+// watermarks and max_share), for every global policy, on one dnsd and on
+// an NS set of two with the resolvers split between them; with even
+// resolvers it does the same; without it the scenario is skewed. No
+// request fails and none is redirected twice.
 //
 // Every figure is a share of what the mirrors served, so none depends on
 // how fast the test process could send; its lateness is counted and
 // logged. The phases run side by side, each on its own cluster, as many at
-// a time as -parallel allows (it defaults to GOMAXPROCS: two of the three
-// on two cores, about 160 s in all, 80 s on more).
+// a time as -parallel allows (it defaults to GOMAXPROCS: two of the six on
+// two cores, about 270 s in all; make skew runs eight).
 func TestSkew(t *testing.T) {
 	if skewWarmup%skewBin != 0 || skewWindow%skewBin != 0 {
 		t.Fatalf("the warm-up %v and the window %v must be multiples of the bin %v", skewWarmup, skewWindow, skewBin)
 	}
+	all := os.Getenv("E2E_SKEW_ALL") != ""
 	for _, ph := range skewPhases {
 		t.Run(ph.name, func(t *testing.T) {
+			if ph.all && !all {
+				t.Skip("with E2E_SKEW_ALL set (make skew)")
+			}
 			t.Parallel()
 			r := runSkewPhase(t, ph)
 			ph.check(t, r)
@@ -248,7 +266,7 @@ func runSkewPhase(t *testing.T, ph skewPhase) *skewResult {
 	// Every resolver asks once before any load, resolver 0 first; from
 	// then on each asks again when its answer expires.
 	for _, r := range c.resolvers {
-		if _, err := r.lookup(c.dnsAddr); err != nil {
+		if _, err := r.lookup(); err != nil {
 			t.Fatalf("resolver %d: %v", r.id, err)
 		}
 	}
@@ -429,8 +447,8 @@ func (r *skewResult) log(t *testing.T, cl *skewCluster, took time.Duration) {
 		r.phase.name, r.rate, skewCapacity, skewCapacity/10, 100*r.heavyShare(), map[bool]string{false: "redirect off", true: "redirect on"}[r.phase.correct], skewMaxLag, tl.String())
 	t.Logf("%s: the window served %.1f/s of %.0f/s planned, per mirror %v; resolver 0's answers (mirror/TTL): %s; phase wall time %v",
 		r.phase.name, float64(total)/skewWindow.Seconds(), r.rate, served, strings.Join(heavy, " "), took.Round(time.Second))
-	t.Logf("skew figures: phase=%s window=%.3f bins_mean=%.3f bins_worst=%.3f failed=%d twice=%d redirects=%d window_redirects=%d served_per_s=%.1f planned_per_s=%.0f late=%d dropped=%d issued=%d heavy_answers=%d heavy_moves=%d",
-		r.phase.slug, r.windowRatio(), mean, worst, r.failed, r.twice, r.redirected, r.mirrorRedirects, float64(total)/skewWindow.Seconds(), r.rate, late, dropped, r.issued, len(r.heavyAnswers), moves)
+	t.Logf("skew figures: phase=%s policy=%s nodes=%d window=%.3f bins_mean=%.3f bins_worst=%.3f failed=%d twice=%d redirects=%d window_redirects=%d served_per_s=%.1f planned_per_s=%.0f late=%d dropped=%d issued=%d heavy_answers=%d heavy_moves=%d",
+		r.phase.slug, r.phase.policy, r.phase.nodes, r.windowRatio(), mean, worst, r.failed, r.twice, r.redirected, r.mirrorRedirects, float64(total)/skewWindow.Seconds(), r.rate, late, dropped, r.issued, len(r.heavyAnswers), moves)
 }
 
 // heavyShare is resolver 0's share of the requests.

@@ -204,3 +204,34 @@ func TestFairShareSettles(t *testing.T) {
 		})
 	}
 }
+
+func TestOverloaded(t *testing.T) {
+	rules := RedirectRules{LowWatermark: 0.7}
+	tests := []struct {
+		name     string
+		arrivals float64 // requests per second
+		fair     float64
+		tau      time.Duration
+		want     bool
+	}{
+		// Target 70 requests/s (0.7 of 1000 load units); the noise of a
+		// FlowMeter at τ = 1 s is √(R/2) requests/s, three of them the bar.
+		{"at the target", 70, 0.7, time.Second, false},
+		{"within three sigmas", 85, 0.7, time.Second, false},         // excess 15 < 3·√42.5 = 19.6
+		{"over three sigmas", 95, 0.7, time.Second, true},            // excess 25 > 3·√47.5 = 20.7
+		{"the skew's hot spot", 190, 0.7, time.Second, true},         // excess 120 > 29
+		{"a longer τ is less noisy", 85, 0.7, 4 * time.Second, true}, // 15 > 3·√10.6 = 9.8
+		{"below the target", 50, 0.7, time.Second, false},
+		{"target raised by the fair share", 95, 0.9, time.Second, false},
+		{"no time constant", 190, 0.7, 0, false},
+		{"nothing comes in", 0, 0.7, time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Correction{Flows: Flows{Arrivals: tt.arrivals, Redirectable: tt.arrivals}, Capacity: 1000, Fair: tt.fair, TimeConstant: tt.tau}
+			if got := Overloaded(rules, c); got != tt.want {
+				t.Errorf("Overloaded(%g/s, fair %g, τ %v) = %t, want %t", tt.arrivals, tt.fair, tt.tau, got, tt.want)
+			}
+		})
+	}
+}

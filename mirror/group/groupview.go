@@ -442,6 +442,39 @@ func (s *GroupSnapshot) PickBelow(limit float64, client scheduler.Client, rnd *r
 	return "", "", false
 }
 
+// PickWithin is PickBelow with each candidate's serving figure allowed to
+// read up to its noise over limit (servingNoise: one standard deviation):
+// for a mirror that is measurably over its target (Overloaded) when no
+// candidate reads below the limit itself. ok is false when none is
+// within.
+func (s *GroupSnapshot) PickWithin(limit float64, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
+	n := s.group.Len()
+	if n == 0 {
+		return "", "", false
+	}
+	var buf [16]int
+	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
+	for _, i := range picked {
+		if s.Serving(i, now)-s.servingNoise(i) < limit {
+			return s.hosts[i], s.names[i], true
+		}
+	}
+	return "", "", false
+}
+
+// servingNoise is the standard deviation of candidate i's serving
+// utilization as the view shows it: its serving_load is a rate of Poisson
+// arrivals r measured with time constant τ, whose noise is √(r/2τ)
+// requests per second, 10 load units each, over its capacity.
+func (s *GroupSnapshot) servingNoise(i int) float64 {
+	c := s.figs[i].Capacity
+	r := max(s.serving[i], 0) / 10
+	if !(c > 0) || !(r > 0) {
+		return 0
+	}
+	return 10 * math.Sqrt(r/(2*s.booking.TimeConstant.Seconds())) / c
+}
+
 // Serving returns candidate i's serving utilization at now: its serving
 // load from the view, changed by as much as the rate of redirects this
 // mirror sends it changed since (10 load units per redirect per second,

@@ -85,7 +85,7 @@ func TestDecideNeverRedirectsToGroupName(t *testing.T) {
 	dispatcher.Dispatcher, dispatcher.Host = true, "d.example.test"
 	only := snapshot(t, groupNamedView(false), "")
 	withC := snapshot(t, groupNamedView(true), "")
-	overloaded := func() (float64, float64) { return 1, 0 }
+	overloaded := func() Share { return Share{P: 1} }
 	req := RedirectRequest{Method: http.MethodGet, Host: "www.example.test", Path: "/f.iso"}
 	tests := []struct {
 		name  string

@@ -216,7 +216,7 @@ type Decision struct {
 // It refuses what it can not redirect: 503 without a view, with an
 // expired view or without a member, 405 for other methods, 404 on its own
 // host name and 421 on any other.
-func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit float64), snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
+func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
 	onGroup := hostMatches(req.Host, rules.Group)
 	get := req.Method == http.MethodGet || req.Method == http.MethodHead
 	if rules.Dispatcher {
@@ -253,7 +253,8 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit flo
 			return Decision{Action: Serve, Reason: ReasonSmall}
 		}
 	}
-	p, limit := share()
+	sh := share()
+	p := sh.P
 	switch {
 	case !(p > 0) && rules.Law == LawWatermark:
 		return Decision{Action: Serve, Reason: ReasonBelowWatermark}
@@ -273,7 +274,10 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() (p, limit flo
 	if rules.Law == LawWatermark {
 		host, member, ok = snap.Pick(clientOf(req), rnd, now, false)
 	} else {
-		host, member, ok = snap.PickBelow(limit, clientOf(req), rnd, now)
+		host, member, ok = snap.PickBelow(sh.Limit, clientOf(req), rnd, now)
+		if !ok && sh.Over {
+			host, member, ok = snap.PickWithin(sh.Limit, clientOf(req), rnd, now)
+		}
 	}
 	if !ok {
 		return Decision{Action: Serve, Reason: ReasonNoSibling}
@@ -500,7 +504,7 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		snap = rd.o.View.Snapshot()
 	}
 	redirectable := false
-	share := func() (float64, float64) {
+	share := func() Share {
 		redirectable = true
 		return rd.share(rules, snap, now)
 	}
@@ -522,16 +526,17 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rd.act(w, r, d, RequestScheme(rules.Scheme, r.TLS != nil, fw.Proto))
 }
 
-// share is the share of the redirectable requests to redirect at now
-// under rules' law, with snap the group view (nil: none), and the
-// fair-share law's limit on the siblings (SiblingLimit).
-func (rd *Redirector) share(rules *RedirectRules, snap *GroupSnapshot, now time.Time) (p, limit float64) {
+// share is what rules' law decides at now for the redirectable requests,
+// with snap the group view (nil: none): the share to redirect and, under
+// the fair-share law, the limit on the siblings (SiblingLimit) and whether
+// this mirror is measurably over its target (Overloaded).
+func (rd *Redirector) share(rules *RedirectRules, snap *GroupSnapshot, now time.Time) Share {
 	if rules.Dispatcher {
-		return 1, 0
+		return Share{P: 1}
 	}
 	rdg := rd.o.Load.Read(now)
 	if rules.Law == LawWatermark {
-		return RedirectShare(*rules, rdg.Utilization), 0
+		return Share{P: RedirectShare(*rules, rdg.Utilization)}
 	}
 	fair := math.NaN()
 	if snap != nil {
@@ -539,9 +544,9 @@ func (rd *Redirector) share(rules *RedirectRules, snap *GroupSnapshot, now time.
 	}
 	c := Correction{
 		Flows: rd.o.Flows.Flows(now), RunQueue: rdg.RunQueue, Capacity: rdg.Capacity,
-		Fair: fair, Bandwidth: rdg.Bandwidth,
+		Fair: fair, Bandwidth: rdg.Bandwidth, TimeConstant: rd.o.Flows.TimeConstant(),
 	}
-	return FairShareRedirect(*rules, c), SiblingLimit(*rules, c)
+	return Share{P: FairShareRedirect(*rules, c), Limit: SiblingLimit(*rules, c), Over: Overloaded(*rules, c)}
 }
 
 // Share returns the share of the redirectable requests that the
@@ -555,8 +560,7 @@ func (rd *Redirector) Share(now time.Time) float64 {
 	if rd.o.View != nil {
 		snap = rd.o.View.Snapshot()
 	}
-	p, _ := rd.share(rules, snap, now)
-	return p
+	return rd.share(rules, snap, now).P
 }
 
 // Target returns the utilization the fair-share law steers to now

@@ -166,7 +166,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			share := func() (float64, float64) { return RedirectShare(tt.rules, tt.u), 0 }
+			share := func() Share { return Share{P: RedirectShare(tt.rules, tt.u)} }
 			got := Decide(tt.rules, tt.req, share, tt.snap, t0, rand.New(rand.NewPCG(1, 2)))
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
@@ -216,7 +216,7 @@ func TestDecideProgressiveShare(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(7, uint64(u*1000)))
 			redirected := 0
 			for range n {
-				share := func() (float64, float64) { return RedirectShare(rules, u), 0 }
+				share := func() Share { return Share{P: RedirectShare(rules, u)} }
 				d := Decide(rules, RedirectRequest{Method: "GET", Host: "www.example.org", Path: "/f"}, share, snap, t0, rnd)
 				if d.Action == Redirect {
 					redirected++

@@ -236,7 +236,7 @@ func TestDecideOnAnAgingView(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := RedirectRequest{Method: http.MethodGet, Host: "www.example.org", Path: "/f.iso"}
-			share := func() (float64, float64) { return 1, 1 }
+			share := func() Share { return Share{P: 1, Limit: 1} }
 			got := Decide(tt.rules, req, share, tt.snap, t0.Add(tt.age), rand.New(rand.NewPCG(1, 2)))
 			got.Target, got.Member = "", "" // who does not matter here, whether does
 			if got != tt.want {
