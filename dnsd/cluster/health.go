@@ -51,9 +51,9 @@ type queuedView struct {
 }
 
 var (
-	_ family    = (*healthKeys)(nil)
-	_ publisher = (*healthKeys)(nil)
-	_ listener  = (*healthKeys)(nil)
+	_ family   = (*healthKeys)(nil)
+	_ flusher  = (*healthKeys)(nil)
+	_ listener = (*healthKeys)(nil)
 )
 
 func newHealthKeys(log *slog.Logger, sess *session, nodes *nodeKeys, cfg zones.QuorumConfig, sink HealthSink) *healthKeys {
@@ -132,8 +132,8 @@ func (h *healthKeys) connected(on bool) {
 	}
 }
 
-// publish puts this node's waiting views under the lease.
-func (h *healthKeys) publish(ctx context.Context, l lease) error {
+// flush puts this node's waiting views under the lease.
+func (h *healthKeys) flush(ctx context.Context, l lease) error {
 	h.mu.Lock()
 	batch := h.queued
 	h.queued = map[memberRef]queuedView{}

@@ -38,10 +38,15 @@ type (
 	joiner interface {
 		join(ctx context.Context, l lease) error
 	}
-	// publisher writes what of this node's state waits to be shared,
-	// under the lease: every publish interval, and when kicked.
+	// publisher writes what of this node's state changed, under the
+	// lease, every publish interval.
 	publisher interface {
 		publish(ctx context.Context, l lease) error
+	}
+	// flusher writes what of this node's state waits, under the lease,
+	// when the session is kicked.
+	flusher interface {
+		flush(ctx context.Context, l lease) error
 	}
 	// checker tells whether the session still holds (an error ends it):
 	// at every check tick, and when kicked.
@@ -110,7 +115,7 @@ func (s *session) collectors() []prometheus.Collector {
 // register adds a key family; before run only.
 func (s *session) register(f family) { s.families = append(s.families, f) }
 
-// kick wakes the session to publish what waits and check etcd now.
+// kick wakes the session to flush what waits and check etcd now.
 func (s *session) kick() {
 	select {
 	case s.kicks <- struct{}{}:
@@ -269,8 +274,8 @@ func (s *session) notify(on bool) {
 
 // follow watches the state from revision rev on and hands each batch of
 // changes to the families by prefix; it keeps the lease alive, checks
-// every min(1 s, ttl/3), and publishes every publish interval and when
-// kicked (checking then too), until something fails or ctx ends.
+// every min(1 s, ttl/3), publishes every publish interval, and flushes
+// and checks when kicked, until something fails or ctx ends.
 func (s *session) follow(ctx context.Context, l lease, rev int64) error {
 	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	check := time.NewTicker(min(time.Second, s.ttl/3))
@@ -299,7 +304,7 @@ func (s *session) follow(ctx context.Context, l lease, rev int64) error {
 		case <-share.C:
 			err = s.publish(ctx, l)
 		case <-s.kicks:
-			if err = s.publish(ctx, l); err == nil {
+			if err = s.flush(ctx, l); err == nil {
 				err = s.check(ctx)
 			}
 		}
@@ -328,6 +333,17 @@ func (s *session) publish(ctx context.Context, l lease) error {
 	for _, f := range s.families {
 		if p, ok := f.(publisher); ok {
 			if err := p.publish(ctx, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *session) flush(ctx context.Context, l lease) error {
+	for _, f := range s.families {
+		if p, ok := f.(flusher); ok {
+			if err := p.flush(ctx, l); err != nil {
 				return err
 			}
 		}
