@@ -73,13 +73,9 @@ type lease struct {
 // the family whose prefix it is under; and whether etcd can be reached
 // (degraded), which every family may ask.
 type session struct {
-	log      *slog.Logger
-	node     string
-	cli      *clientv3.Client
-	prefix   string
-	timeout  time.Duration
-	ttl      time.Duration
-	every    time.Duration // the publish interval
+	log *slog.Logger
+	cli *clientv3.Client
+	sessionConfig
 	now      func() time.Time
 	families []family
 	kicks    chan struct{}
@@ -93,8 +89,17 @@ type session struct {
 	resyncs       prometheus.Counter
 }
 
-func newSession(log *slog.Logger, cli *clientv3.Client, node, prefix string, now func() time.Time) *session {
-	s := &session{log: log, cli: cli, node: node, prefix: prefix, now: now, kicks: make(chan struct{}, 1),
+// sessionConfig is what a session is told of the cluster block.
+type sessionConfig struct {
+	node    string        // this node's name
+	prefix  string        // the deployment's key prefix
+	timeout time.Duration // of one request
+	ttl     time.Duration // of the lease
+	every   time.Duration // the publish interval
+}
+
+func newSession(log *slog.Logger, cli *clientv3.Client, cfg sessionConfig, now func() time.Time) *session {
+	s := &session{log: log, cli: cli, sessionConfig: cfg, now: now, kicks: make(chan struct{}, 1),
 		degraded: true, since: now()}
 	s.degradedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_degraded",

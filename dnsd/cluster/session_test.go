@@ -102,8 +102,8 @@ func TestSessionFamilies(t *testing.T) {
 	put("/s/a/before")
 	put("/s/other/x")
 
-	s := newSession(slog.New(slog.DiscardHandler), cli, "n1", "/s/", time.Now)
-	s.timeout, s.ttl, s.every = 2*time.Second, 2*time.Second, 50*time.Millisecond
+	s := newSession(slog.New(slog.DiscardHandler), cli, sessionConfig{node: "n1", prefix: "/s/",
+		timeout: 2 * time.Second, ttl: 2 * time.Second, every: 50 * time.Millisecond}, time.Now)
 	a := &recorder{pfx: "/s/a/", joinKey: "/s/joined/n1", cli: cli}
 	b := &recorder{pfx: "/s/b/"}
 	s.register(a)

@@ -87,11 +87,12 @@ func New(o Options) (*Store, error) {
 		now = time.Now
 	}
 	e := o.Config.Etcd
-	sess := newSession(log, cli, o.Config.Node, e.Prefix, now)
-	sess.timeout, sess.ttl, sess.every = e.RequestTimeout.D(), e.LeaseTTL.D(), o.Config.PendingInterval.D()
-	if sess.every <= 0 {
-		sess.every = zones.DefaultPendingInterval
+	cfg := sessionConfig{node: o.Config.Node, prefix: e.Prefix, timeout: e.RequestTimeout.D(), ttl: e.LeaseTTL.D(),
+		every: o.Config.PendingInterval.D()}
+	if cfg.every <= 0 {
+		cfg.every = zones.DefaultPendingInterval
 	}
+	sess := newSession(log, cli, cfg, now)
 	s := &Store{sess: sess, groups: newGroupKeys(log, sess, o.Cache), nodes: newNodeKeys(sess, o.Config.Node),
 		pending: newPendingKeys(log, sess, o.Config.Node, o.Pending)}
 	s.health = newHealthKeys(log, sess, s.nodes, o.Config.Quorum, o.Health)
