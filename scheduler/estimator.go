@@ -26,9 +26,11 @@ const bookSlots = 64
 // Estimator tracks, for each member of one group, the load of its last report
 // and the pending load: the estimated load of the answers handed out that
 // the report does not show yet. It is the mutable half of the load picture
-// (the Group snapshot is the immutable half); dnsd owns one per group and
-// address family, feeds it reports and answers, and passes it to Pick in
-// Query.Load. A mirror owns one per group view, for the redirects it makes
+// (the Group snapshot is the immutable half); dnsd owns one per group,
+// address family and source of pending load (its answers, the
+// dispatchers' redirects, the other nodes' shares), feeds them reports,
+// answers and redirects, and passes them to Pick in Query.Load and
+// Query.Also. A mirror owns one per group view, for the redirects it makes
 // on that view.
 //
 // Members are the Group's indexes. The Estimator grows as needed; when the
@@ -303,6 +305,57 @@ func (e *Estimator) LocalPending(member int, now time.Time) float64 {
 	return e.m[member].decayed(now, e.halfLife)
 }
 
+// PendingSum returns member's pending load at now over several sources
+// of it: load's (the Estimator that takes the member's reports) and
+// also's (bookings of other sources on the same members, such as a dnsd's
+// dispatchers' redirects and the other nodes' shares). Each source's
+// bookings and remote figures are summed, and the sum is floored once at
+// −load in the windowed model, so that load + pending is never below 0.
+// It is the pending load a Pick sees given Query.Load and Query.Also.
+func PendingSum(member int, now time.Time, load *Estimator, also []*Estimator) float64 {
+	if load == nil {
+		return 0
+	}
+	load.mu.RLock()
+	defer load.mu.RUnlock()
+	for _, e := range also {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+	}
+	return pendingSum(member, now, load, also)
+}
+
+// pendingSum is PendingSum with the estimators' read locks held.
+func pendingSum(member int, now time.Time, load *Estimator, also []*Estimator) float64 {
+	if member < 0 {
+		return 0
+	}
+	var en *estimate
+	if member < len(load.m) {
+		en = &load.m[member]
+	}
+	if len(also) == 0 {
+		if en == nil {
+			return 0
+		}
+		return en.total(now, load.halfLife)
+	}
+	p, floor := 0.0, 0.0
+	if en != nil {
+		p, floor = en.unfloored(now, load.halfLife)+en.remote, -en.load
+	}
+	for _, e := range also {
+		if member < len(e.m) {
+			o := &e.m[member]
+			p += o.unfloored(now, e.halfLife) + o.remote
+		}
+	}
+	if load.windowed {
+		p = max(p, floor)
+	}
+	return p
+}
+
 // SetRemote sets the pending load of member that others booked — the
 // other dnsd nodes of an NS set, for the answers they gave — replacing
 // what was set before. It is added to Pending as it is: the others' own
@@ -342,6 +395,16 @@ func (en *estimate) total(now time.Time, halfLife float64) float64 {
 // the last report does not show (at least −load, so that load + pending is
 // never negative).
 func (en *estimate) decayed(now time.Time, halfLife float64) float64 {
+	p := en.unfloored(now, halfLife)
+	if en.book != nil {
+		return max(p, -en.load)
+	}
+	return p
+}
+
+// unfloored is decayed without the floor at −load: what a sum over
+// sources adds up before it floors the total once.
+func (en *estimate) unfloored(now time.Time, halfLife float64) float64 {
 	if en.book != nil {
 		ring := en.pending
 		// A ring that no booking has touched for its whole span is not
@@ -353,7 +416,7 @@ func (en *estimate) decayed(now time.Time, halfLife float64) float64 {
 		if math.Abs(p) < 1e-9 {
 			return 0 // rounding left over from the ramp
 		}
-		return max(p, -en.load)
+		return p
 	}
 	if en.pending == 0 {
 		return 0

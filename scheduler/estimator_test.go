@@ -156,3 +156,54 @@ func TestEstimatorRemote(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingSum: the pending load of several sources adds up, with each
+// source's remote figures, floored once at −load (the reporting
+// Estimator's); alone, it is the Estimator's Pending; a pick sees the sum.
+func TestPendingSum(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	cases := []struct {
+		name string
+		run  func(own, redir, nodes *Estimator)
+		want float64
+	}{
+		{"nothing", func(own, redir, nodes *Estimator) {}, 0},
+		{"each source adds", func(own, redir, nodes *Estimator) {
+			own.Move([]int{0}, nil, 0, 7, t0, t0)
+			redir.Move([]int{0}, nil, 0, 50, t0, t0)
+			nodes.SetRemote(0, 40)
+		}, 97},
+		{"floored once, not per source", func(own, redir, nodes *Estimator) {
+			own.ReportWindow(0, Usage{Load: 20}, t0, 10*time.Second)
+			own.Move(nil, []int{0}, 1, 30, t0, t0) // -30, below -load alone
+			redir.Move([]int{0}, nil, 0, 25, t0, t0)
+		}, -5},
+		{"the sum below -load", func(own, redir, nodes *Estimator) {
+			own.ReportWindow(0, Usage{Load: 20}, t0, 10*time.Second)
+			nodes.SetRemote(0, -50)
+		}, -20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			own, redir, nodes := NewWindowEstimator(time.Minute), NewWindowEstimator(time.Minute), NewWindowEstimator(time.Minute)
+			tc.run(own, redir, nodes)
+			if got := PendingSum(0, t0, own, []*Estimator{redir, nodes}); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("PendingSum = %g, want %g", got, tc.want)
+			}
+			if got, want := PendingSum(0, t0, own, nil), own.Pending(0, t0); got != want {
+				t.Errorf("PendingSum alone = %g, want Pending's %g", got, want)
+			}
+		})
+	}
+	t.Run("a pick sees it", func(t *testing.T) {
+		g := NewGroup([]Member{{Name: "a", Up: true, Capacity: 100}, {Name: "b", Up: true, Capacity: 100}})
+		own, nodes := NewWindowEstimator(time.Minute), NewWindowEstimator(time.Minute)
+		nodes.SetRemote(0, 90)
+		for range 20 {
+			picked, _ := leastLoad{}.Pick(g, Query{N: 1, Rand: newRand(1), Now: t0, Load: own, Also: []*Estimator{nodes}}, nil)
+			if len(picked) != 1 || picked[0] != 1 {
+				t.Fatalf("picked %v, want b (a carries the other node's answers)", picked)
+			}
+		}
+	})
+}

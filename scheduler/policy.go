@@ -90,6 +90,10 @@ type Query struct {
 	// Load holds live loads and pending load; nil means the loads of the
 	// Group snapshot and no pending load.
 	Load *Estimator
+	// Also holds further sources of pending load on the same members,
+	// added to Load's in the pick (see PendingSum); their reported loads
+	// are not read. Ignored without Load.
+	Also []*Estimator
 }
 
 // Policy picks the members of one answer.
@@ -161,6 +165,7 @@ func New(name string, p Params) (Policy, error) {
 type view struct {
 	g    *Group
 	e    *Estimator
+	also []*Estimator // further sources of pending load (Query.Also)
 	now  time.Time
 	open bool // no member is up: treat all as up, ignore reported loads
 }
@@ -169,13 +174,20 @@ type view struct {
 func begin(g *Group, q *Query) view {
 	v := view{g: g, e: q.Load, now: q.Now, open: g.FailOpen()}
 	if v.e != nil {
+		v.also = q.Also
 		v.e.mu.RLock()
+		for _, e := range v.also {
+			e.mu.RLock()
+		}
 	}
 	return v
 }
 
 func (v *view) end() {
 	if v.e != nil {
+		for _, e := range v.also {
+			e.mu.RUnlock()
+		}
 		v.e.mu.RUnlock()
 	}
 }
@@ -203,11 +215,12 @@ func (v *view) figures(i int) Figures {
 		f.Load, f.BytesPerSecond = 0, 0
 	}
 	if v.e != nil && i < len(v.e.m) {
-		en := &v.e.m[i]
-		if en.reported && !v.open {
+		if en := &v.e.m[i]; en.reported && !v.open {
 			f.Load, f.BytesPerSecond = en.load, en.bytesPerSecond
 		}
-		f.Pending = en.total(v.now, v.e.halfLife)
+	}
+	if v.e != nil {
+		f.Pending = pendingSum(i, v.now, v.e, v.also)
 	}
 	return f
 }

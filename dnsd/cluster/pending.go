@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/transmirror/transmirror/dnsd/dispatch"
@@ -30,6 +33,46 @@ type PendingSharer interface {
 }
 
 var _ PendingSharer = (*dispatch.Dispatcher)(nil)
+
+// pendingKeys is the pending/ key family: each node's pending load of
+// each group, with what its scopes explain (pending/NODE/GROUP, a JSON
+// sharedPending), under the node's lease. This node publishes what of its
+// own changed every publish interval and hands the others' to the sharer.
+type pendingKeys struct {
+	log    *slog.Logger
+	sess   *session
+	node   string
+	sharer PendingSharer
+	// sharedOut is what this node last shared, by group; session
+	// goroutine only.
+	sharedOut map[string]sharedPending
+
+	shared *prometheus.CounterVec
+}
+
+var (
+	_ family    = (*pendingKeys)(nil)
+	_ publisher = (*pendingKeys)(nil)
+	_ listener  = (*pendingKeys)(nil)
+)
+
+func newPendingKeys(log *slog.Logger, sess *session, node string, sharer PendingSharer) *pendingKeys {
+	p := &pendingKeys{log: log, sess: sess, node: node, sharer: sharer, sharedOut: map[string]sharedPending{}}
+	p.shared = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "cluster_shared_pending_total",
+		Help: "Shares of the pending load of a node's answers through etcd, by direction (out: a transaction of this node's groups that changed, in: another node's group taken) and result (ok, error).",
+	}, []string{"direction", "result"})
+	for _, d := range []string{"in", "out"} {
+		for _, r := range []string{"ok", "error"} {
+			p.shared.WithLabelValues(d, r)
+		}
+	}
+	return p
+}
+
+func (p *pendingKeys) prefix() string { return p.sess.prefix + "pending/" }
+
+func (p *pendingKeys) key(node, group string) string { return p.prefix() + node + "/" + group }
 
 // sharedPending is a node's pending load of one group in etcd, under its
 // lease: pending/NODE/GROUP, with what its scopes explain of each
@@ -67,10 +110,6 @@ func explainedChanged(last, next map[string]float64) bool {
 	return false
 }
 
-func (s *Store) pendingKey(node, group string) string {
-	return s.prefix + "pending/" + node + "/" + group
-}
-
 // pendingTolerance is how much a member's pending load may change before
 // a node shares it again: 1 load unit (0.1 requests per second) or 5 %,
 // whichever is larger. A load that ramps out is shared in a few steps,
@@ -100,113 +139,138 @@ func pendingChanged(last, next map[string]dispatch.FamilyPending) bool {
 // --max-txn-ops is 128 by default).
 const maxTxnOps = 100
 
-// publishPending shares what of this node's pending load changed since it
-// last did, under the lease, in as few transactions as etcd takes (one
-// for up to maxTxnOps groups); a group this node no longer has is taken
-// out.
-func (s *Store) publishPending(ctx context.Context, lease clientv3.LeaseID) error {
-	if s.sharer == nil {
+// publish shares what of this node's pending load changed since it last
+// did, under the lease, in as few transactions as etcd takes (one for up
+// to maxTxnOps groups); a group this node no longer has is taken out.
+func (p *pendingKeys) publish(ctx context.Context, l lease) error {
+	if p.sharer == nil {
 		return nil
 	}
-	local := s.localShares()
-	var ops []clientv3.Op
-	next := map[string]*sharedPending{} // what the ops share, by group; nil: taken out
-	for group, p := range local {
-		last, had := s.sharedOut[group]
-		if had && !last.changed(p) || !had && p.empty() {
-			continue
-		}
-		data, err := json.Marshal(p)
-		if err != nil {
-			continue
-		}
-		ops = append(ops, clientv3.OpPut(s.pendingKey(s.node, group), string(data), clientv3.WithLease(lease)))
-		next[group] = &p
-	}
-	for group := range s.sharedOut {
-		if _, ok := local[group]; !ok {
-			ops = append(ops, clientv3.OpDelete(s.pendingKey(s.node, group)))
-			next[group] = nil
-		}
-	}
+	ops, next := p.changes(l)
 	for len(ops) > 0 {
 		n := min(len(ops), maxTxnOps)
-		c, cancel := context.WithTimeout(ctx, s.timeout)
-		_, err := s.cli.Txn(c).Then(ops[:n]...).Commit()
+		c, cancel := context.WithTimeout(ctx, p.sess.timeout)
+		_, err := p.sess.cli.Txn(c).Then(ops[:n]...).Commit()
 		cancel()
 		if err != nil {
-			s.sharedPending.WithLabelValues("out", "error").Inc()
+			p.shared.WithLabelValues("out", "error").Inc()
 			return fmt.Errorf("share pending load: %w", err)
 		}
-		s.sharedPending.WithLabelValues("out", "ok").Inc()
+		p.shared.WithLabelValues("out", "ok").Inc()
 		ops = ops[n:]
 	}
-	for group, p := range next {
-		if p == nil {
-			delete(s.sharedOut, group)
+	for group, sp := range next {
+		if sp == nil {
+			delete(p.sharedOut, group)
 		} else {
-			s.sharedOut[group] = *p
+			p.sharedOut[group] = *sp
 		}
 	}
 	return nil
 }
 
+// changes returns the operations that share what changed, and what they
+// share by group (nil: taken out).
+func (p *pendingKeys) changes(l lease) ([]clientv3.Op, map[string]*sharedPending) {
+	local := p.localShares()
+	var ops []clientv3.Op
+	next := map[string]*sharedPending{}
+	for group, sp := range local {
+		last, had := p.sharedOut[group]
+		if had && !last.changed(sp) || !had && sp.empty() {
+			continue
+		}
+		data, err := json.Marshal(sp)
+		if err != nil {
+			continue
+		}
+		ops = append(ops, clientv3.OpPut(p.key(p.node, group), string(data), clientv3.WithLease(l.id)))
+		next[group] = &sp
+	}
+	for group := range p.sharedOut {
+		if _, ok := local[group]; !ok {
+			ops = append(ops, clientv3.OpDelete(p.key(p.node, group)))
+			next[group] = nil
+		}
+	}
+	return ops, next
+}
+
 // localShares is what this node has to share of each group: its pending
 // load and what its scopes explain.
-func (s *Store) localShares() map[string]sharedPending {
+func (p *pendingKeys) localShares() map[string]sharedPending {
 	out := map[string]sharedPending{}
-	for group, members := range s.sharer.LocalPending() {
-		out[group] = sharedPending{Node: s.node, Members: maps.Clone(members)}
+	for group, members := range p.sharer.LocalPending() {
+		out[group] = sharedPending{Node: p.node, Members: maps.Clone(members)}
 	}
-	for group, e := range s.sharer.LocalExplained() {
-		p, ok := out[group]
+	for group, e := range p.sharer.LocalExplained() {
+		sp, ok := out[group]
 		if !ok {
-			p = sharedPending{Node: s.node}
+			sp = sharedPending{Node: p.node}
 		}
-		p.Explained = maps.Clone(e)
-		out[group] = p
+		sp.Explained = maps.Clone(e)
+		out[group] = sp
 	}
 	return out
 }
 
-// takePending hands another node's pending load of a group (value nil:
-// it has none any more, its key went) to the sharer.
-func (s *Store) takePending(key string, value []byte) {
-	if s.sharer == nil {
+// resync takes every other node's pending load as read.
+func (p *pendingKeys) resync(kvs []*mvccpb.KeyValue, _ int64) {
+	for _, kv := range kvs {
+		p.take(string(kv.Key), kv.Value)
+	}
+}
+
+// apply takes the other nodes' changes (a deleted key: the node has none
+// of the group any more).
+func (p *pendingKeys) apply(evs []*clientv3.Event) {
+	for _, ev := range evs {
+		var value []byte
+		if ev.Type == mvccpb.PUT {
+			value = ev.Kv.Value
+		}
+		p.take(string(ev.Kv.Key), value)
+	}
+}
+
+// take hands another node's pending load of a group (value nil: it has
+// none any more, its key went) to the sharer.
+func (p *pendingKeys) take(key string, value []byte) {
+	if p.sharer == nil {
 		return
 	}
-	node, group, ok := strings.Cut(strings.TrimPrefix(key, s.prefix+"pending/"), "/")
-	if !ok || node == s.node || group == "" {
+	node, group, ok := strings.Cut(strings.TrimPrefix(key, p.prefix()), "/")
+	if !ok || node == p.node || group == "" {
 		return
 	}
-	var p sharedPending
+	var sp sharedPending
 	if value != nil {
-		if err := json.Unmarshal(value, &p); err != nil || p.Node != node {
-			s.sharedPending.WithLabelValues("in", "error").Inc()
-			s.log.Debug("shared pending load does not decode", "key", key, "err", err)
+		if err := json.Unmarshal(value, &sp); err != nil || sp.Node != node {
+			p.shared.WithLabelValues("in", "error").Inc()
+			p.log.Debug("shared pending load does not decode", "key", key, "err", err)
 			return
 		}
 	}
-	err := s.sharer.SetRemotePending(group, node, p.Members)
+	err := p.sharer.SetRemotePending(group, node, sp.Members)
 	if err == nil {
-		err = s.sharer.SetRemoteExplained(group, node, p.Explained)
+		err = p.sharer.SetRemoteExplained(group, node, sp.Explained)
 	}
 	if err != nil {
-		s.sharedPending.WithLabelValues("in", "error").Inc()
-		s.log.Debug("shared pending load not taken", "group", group, "from", node, "err", err)
+		p.shared.WithLabelValues("in", "error").Inc()
+		p.log.Debug("shared pending load not taken", "group", group, "from", node, "err", err)
 		return
 	}
-	s.sharedPending.WithLabelValues("in", "ok").Inc()
+	p.shared.WithLabelValues("in", "ok").Inc()
 }
 
-// forgetPending drops every other node's pending load and what this node
-// shared (a session ended: the keys under its lease go with it, and
+// connected, when a session ended, drops every other node's pending load
+// and what this node shared: the keys under its lease go with it, and
 // nothing updates the others' figures until the next session reads them
-// again).
-func (s *Store) forgetPending() {
-	if s.sharer == nil {
+// again.
+func (p *pendingKeys) connected(on bool) {
+	if on || p.sharer == nil {
 		return
 	}
-	s.sharer.ForgetRemotePending()
-	clear(s.sharedOut)
+	p.sharer.ForgetRemotePending()
+	clear(p.sharedOut)
 }

@@ -166,15 +166,31 @@ type family struct {
 	up    int              // members answered (the fair share's divisor)
 	addrs [][]netip.Addr   // family index → the member's addresses of the family
 	group *scheduler.Group // snapshot with states
-	est   *scheduler.Estimator
+	// src is the pending load by source, summed at pick time (the pick's
+	// Load and Also, scheduler.PendingSum): see srcOwn.
+	src [numSources]*scheduler.Estimator
 	// drained: every member of the family is drained and the group
 	// answers NODATA then (when_all_drained: nodata).
 	drained bool
-	// redir books the dispatchers' redirects alone, as est does too, so
-	// that est's less redir's is the pending load of this node's own
-	// answers: what it shares with the other nodes of an NS set. The
-	// redirects are not shared: a dispatcher reports them to every node.
-	redir *scheduler.Estimator
+}
+
+// The sources of a family's pending load, indexes of family.src. srcOwn
+// books this node's answers and takes the members' reports (its loads are
+// the ones a pick reads); it is what the node shares with the other nodes
+// of an NS set (LocalPending). srcRedirects books the dispatchers'
+// redirects (Redirects), ramped out by the same reports; they are not
+// shared, since a dispatcher reports them to every node. srcNodes holds
+// what the other nodes shared of their own (SetRemotePending).
+const (
+	srcOwn = iota
+	srcRedirects
+	srcNodes
+	numSources
+)
+
+// pending returns member k's pending load at now, summed over the sources.
+func (f *family) pending(k int, now time.Time) float64 {
+	return scheduler.PendingSum(k, now, f.src[srcOwn], f.src[srcOwn+1:])
 }
 
 // ECS results, the values of the ecs_queries_total label.
@@ -421,19 +437,27 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 			!slices.ContainsFunc(f.idx, func(i int) bool { return !g.states[i].Drained })
 		f.group = scheduler.NewGroup(members)
 		if prev != nil && sameMembers(prev.fam[fi], prev.cfg, f, g.cfg) {
-			f.est, f.redir = prev.fam[fi].est, prev.fam[fi].redir
+			f.src = prev.fam[fi].src
 		} else {
-			f.est = scheduler.NewWindowEstimator(time.Duration(g.cfg.TTL.Max) * time.Second)
-			f.redir = scheduler.NewWindowEstimator(time.Duration(g.cfg.TTL.Max) * time.Second)
+			for s := range f.src {
+				f.src[s] = scheduler.NewWindowEstimator(time.Duration(g.cfg.TTL.Max) * time.Second)
+			}
 			for k, i := range f.idx {
 				if st := g.states[i]; !st.Reported.IsZero() {
-					f.est.ReportWindow(k, st.usage(), now, st.Window)
-					f.redir.ReportWindow(k, st.usage(), now, st.Window)
+					f.report(k, st.Health, now)
 				}
 			}
 		}
 		g.fam[fi] = f
 	}
+}
+
+// report gives member k's report to the sources its window ramps out:
+// the own answers' and the redirects'. The other nodes' figures are
+// theirs to ramp out.
+func (f *family) report(k int, h Health, now time.Time) {
+	f.src[srcOwn].ReportWindow(k, h.usage(), now, h.Window)
+	f.src[srcRedirects].ReportWindow(k, h.usage(), now, h.Window)
 }
 
 func sameMembers(a *family, acfg *zones.GroupConfig, b *family, bcfg *zones.GroupConfig) bool {
@@ -495,8 +519,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	if reported {
 		for _, f := range ng.fam {
 			if k := f.pos[i]; k >= 0 {
-				f.est.ReportWindow(k, h.usage(), now, h.Window)
-				f.redir.ReportWindow(k, h.usage(), now, h.Window)
+				f.report(k, h, now)
 			}
 		}
 		g.rates.Report(i, scheduler.MemberReport{Requests: h.Requests, GroupRequests: h.GroupRequests, Window: h.Window, At: now})
@@ -530,7 +553,7 @@ func (d *Dispatcher) Live(group string) (map[string]MemberLive, bool) {
 		for _, f := range g.fam {
 			for k, j := range f.idx {
 				if j == i {
-					l.Pending = max(l.Pending, f.est.Pending(k, now))
+					l.Pending = max(l.Pending, f.pending(k, now))
 				}
 			}
 		}
@@ -566,7 +589,8 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	defer d.rands.Put(ps)
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
-		N:      answersOf(g.cfg), Rand: ps.rng, Now: now, Load: f.est,
+		N:      answersOf(g.cfg), Rand: ps.rng, Now: now,
+		Load: f.src[srcOwn], Also: f.src[srcOwn+1:],
 	}, ps.buf[:0])
 	// One round trip: the TTL from what is known of the scope, and the
 	// answer recorded for the calibration.
@@ -575,7 +599,7 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	// The scope's load comes to the members picked and leaves those of
 	// its previous answer, as their reports' windows will show.
 	from := f.members(ps.from[:0], a.Prev)
-	f.est.Move(picked, from, a.PrevN, scheduler.HiddenLoad(scheduler.AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
+	f.src[srcOwn].Move(picked, from, a.PrevN, scheduler.HiddenLoad(scheduler.AnswerRate(a.Rate, a.Copies)), a.PrevEnd, now)
 	ans.Addrs = answerAddrs(q.Addrs[:0], f.addrs, picked, answersOf(g.cfg))
 	for _, k := range picked {
 		name := g.cfg.Members[f.idx[k]].Name

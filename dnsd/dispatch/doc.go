@@ -9,6 +9,11 @@
 // file (SaveScopes, LoadScopes, RunScopeSaver). It is the dnsd.GroupAnswerer that cmd/dnsd
 // plugs into the server.
 //
+// A member's pending load is kept by source, one estimator each: this
+// node's answers, the dispatchers' redirects (Redirects) and the other
+// nodes' shares in an NS set (SetRemotePending); a pick sums them
+// (scheduler.Query.Also), and only the first is shared (LocalPending).
+//
 // Member health arrives as events (Observe, from the prober's updates) and
 // goes into the answers at once; configuration and membership arrive as
 // Prepare (everything that can fail) and its commit (a swap that cannot).

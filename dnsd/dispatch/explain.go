@@ -59,7 +59,8 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 	rng := rand.New(rand.NewPCG(d.seed, 0))
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
-		N:      answersOf(g.cfg), Rand: rng, Now: now, Load: f.est,
+		N:      answersOf(g.cfg), Rand: rng, Now: now,
+		Load: f.src[srcOwn], Also: f.src[srcOwn+1:],
 	}, nil)
 	a := g.rates.Peek(c.prefix, f.scopeAnswer(g.cfg, familyOf(qtype), picked), now)
 	e.TTL = a.TTL
@@ -85,7 +86,7 @@ func (d *Dispatcher) Explain(group string, qtype uint16, client netip.Addr, ecs 
 func explainMember(g *dgroup, f *family, k, i int, loc scheduler.Location, picked bool, w api.Watermarks, now time.Time) api.ExplainedMember {
 	m := g.cfg.Members[i]
 	st := g.states[i]
-	pending := f.est.Pending(k, now)
+	pending := f.pending(k, now)
 	fig := scheduler.Figures{
 		Load: st.Load, Pending: pending, Capacity: m.Capacity,
 		BytesPerSecond: st.BytesPerSecond, Bandwidth: m.Bandwidth.BytesPerSecond(),

@@ -111,13 +111,11 @@ func (d *Dispatcher) Redirects(group, dispatcher string, at time.Time, rates map
 			if f == nil || i >= len(f.pos) || f.pos[i] < 0 {
 				continue
 			}
-			k := []int{f.pos[i]}
-			for _, e := range []*scheduler.Estimator{f.est, f.redir} {
-				if delta > 0 {
-					e.Move(k, nil, 0, load, now, now)
-				} else {
-					e.Move(nil, k, 1, load, now, now)
-				}
+			k, e := []int{f.pos[i]}, f.src[srcRedirects]
+			if delta > 0 {
+				e.Move(k, nil, 0, load, now, now)
+			} else {
+				e.Move(nil, k, 1, load, now, now)
 			}
 		}
 	}

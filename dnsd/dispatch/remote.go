@@ -99,7 +99,7 @@ func (r *remotePending) sums() map[string]FamilyPending {
 	return out
 }
 
-// applyRemote sets each family estimator's remote pending load, and the
+// applyRemote sets each family's other-nodes pending load, and the
 // scope rates' remote explained requests of each member, from the sums.
 func (g *dgroup) applyRemote() {
 	sums := g.remote.sums()
@@ -108,7 +108,7 @@ func (g *dgroup) applyRemote() {
 			continue
 		}
 		for k, i := range f.idx {
-			f.est.SetRemote(k, sums[g.cfg.Members[i].Name][fi])
+			f.src[srcNodes].SetRemote(k, sums[g.cfg.Members[i].Name][fi])
 		}
 	}
 	explained := g.remote.explainedSums()
@@ -166,7 +166,7 @@ func (d *Dispatcher) LocalPending() map[string]map[string]FamilyPending {
 				continue
 			}
 			for k, i := range f.idx {
-				if v := f.est.LocalPending(k, now) - f.redir.LocalPending(k, now); math.Abs(v) > 1e-9 {
+				if v := f.src[srcOwn].LocalPending(k, now); math.Abs(v) > 1e-9 {
 					m := members[g.cfg.Members[i].Name]
 					m[fi] = v
 					members[g.cfg.Members[i].Name] = m

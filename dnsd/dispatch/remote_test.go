@@ -80,7 +80,7 @@ func TestRemotePending(t *testing.T) {
 		}
 		g := d.groups()["www.example.org."]
 		f := g.fam[0]
-		f.est.Move([]int{f.pos[g.member("ams1")]}, nil, 0, 7, now, now)
+		f.src[srcOwn].Move([]int{f.pos[g.member("ams1")]}, nil, 0, 7, now, now)
 		if got := d.LocalPending()["www.example.org."]; got["ams1"] != (FamilyPending{7, 0}) || len(got) != 1 {
 			t.Errorf("LocalPending %v, want ams1 7 in A only", got)
 		}
