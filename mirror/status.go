@@ -159,7 +159,7 @@ type ViewErrorStatus struct {
 }
 
 // SiteStatusSource is what the status needs of a site front end; the
-// handler of frontend.New is one. NewMember finds it in Options.Content.
+// handler of frontend.New is one.
 type SiteStatusSource interface {
 	Status() frontend.Status
 }
@@ -171,7 +171,7 @@ func (m *Mirror) Status(now time.Time) Status {
 	cfg := m.cfg.Load()
 	s := Status{
 		Time: now, Group: cfg.Group, Member: cfg.Member, Host: cfg.Host,
-		Role: RoleRoot, Started: m.started, UptimeSeconds: max(now.Sub(m.started).Seconds(), 0),
+		Role: RoleRoot, Started: m.p.Started, UptimeSeconds: max(now.Sub(m.p.Started).Seconds(), 0),
 	}
 	switch {
 	case cfg.Dispatcher:
@@ -180,44 +180,44 @@ func (m *Mirror) Status(now time.Time) Status {
 		s.Role = RoleSite
 	}
 
-	rep := m.reporter.Snapshot(now)
+	rep := m.p.Reporter.Snapshot(now)
 	s.Load = LoadStatus{
 		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
 		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
-		Utilization: group.ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
+		Utilization: group.ReportUtilization(rep), ServingUtilization: m.p.Meter.Utilization(now),
 	}
 
-	rules := m.redirect.Rules()
+	rules := m.p.Redirector.Rules()
 	s.Redirect = RedirectStatus{
 		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
 		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
 		PerSecond: rep.RedirectsPerSecond,
 	}
-	s.Redirect.Redirected, s.Redirect.Skipped = m.redirect.Counts()
+	s.Redirect.Redirected, s.Redirect.Skipped = m.p.Redirector.Counts()
 	s.Redirect.Law = rules.Law
 	if rules.Dispatcher {
 		s.Redirect.Law = ""
 	}
-	s.Redirect.Share = m.redirect.Share(now)
+	s.Redirect.Share = m.p.Redirector.Share(now)
 	if rules.Law != group.LawWatermark && !rules.Dispatcher {
-		s.Redirect.Target = m.redirect.Target()
+		s.Redirect.Target = m.p.Redirector.Target()
 	}
-	f := m.redirect.Flows().Flows(now)
+	f := m.p.Redirector.Flows().Flows(now)
 	s.Redirect.Arrivals, s.Redirect.Redirectable = f.Arrivals, f.Redirectable
 
-	if m.view != nil {
-		s.View = viewStatus(m.view.Snapshot(), m.view.Health(), now)
+	if m.p.View != nil {
+		s.View = viewStatus(m.p.View.Snapshot(), m.p.View.Health(), now)
 	}
-	if m.joiner != nil {
-		js := m.joiner.Status()
+	if m.p.Joiner != nil {
+		js := m.p.Joiner.Status()
 		s.Join = &js
 	}
-	if m.site != nil {
-		ss := m.site.Status()
+	if m.p.Site != nil {
+		ss := m.p.Site.Status()
 		s.Site = &ss
 	}
-	if m.files != nil {
-		s.Cache = m.files.CacheStatus()
+	if m.p.Files != nil {
+		s.Cache = m.p.Files.CacheStatus()
 	}
 	return s
 }
