@@ -64,6 +64,48 @@ func New(cfg *Config, p Parts) *Mirror {
 	return m
 }
 
+// Status returns the mirror's status at now. It is cheap and asks no
+// other server: the load snapshot, the counters, the view and the
+// policy's own report.
+func (m *Mirror) Status(now time.Time) Status {
+	cfg := m.cfg.Load()
+	s := Status{
+		Time: now, Group: cfg.Group, Member: cfg.Member, Host: cfg.Host,
+		Role: RoleRoot, Started: m.p.Started, UptimeSeconds: max(now.Sub(m.p.Started).Seconds(), 0),
+	}
+	switch {
+	case cfg.Dispatcher:
+		s.Role = RoleDispatcher
+	case len(cfg.Backends) > 0:
+		s.Role = RoleSite
+	}
+
+	rep := m.p.Reporter.Snapshot(now)
+	s.Load = LoadStatus{
+		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
+		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
+		Utilization: group.ReportUtilization(rep), ServingUtilization: m.p.Meter.Utilization(now),
+	}
+
+	s.Redirect = redirectStatus(m.p.Redirector, rep.RedirectsPerSecond, now)
+
+	if m.p.View != nil {
+		s.View = viewStatus(m.p.View.Snapshot(), m.p.View.Health(), now)
+	}
+	if m.p.Joiner != nil {
+		js := m.p.Joiner.Status()
+		s.Join = &js
+	}
+	if m.p.Site != nil {
+		ss := m.p.Site.Status()
+		s.Site = &ss
+	}
+	if m.p.Files != nil {
+		s.Cache = m.p.Files.CacheStatus()
+	}
+	return s
+}
+
 // BackendReport is a document root's report to its site front end at
 // now: its load and the size of its memory cache.
 func (m *Mirror) BackendReport(now time.Time) frontend.BackendReport {
@@ -74,6 +116,12 @@ func (m *Mirror) BackendReport(now time.Time) frontend.BackendReport {
 		rep.CacheMemory, rep.CacheMaxObject = int64(c.Memory), int64(c.MaxObject)
 	}
 	return rep
+}
+
+// SiteStatusSource is what the status needs of a site front end; the
+// handler of frontend.New is one.
+type SiteStatusSource interface {
+	Status() frontend.Status
 }
 
 // SiteServing is what the mirror needs of a site front end to know

@@ -158,67 +158,26 @@ type ViewErrorStatus struct {
 	Failures int `json:"failures"`
 }
 
-// SiteStatusSource is what the status needs of a site front end; the
-// handler of frontend.New is one.
-type SiteStatusSource interface {
-	Status() frontend.Status
-}
-
-// Status returns the mirror's status at now. It is cheap and asks no
-// other server: the load snapshot, the counters, the view and the
-// policy's own report.
-func (m *Mirror) Status(now time.Time) Status {
-	cfg := m.cfg.Load()
-	s := Status{
-		Time: now, Group: cfg.Group, Member: cfg.Member, Host: cfg.Host,
-		Role: RoleRoot, Started: m.p.Started, UptimeSeconds: max(now.Sub(m.p.Started).Seconds(), 0),
-	}
-	switch {
-	case cfg.Dispatcher:
-		s.Role = RoleDispatcher
-	case len(cfg.Backends) > 0:
-		s.Role = RoleSite
-	}
-
-	rep := m.p.Reporter.Snapshot(now)
-	s.Load = LoadStatus{
-		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
-		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
-		Utilization: group.ReportUtilization(rep), ServingUtilization: m.p.Meter.Utilization(now),
-	}
-
-	rules := m.p.Redirector.Rules()
-	s.Redirect = RedirectStatus{
+// redirectStatus describes r, the redirect decision, at now; perSecond
+// is the rate of its 302 answers over the report window.
+func redirectStatus(r *group.Redirector, perSecond float64, now time.Time) RedirectStatus {
+	rules := r.Rules()
+	s := RedirectStatus{
 		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
 		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
-		PerSecond: rep.RedirectsPerSecond,
+		PerSecond: perSecond,
 	}
-	s.Redirect.Redirected, s.Redirect.Skipped = m.p.Redirector.Counts()
-	s.Redirect.Law = rules.Law
+	s.Redirected, s.Skipped = r.Counts()
+	s.Law = rules.Law
 	if rules.Dispatcher {
-		s.Redirect.Law = ""
+		s.Law = ""
 	}
-	s.Redirect.Share = m.p.Redirector.Share(now)
+	s.Share = r.Share(now)
 	if rules.Law != group.LawWatermark && !rules.Dispatcher {
-		s.Redirect.Target = m.p.Redirector.Target()
+		s.Target = r.Target()
 	}
-	f := m.p.Redirector.Flows().Flows(now)
-	s.Redirect.Arrivals, s.Redirect.Redirectable = f.Arrivals, f.Redirectable
-
-	if m.p.View != nil {
-		s.View = viewStatus(m.p.View.Snapshot(), m.p.View.Health(), now)
-	}
-	if m.p.Joiner != nil {
-		js := m.p.Joiner.Status()
-		s.Join = &js
-	}
-	if m.p.Site != nil {
-		ss := m.p.Site.Status()
-		s.Site = &ss
-	}
-	if m.p.Files != nil {
-		s.Cache = m.p.Files.CacheStatus()
-	}
+	f := r.Flows().Flows(now)
+	s.Arrivals, s.Redirectable = f.Arrivals, f.Redirectable
 	return s
 }
 
