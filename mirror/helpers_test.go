@@ -3,8 +3,8 @@ package mirror
 import (
 	"testing"
 
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/mirror/serve"
+	"github.com/transmirror/transmirror/mirror/webtest"
 )
 
 // startServer serves o.Handler with a serve.Server on 127.0.0.1:0 until

@@ -51,10 +51,10 @@ func (m *Mirror) PrepareReload(cfg *Config) (*Reload, error) {
 // the redirect rules, the client locator and the config the status page
 // shows, each one atomic swap. It can not fail.
 func (r *Reload) Commit() {
-	r.m.reporter.SetCapacity(r.cfg.Capacity)
-	r.m.reporter.SetBandwidth(r.cfg.Bandwidth.BytesPerSecond())
-	r.m.meter.SetLimits(r.cfg.Capacity, r.cfg.Bandwidth.BytesPerSecond())
-	r.m.redirect.SetRules(r.rules, r.loc)
+	r.m.p.Reporter.SetCapacity(r.cfg.Capacity)
+	r.m.p.Reporter.SetBandwidth(r.cfg.Bandwidth.BytesPerSecond())
+	r.m.p.Meter.SetLimits(r.cfg.Capacity, r.cfg.Bandwidth.BytesPerSecond())
+	r.m.p.Redirector.SetRules(r.rules, r.loc)
 	r.m.cfg.Store(r.cfg)
 }
 

@@ -28,9 +28,9 @@ func (s RunQueueSource) valid() bool {
 	return false
 }
 
-// apply sets rc's run-queue source; rc.RunQueue is the reader of the
+// Apply sets rc's run-queue source; rc.RunQueue is the reader of the
 // host's load average ("" is the default, loadavg).
-func (s RunQueueSource) apply(rc *probe.ReporterConfig) {
+func (s RunQueueSource) Apply(rc *probe.ReporterConfig) {
 	switch s {
 	case RunQueueInFlight:
 		rc.RunQueueInFlight = true

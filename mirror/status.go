@@ -158,67 +158,26 @@ type ViewErrorStatus struct {
 	Failures int `json:"failures"`
 }
 
-// SiteStatusSource is what the status needs of a site front end; the
-// handler of frontend.New is one. NewMember finds it in Options.Content.
-type SiteStatusSource interface {
-	Status() frontend.Status
-}
-
-// Status returns the mirror's status at now. It is cheap and asks no
-// other server: the load snapshot, the counters, the view and the
-// policy's own report.
-func (m *Mirror) Status(now time.Time) Status {
-	cfg := m.cfg.Load()
-	s := Status{
-		Time: now, Group: cfg.Group, Member: cfg.Member, Host: cfg.Host,
-		Role: RoleRoot, Started: m.started, UptimeSeconds: max(now.Sub(m.started).Seconds(), 0),
-	}
-	switch {
-	case cfg.Dispatcher:
-		s.Role = RoleDispatcher
-	case len(cfg.Backends) > 0:
-		s.Role = RoleSite
-	}
-
-	rep := m.reporter.Snapshot(now)
-	s.Load = LoadStatus{
-		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
-		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
-		Utilization: group.ReportUtilization(rep), ServingUtilization: m.meter.Utilization(now),
-	}
-
-	rules := m.redirect.Rules()
-	s.Redirect = RedirectStatus{
+// redirectStatus describes r, the redirect decision, at now; perSecond
+// is the rate of its 302 answers over the report window.
+func redirectStatus(r *group.Redirector, perSecond float64, now time.Time) RedirectStatus {
+	rules := r.Rules()
+	s := RedirectStatus{
 		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
 		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
-		PerSecond: rep.RedirectsPerSecond,
+		PerSecond: perSecond,
 	}
-	s.Redirect.Redirected, s.Redirect.Skipped = m.redirect.Counts()
-	s.Redirect.Law = rules.Law
+	s.Redirected, s.Skipped = r.Counts()
+	s.Law = rules.Law
 	if rules.Dispatcher {
-		s.Redirect.Law = ""
+		s.Law = ""
 	}
-	s.Redirect.Share = m.redirect.Share(now)
+	s.Share = r.Share(now)
 	if rules.Law != group.LawWatermark && !rules.Dispatcher {
-		s.Redirect.Target = m.redirect.Target()
+		s.Target = r.Target()
 	}
-	f := m.redirect.Flows().Flows(now)
-	s.Redirect.Arrivals, s.Redirect.Redirectable = f.Arrivals, f.Redirectable
-
-	if m.view != nil {
-		s.View = viewStatus(m.view.Snapshot(), m.view.Health(), now)
-	}
-	if m.joiner != nil {
-		js := m.joiner.Status()
-		s.Join = &js
-	}
-	if m.site != nil {
-		ss := m.site.Status()
-		s.Site = &ss
-	}
-	if m.files != nil {
-		s.Cache = m.files.CacheStatus()
-	}
+	f := r.Flows().Flows(now)
+	s.Arrivals, s.Redirectable = f.Arrivals, f.Redirectable
 	return s
 }
 

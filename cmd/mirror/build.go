@@ -2,73 +2,165 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/transmirror/transmirror/cmd/internal/certs"
+	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
-	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/group"
+	"github.com/transmirror/transmirror/mirror/serve"
+	"github.com/transmirror/transmirror/probe"
 )
 
-// build is what a start does before it serves, everything that can fail,
-// wired for the config's role: a member (buildMember) or a dispatcher
-// (buildDispatcher). The returned func releases what it opened once
-// nothing serves any more.
-func build(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (*mirror.Mirror, func(), error) {
-	o, err := mirrorOptions(cfg, logger, reg)
-	if err != nil {
-		return nil, nil, err
-	}
+// wired is a mirror wired for its role: what serve runs, and the Mirror
+// that the status page and the reload read.
+type wired struct {
+	*mirror.Mirror
+	reporter *probe.Reporter
+	view     *group.ViewWatcher // nil without dnsd (the Mirror's, for the tests)
+	joiner   *group.Joiner      // nil without join
+	loops    []daemon.Component // the group view and the push, beside the listeners
+	handler  http.Handler       // the public chain, without the server's request metrics
+	public   *serve.Server
+	admin    http.Handler
+	release  func() error // releases the content, once nothing serves
+}
+
+// build wires a mirror for the config's role: a dispatcher, or a member
+// around its content (a site front end with backends, else the document
+// root). Once nothing serves, release what it returns.
+func build(cfg *mirror.Config, d deps) (*wired, error) {
+	d = d.withDefaults()
 	if cfg.Dispatcher {
-		return buildDispatcher(cfg, o)
+		return buildDispatcher(cfg, d)
 	}
-	return buildMember(cfg, o)
-}
-
-// mirrorOptions are what both roles are built with: the logger, the
-// metrics in reg, the load window, and the client of dnsd (with
-// dnsd.ca_file, a private CA of dnsd's admin_tls).
-func mirrorOptions(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (mirror.Options, error) {
-	tr, err := certs.Transport(cfg.DNSD.CAFile)
-	if err != nil {
-		return mirror.Options{}, fmt.Errorf("mirror: dnsd.ca_file: %w", err)
-	}
-	return mirror.Options{Logger: logger, Registry: reg, ReportWindow: cfg.LoadWindow.D(),
-		Client: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
-		}}, nil
-}
-
-// buildMember wires a member: the site front end (with backends), then
-// the mirror around it or around the document root (the file server,
-// the GeoIP database, the redirect rules, the group view, the load push,
-// the join).
-func buildMember(cfg *mirror.Config, o mirror.Options) (*mirror.Mirror, func(), error) {
-	release := func() {}
+	newContent := rootContent
 	if len(cfg.Backends) > 0 {
-		h, site, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: o.Logger, Registerer: o.Registry})
-		if err != nil {
-			return nil, nil, err
-		}
-		o.Content, release = h, func() { site.Close() }
+		newContent = newSite
 	}
-	m, err := mirror.NewMember(cfg, o)
+	c, err := newContent(cfg, d)
 	if err != nil {
-		release()
-		return nil, nil, err
+		return nil, err
 	}
-	return m, func() { m.Close(); release() }, nil
+	w, err := buildMember(cfg, d, c)
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	return w, nil
 }
 
-// buildDispatcher wires a dispatcher: the GeoIP database, the redirect
-// rules, the group view and the push of its redirects; no content.
-func buildDispatcher(cfg *mirror.Config, o mirror.Options) (*mirror.Mirror, func(), error) {
-	m, err := mirror.NewDispatcher(cfg, o)
-	if err != nil {
-		return nil, nil, err
+// role describes what the mirror serves, for -check and the log.
+func role(cfg *mirror.Config) string {
+	switch {
+	case cfg.Dispatcher:
+		return "dispatcher"
+	case len(cfg.Backends) > 0:
+		return fmt.Sprintf("front end of %d back ends", len(cfg.Backends))
 	}
-	return m, func() { m.Close() }, nil
+	return "serving " + cfg.Root
+}
+
+// buildMember wires a member around c: the load meters, the group view,
+// the push of its load, the join, the redirect decision in front of c,
+// then the public server and the admin handler.
+func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
+	d = d.withDefaults()
+	flows := group.NewFlowMeter(cfg.Redirect.TimeConstant.D())
+	reporter, meter, err := loadMeters(cfg, d, flows)
+	if err != nil {
+		return nil, err
+	}
+	booking := group.MirrorBooking(d.reportWindow, flows.TimeConstant())
+	view, err := newView(cfg, d, cfg.Member, booking)
+	if err != nil {
+		return nil, err
+	}
+	pusher, err := memberPusher(cfg, d, reporter.Snapshot, c.serving)
+	if err != nil {
+		return nil, err
+	}
+	joiner, err := newJoiner(cfg, d, view)
+	if err != nil {
+		return nil, err
+	}
+	redirect, err := newRedirector(cfg, d, c.handler, meter, flows, view, c.files)
+	if err != nil {
+		return nil, err
+	}
+	m := mirror.New(cfg, mirror.Parts{
+		Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Joiner: joiner,
+		Files: c.files, Site: c.site, Serving: c.serving, Started: d.clock(),
+	})
+	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher), release: c.release}
+	if err := w.front(cfg, d, redirect, c.serving, siteReport(m, c.completions, d.clock)); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// buildDispatcher wires a dispatcher: the load meters, the group view
+// (every member a candidate), the push of the redirects it sends and the
+// redirect decision in front of nothing, then the public server and the
+// admin handler.
+func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
+	d = d.withDefaults()
+	flows := group.NewFlowMeter(cfg.Redirect.TimeConstant.D())
+	reporter, meter, err := loadMeters(cfg, d, flows)
+	if err != nil {
+		return nil, err
+	}
+	booking := group.MirrorBooking(d.reportWindow, flows.TimeConstant())
+	view, err := newView(cfg, d, "", booking)
+	if err != nil {
+		return nil, err
+	}
+	pusher, err := dispatcherPusher(cfg, d, booking)
+	if err != nil {
+		return nil, err
+	}
+	redirect, err := newRedirector(cfg, d, nil, meter, flows, view, nil)
+	if err != nil {
+		return nil, err
+	}
+	m := mirror.New(cfg, mirror.Parts{Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Started: d.clock()})
+	w := &wired{Mirror: m, reporter: reporter, view: view, loops: loops(view, pusher), release: func() error { return nil }}
+	if err := w.front(cfg, d, redirect, nil, nil); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// front builds what both roles serve around the redirect decision: the
+// public chain (the health path, the load Reporter, the Redirector) and
+// its Server, the status page and the admin handler (with siteReport,
+// when set, a back end's report to its front end).
+func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving func() bool, siteReport http.Handler) error {
+	w.handler = mirror.WithHealth(serving, w.reporter.Wrap(redirect))
+	so := mirror.ServerOptionsFromConfig(cfg, w.handler)
+	so.Logger, so.Registerer = d.logger, d.reg
+	var err error
+	if w.public, err = serve.NewServer(so); err != nil {
+		return err
+	}
+	status, err := mirror.NewStatusHandler(w.Mirror, d.clock)
+	if err != nil {
+		return err
+	}
+	w.admin = http.MaxBytesHandler(mirror.NewAdminHandler(mirror.AdminOptions{
+		Reporter: w.reporter, Gatherer: d.reg, Logger: d.logger, Status: status, SiteReport: siteReport, Serving: serving,
+	}), serve.DefaultMaxBodyBytes)
+	return nil
+}
+
+// loops are the Components of the group view and of the push, those that
+// are configured.
+func loops(view *group.ViewWatcher, pusher *group.Pusher) []daemon.Component {
+	var cs []daemon.Component
+	if view != nil {
+		cs = append(cs, view.Run)
+	}
+	if pusher != nil {
+		cs = append(cs, pusher.Run)
+	}
+	return cs
 }

@@ -3,10 +3,38 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/mirror"
 )
+
+// loader reads the config file and applies the command line's listen
+// addresses, the same way at start and on every reload; it logs the
+// config's warnings (mirror.Config.Warnings) at Warn each time.
+type loader struct {
+	file   string   // the config file (-config)
+	listen []string // -listen, replacing the config's listen
+	admin  string   // -admin, replacing the config's admin
+	logger *slog.Logger
+}
+
+func (l loader) load() (*mirror.Config, error) {
+	cfg, err := mirror.LoadConfig(l.file)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		l.logger.Warn("config warning", "warning", w)
+	}
+	if len(l.listen) > 0 {
+		cfg.Listen = append([]string(nil), l.listen...)
+	}
+	if l.admin != "" {
+		cfg.Admin = l.admin
+	}
+	return cfg, nil
+}
 
 // configLoad is the mirror's reload: load and validate the config file
 // again (with the same command-line addresses), prepare what can fail

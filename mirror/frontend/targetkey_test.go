@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/webtest"
 	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/scheduler/site"
 )

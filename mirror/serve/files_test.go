@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/webtest"
 )
 
 func TestFileServerRanges(t *testing.T) {

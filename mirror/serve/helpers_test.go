@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/webtest"
 )
 
 // Markers written into files that must never be served.

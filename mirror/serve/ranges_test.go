@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/transmirror/transmirror/mirror/frontend"
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
+	"github.com/transmirror/transmirror/mirror/webtest"
 )
 
 func TestLimitRanges(t *testing.T) {

@@ -1,4 +1,4 @@
-package mirror
+package main
 
 import (
 	"bytes"
@@ -20,10 +20,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/group"
-	"github.com/transmirror/transmirror/mirror/internal/webtest"
 	"github.com/transmirror/transmirror/mirror/serve"
+	"github.com/transmirror/transmirror/mirror/webtest"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/probe/probetest"
@@ -153,26 +155,26 @@ func (d *fakeDNSD) pushes(member string) []probe.Report {
 
 // testMirror is one mirror daemon in-process, on 127.0.0.1:0.
 type testMirror struct {
-	*Mirror
+	*wired
 	name  string
 	addr  string // public listener
 	admin string // admin listener
 	reg   *prometheus.Registry
 }
 
-// content is the file every mirror serves.
-var content = strings.Repeat("transmirror ", 2000)
+// bigFile is the file every mirror serves.
+var bigFile = strings.Repeat("transmirror ", 2000)
 
 // startMirror builds a mirror from yaml extra (appended to a common head)
 // and serves it until the test ends.
-func startMirror(t *testing.T, d *fakeDNSD, name string, extra string, o Options) *testMirror {
+func startMirror(t *testing.T, d *fakeDNSD, name string, extra string, o deps) *testMirror {
 	t.Helper()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for file, body := range map[string]string{"big.bin": content, "index.html": "<title>index</title>"} {
+	for file, body := range map[string]string{"big.bin": bigFile, "index.html": "<title>index</title>"} {
 		if err := os.WriteFile(filepath.Join(root, file), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -186,17 +188,13 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	if !strings.Contains(extra, "dispatcher: true") {
 		yaml += "root: root\n"
 	}
-	cfg, err := ParseConfig(filepath.Join(dir, "mirror.yaml"), []byte(yaml))
+	cfg, err := mirror.ParseConfig(filepath.Join(dir, "mirror.yaml"), []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Registry = prometheus.NewRegistry()
-	if o.RunQueue == nil {
-		o.RunQueue = func() (float64, error) { return 0, nil }
-	}
-	build := NewMember
-	if cfg.Dispatcher {
-		build = NewDispatcher
+	o.reg = prometheus.NewRegistry()
+	if o.runQueue == nil {
+		o.runQueue = func() (float64, error) { return 0, nil }
 	}
 	m, err := build(cfg, o)
 	if err != nil {
@@ -212,9 +210,9 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 3)
-	go func() { errc <- m.Run(ctx) }()
-	go func() { errc <- m.Serve(ctx, ln) }()
-	admin, err := serve.NewServer(serve.ServerOptions{Handler: m.AdminHandler()})
+	go func() { errc <- runLoops(ctx, m) }()
+	go func() { errc <- m.public.Serve(ctx, ln) }()
+	admin, err := serve.NewServer(serve.ServerOptions{Handler: m.admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,9 +224,18 @@ dnsd: {url: %q, secret: %q, push_interval: 50ms, view_interval: 50ms}
 				t.Errorf("mirror %s: %v", name, err)
 			}
 		}
-		m.Close()
+		m.release()
 	})
-	return &testMirror{Mirror: m, name: name, addr: ln.Addr().String(), admin: aln.Addr().String(), reg: o.Registry}
+	return &testMirror{wired: m, name: name, addr: ln.Addr().String(), admin: aln.Addr().String(), reg: o.reg}
+}
+
+// runLoops runs m's loops (the group view, the push) until ctx is done.
+func runLoops(ctx context.Context, m *wired) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, loop := range m.loops {
+		g.Go(func() error { return loop(ctx) })
+	}
+	return g.Wait()
 }
 
 // net maps host names to the mirrors' listeners: a client that resolves
@@ -287,9 +294,9 @@ func TestRedirectCorrection(t *testing.T) {
 	small := "capacity: 5\nredirect: {max_share: 1, min_size: 1KiB}\n"
 	roomy := "capacity: 1000000\n"
 	ms := map[string]*testMirror{
-		"a": startMirror(t, d, "a", small, Options{ReportWindow: window, Rand: rand.New(rand.NewPCG(1, 1))}),
-		"b": startMirror(t, d, "b", roomy, Options{ReportWindow: window}),
-		"c": startMirror(t, d, "c", roomy, Options{ReportWindow: window}),
+		"a": startMirror(t, d, "a", small, deps{reportWindow: window, rand: rand.New(rand.NewPCG(1, 1))}),
+		"b": startMirror(t, d, "b", roomy, deps{reportWindow: window}),
+		"c": startMirror(t, d, "c", roomy, deps{reportWindow: window}),
 	}
 	_, port, _ := net.SplitHostPort(ms["a"].addr)
 	tn := testNet{testGroup: ms["a"].addr} // DNS sent this client population to a
@@ -299,7 +306,7 @@ func TestRedirectCorrection(t *testing.T) {
 	for name, m := range ms {
 		// A view where every member has reported (its capacity with it).
 		probetest.Until(t, 5*time.Second, func() string {
-			s := m.View().Snapshot()
+			s := m.view.Snapshot()
 			if s == nil {
 				return "group view at " + name + ": none yet"
 			}
@@ -343,7 +350,7 @@ func TestRedirectCorrection(t *testing.T) {
 	t.Run("own host name is never redirected", func(t *testing.T) {
 		for range 50 {
 			resp, body := get(t, noFollow, "http://a.mirrors.test:"+port+"/big.bin")
-			if resp.StatusCode != http.StatusOK || body != content {
+			if resp.StatusCode != http.StatusOK || body != bigFile {
 				t.Fatalf("own host: %s", resp.Status)
 			}
 		}
@@ -362,7 +369,7 @@ func TestRedirectCorrection(t *testing.T) {
 		redirected := 0
 		for range 100 {
 			resp, body := get(t, follow, groupURL)
-			if resp.StatusCode != http.StatusOK || body != content {
+			if resp.StatusCode != http.StatusOK || body != bigFile {
 				t.Fatalf("%s, %d bytes", resp.Status, len(body))
 			}
 			switch h := resp.Request.URL.Hostname(); h {
@@ -398,7 +405,7 @@ func TestRedirectCorrection(t *testing.T) {
 		// requests would be load of its own: a's capacity is half a
 		// request per second.)
 		probetest.Until(t, 10*time.Second, func() string {
-			if sh := ms["a"].redirect.Share(time.Now()); sh != 0 {
+			if sh := ms["a"].Status(time.Now()).Redirect.Share; sh != 0 {
 				return fmt.Sprintf("a's redirected share at 0: %g", sh)
 			}
 			return ""
@@ -452,9 +459,9 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 	const window = 200 * time.Millisecond
 	narrow := "capacity: 1000000\nbandwidth: 8kbit/s\nredirect: {max_share: 1, min_size: 1KiB}\n"
 	ms := map[string]*testMirror{
-		"a": startMirror(t, d, "a", narrow, Options{ReportWindow: window, Rand: rand.New(rand.NewPCG(1, 1))}),
-		"b": startMirror(t, d, "b", narrow, Options{ReportWindow: window}),
-		"c": startMirror(t, d, "c", "capacity: 1000000\n", Options{ReportWindow: window}),
+		"a": startMirror(t, d, "a", narrow, deps{reportWindow: window, rand: rand.New(rand.NewPCG(1, 1))}),
+		"b": startMirror(t, d, "b", narrow, deps{reportWindow: window}),
+		"c": startMirror(t, d, "c", "capacity: 1000000\n", deps{reportWindow: window}),
 	}
 	_, port, _ := net.SplitHostPort(ms["a"].addr)
 	tn := testNet{testGroup: ms["a"].addr}
@@ -479,7 +486,7 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-busy })
 
 	probetest.Until(t, 5*time.Second, func() string {
-		s := ms["a"].View().Snapshot()
+		s := ms["a"].view.Snapshot()
 		if s == nil {
 			return "a's view: b over its bandwidth, c with room: no view yet"
 		}
@@ -515,7 +522,7 @@ func TestRedirectCorrectionBandwidth(t *testing.T) {
 		}
 	})
 	t.Run("the load fraction is low: the bandwidth did it", func(t *testing.T) {
-		var st Status
+		var st mirror.Status
 		probetest.Until(t, 5*time.Second, func() string {
 			get(t, noFollow, groupURL)
 			st = ms["a"].Status(time.Now())
@@ -546,7 +553,7 @@ func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) 
 
 func TestPush(t *testing.T) {
 	d := newFakeDNSD(t, "a", "b")
-	good := startMirror(t, d, "a", "", Options{})
+	good := startMirror(t, d, "a", "", deps{})
 	t.Run("signed reports arrive at the interval", func(t *testing.T) {
 		start := time.Now()
 		probetest.Until(t, 5*time.Second, func() string {
@@ -560,7 +567,7 @@ func TestPush(t *testing.T) {
 			t.Errorf("5 pushes in %v, faster than a 50ms interval", el)
 		}
 		for i, r := range rs {
-			if r.Member != "a" || r.Group != testGroup || r.Capacity != DefaultCapacity {
+			if r.Member != "a" || r.Group != testGroup || r.Capacity != mirror.DefaultCapacity {
 				t.Errorf("report %d: %+v", i, r)
 			}
 			if i > 0 && r.Seq <= rs[i-1].Seq {
@@ -577,7 +584,7 @@ func TestPush(t *testing.T) {
 	t.Run("a wrong secret is refused and counted", func(t *testing.T) {
 		bad := newFakeDNSD(t, "b")
 		bad.secret = []byte("another secret")
-		m := startMirror(t, bad, "b", "", Options{})
+		m := startMirror(t, bad, "b", "", deps{})
 		probetest.Until(t, 5*time.Second, func() string {
 			if n := webtest.CounterValue(t, m.reg, "transmirror_mirror_pushes_total", "result", "unauthorized"); n < 2 {
 				return fmt.Sprintf("unauthorized pushes: %g, want 2", n)
@@ -624,9 +631,9 @@ func TestPush(t *testing.T) {
 // whose members a and b have room.
 func TestDispatcher(t *testing.T) {
 	d := newFakeDNSD(t, "a", "b")
-	m := startMirror(t, d, "d", "dispatcher: true\n", Options{})
+	m := startMirror(t, d, "d", "dispatcher: true\n", deps{})
 	probetest.Until(t, 5*time.Second, func() string {
-		s := m.View().Snapshot()
+		s := m.view.Snapshot()
 		if s == nil {
 			return "group view: none yet"
 		}
@@ -698,28 +705,6 @@ func TestDispatcher(t *testing.T) {
 	})
 }
 
-func TestPublicHealthPath(t *testing.T) {
-	h := withHealth(nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "content", http.StatusTeapot) }))
-	cases := []struct {
-		name, method, path string
-		want               int
-	}{
-		{"GET health", http.MethodGet, HealthPath, http.StatusOK},
-		{"HEAD health", http.MethodHead, HealthPath, http.StatusOK},
-		{"POST health goes on", http.MethodPost, HealthPath, http.StatusTeapot},
-		{"other paths go on", http.MethodGet, "/pub/x", http.StatusTeapot},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
-			if rec.Code != tc.want {
-				t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.want)
-			}
-		})
-	}
-}
-
 // TestDispatcherPushesEveryDNSD: a dispatcher's redirect reports go to
 // every dnsd even with push: one, since the nodes of an NS set do not
 // share them.
@@ -732,23 +717,23 @@ host: d.mirrors.test
 dispatcher: true
 dnsd: {urls: [%q, %q], push: one, secret: %q, push_interval: 50ms, view_interval: 50ms}
 `, testGroup, d1.url, d2.url, testSecret)
-	cfg, err := ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(yaml))
+	cfg, err := mirror.ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewDispatcher(cfg, Options{Registry: prometheus.NewRegistry(), RunQueue: func() (float64, error) { return 0, nil }})
+	m, err := build(cfg, deps{reg: prometheus.NewRegistry(), runQueue: func() (float64, error) { return 0, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	go func() { done <- runLoops(ctx, m) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-		m.Close()
+		m.release()
 	})
 	probetest.Until(t, 5*time.Second, func() string {
 		if r1, r2 := d1.lastRedirects().Dispatcher, d2.lastRedirects().Dispatcher; r1 != "d.mirrors.test" || r2 != "d.mirrors.test" {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/transmirror/transmirror/cmd/internal/certs"
+	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/probe"
+)
+
+// deps are what the wiring takes besides the config: the process's
+// logger and metrics, and what a test replaces. The zero value works.
+type deps struct {
+	logger   *slog.Logger         // default: discard
+	reg      *prometheus.Registry // every metric, served on /metrics (default: a new one)
+	clock    func() time.Time     // reports, signatures, views, decisions (default time.Now)
+	rand     *rand.Rand           // the redirect decisions (default: seeded at random)
+	runQueue func() (float64, error)
+	// reportWindow is the load Reporter's sliding window (default
+	// probe.DefaultReportWindow).
+	reportWindow time.Duration
+	client       *http.Client // talks to dnsd (default: the group package's)
+}
+
+// processDeps are the deps of the daemon: the logger, the metrics in reg,
+// the config's load window and the client of dnsd (with dnsd.ca_file, a
+// private CA of dnsd's admin_tls), which follows no redirect.
+func processDeps(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (deps, error) {
+	tr, err := certs.Transport(cfg.DNSD.CAFile)
+	if err != nil {
+		return deps{}, fmt.Errorf("mirror: dnsd.ca_file: %w", err)
+	}
+	return deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(),
+		client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
+		}}, nil
+}
+
+// withDefaults fills what d leaves out.
+func (d deps) withDefaults() deps {
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	if d.reg == nil {
+		d.reg = prometheus.NewRegistry()
+	}
+	if d.clock == nil {
+		d.clock = time.Now
+	}
+	if d.reportWindow <= 0 {
+		d.reportWindow = probe.DefaultReportWindow
+	}
+	return d
+}
