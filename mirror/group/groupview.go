@@ -428,18 +428,7 @@ func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.T
 // or over what the redirecting mirror serves. ok is false when no
 // candidate is below the limit.
 func (s *GroupSnapshot) PickBelow(limit float64, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
-	n := s.group.Len()
-	if n == 0 {
-		return "", "", false
-	}
-	var buf [16]int
-	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
-	for _, i := range picked {
-		if s.Serving(i, now) < limit {
-			return s.hosts[i], s.names[i], true
-		}
-	}
-	return "", "", false
+	return s.pickBelow(limit, false, client, rnd, now)
 }
 
 // PickWithin is PickBelow with each candidate's serving figure allowed to
@@ -448,6 +437,11 @@ func (s *GroupSnapshot) PickBelow(limit float64, client scheduler.Client, rnd *r
 // candidate reads below the limit itself. ok is false when none is
 // within.
 func (s *GroupSnapshot) PickWithin(limit float64, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
+	return s.pickBelow(limit, true, client, rnd, now)
+}
+
+// pickBelow is PickBelow, with noisy PickWithin.
+func (s *GroupSnapshot) pickBelow(limit float64, noisy bool, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
 	n := s.group.Len()
 	if n == 0 {
 		return "", "", false
@@ -455,7 +449,11 @@ func (s *GroupSnapshot) PickWithin(limit float64, client scheduler.Client, rnd *
 	var buf [16]int
 	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
 	for _, i := range picked {
-		if s.Serving(i, now)-s.servingNoise(i) < limit {
+		u := s.Serving(i, now)
+		if noisy {
+			u -= s.servingNoise(i)
+		}
+		if u < limit {
 			return s.hosts[i], s.names[i], true
 		}
 	}
