@@ -121,15 +121,18 @@ func docKeys(prefix string, v any, out map[string]bool) {
 	}
 }
 
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+var (
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	yamlUnmarshaler = reflect.TypeFor[yaml.InterfaceUnmarshaler]()
+)
 
 // typeKeys collects the yaml key paths of a config struct type.
 func typeKeys(prefix string, t reflect.Type, out map[string]bool) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return // a scalar written as text (durations, sizes, addresses)
+	if reflect.PointerTo(t).Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(yamlUnmarshaler) {
+		return // a scalar written as text (durations, sizes, addresses), or a value with its own forms (a secret)
 	}
 	switch t.Kind() {
 	case reflect.Slice:

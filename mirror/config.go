@@ -161,11 +161,12 @@ type DNSDConfig struct {
 	// chain to besides the system's roots (a private CA); relative to the
 	// config file, resolved by ParseConfig.
 	CAFile string `yaml:"ca_file"`
-	// Secret is the group's push secret. After ParseConfig it holds the
-	// secret whichever way it was given.
-	Secret string `yaml:"secret"`
-	// SecretFile reads Secret from a file instead (relative to the config).
-	SecretFile string `yaml:"secret_file"`
+	// Secret is the group's push secret, set by ParseConfig from
+	// SecretSource.
+	Secret string `yaml:"-"`
+	// SecretSource is secret as written: the secret, or {file: PATH}
+	// relative to the config file's directory (required with dnsd).
+	SecretSource yamlconf.Secret `yaml:"secret"`
 	// PushInterval is the time between pushes (default 2s, > 0).
 	PushInterval yamlconf.Duration `yaml:"push_interval"`
 	// ViewInterval is the time between refreshes of the group view
@@ -181,7 +182,7 @@ func (d DNSDConfig) String() string {
 	if d.Secret != "" {
 		secret = "<redacted>"
 	}
-	return fmt.Sprintf("{URL:%s URLs:%v Push:%s CAFile:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, d.URLs, d.Push, d.CAFile, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
+	return fmt.Sprintf("{URL:%s URLs:%v Push:%s CAFile:%s Secret:%s SecretSource:%s PushInterval:%s ViewInterval:%s}", d.URL, d.URLs, d.Push, d.CAFile, secret, d.SecretSource, d.PushInterval.D(), d.ViewInterval.D())
 }
 
 // JoinConfig makes the mirror a member that announces itself. At start it
@@ -314,7 +315,7 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig decodes data, the YAML text of the config file named file,
 // strictly (yamlconf.Decode: unknown keys, YAML tags and more than one
 // document are refused), fills in defaults and validates the result.
-// Relative paths (root, dnsd.secret_file, geo.mmdb, the handoff sockets)
+// Relative paths (root, dnsd.secret's file, geo.mmdb, the handoff sockets)
 // are resolved against file's directory. The site section and the back
 // ends are checked by frontend.Config.Check. All problems are returned
 // together (errors.Join), one per line, each of the form
@@ -335,7 +336,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 // returns where each key was written.
 func decodeConfig(file string, data []byte) (*Config, yamlconf.Positions, error) {
 	cfg := &Config{}
-	pos, err := yamlconf.Decode(file, data, cfg)
+	pos, err := yamlconf.Decode(file, data, cfg, retiredKeys...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -528,26 +529,17 @@ func (v *validator) dnsd() {
 			d.CAFile = v.resolve(d.CAFile)
 		}
 	}
-	switch {
-	case d.Secret != "" && d.SecretFile != "":
-		v.errorf("dnsd.secret_file", "secret and secret_file are mutually exclusive")
-	case d.SecretFile != "":
-		data, warning, err := yamlconf.ReadSecretFile(v.resolve(d.SecretFile), d.SecretFile)
-		if err != nil {
-			// The error names the file as written, not as resolved.
-			v.errorf("dnsd.secret_file", "cannot read %q: %v", d.SecretFile, yamlconf.WithoutPath(err))
-			break
-		}
-		if warning != "" {
-			v.errs.Warnf("dnsd.secret_file", "dnsd.secret_file: %s", warning)
-		}
-		d.Secret = data
-		if d.Secret == "" {
-			v.errorf("dnsd.secret_file", "%q is empty", d.SecretFile)
-		}
-	case d.Secret == "":
-		v.errorf("dnsd", "secret or secret_file is required (pushes are authenticated)")
+	data, warning, err := d.SecretSource.Read(v.dir)
+	if warning != "" {
+		v.errs.Warnf("dnsd.secret", "dnsd.secret: %s", warning)
 	}
+	switch {
+	case err != nil:
+		v.errorf("dnsd.secret", "%v", err)
+	case data == "":
+		v.errorf("dnsd", "secret is required (pushes are authenticated): the secret, or {file: PATH}")
+	}
+	d.Secret = data
 	if !v.written("dnsd.push_interval") {
 		d.PushInterval = yamlconf.Duration(group.DefaultPushInterval)
 	} else if d.PushInterval <= 0 {
@@ -671,7 +663,7 @@ func (v *validator) rootSafe(written, root string) {
 	d := v.c.DNSD
 	private := []struct{ key, what, path string }{
 		{"", "the config file", v.c.File},
-		{"dnsd.secret_file", "the push secret", d.SecretFile},
+		{"dnsd.secret", "the push secret", d.SecretSource.File},
 		{"dnsd.ca_file", "the CA file", d.CAFile},
 		{"admin_tls.cert_file", "the admin TLS certificate", v.c.AdminTLS.CertFile},
 		{"admin_tls.key_file", "the admin TLS key", v.c.AdminTLS.KeyFile},

@@ -142,7 +142,7 @@ func TestLoadConfigBad(t *testing.T) {
 		{"bad duration", "bad_duration.yaml", []string{`bad_duration.yaml:7:16: timeouts.read_header: invalid duration "5 parsecs"`}},
 		{"bad bandwidth", "bad_bandwidth.yaml", []string{`bad_bandwidth.yaml:6:12: bandwidth: invalid bandwidth "100 megabits": want e.g. 1Gbit/s, 100Mbit/s or 12.5MB/s`}},
 		{"bad size", "bad_size.yaml", []string{`bad_size.yaml:8:13: backends[0].memory: invalid size "8 gigs"`}},
-		{"secret and secret_file", "secret_both.yaml", []string{"secret_both.yaml:9:3: dnsd.secret_file: secret and secret_file are mutually exclusive"}},
+		{"secret_file retired", "secret_file.yaml", []string{"secret_file.yaml:9:3: dnsd.secret_file: retired key: write secret: {file: PATH}"}},
 		{"wrong type", "wrong_type.yaml", []string{"wrong_type.yaml:1:9: listen: wrong type: want sequence, got string"}},
 		{"all errors collected", "many.yaml", []string{
 			`many.yaml:1:10: listen[0]: "8080": want HOST:PORT`,
@@ -199,10 +199,11 @@ func TestParseConfigInline(t *testing.T) {
 		{"backends checked by the front end", head + "backends: [{name: b1, url: 'http://a'}, {name: b1, url: 'http://b'}]\n", `mirror.yaml:5:42: backends[1].name: "b1" is listed twice`},
 		{"site checked by the front end", head + "root: .\nsite: {mode: dsr}\n", `mirror.yaml:6:8: site.mode: "dsr": want one of proxy, redirect, handoff`},
 		{"site cache on a front end", head + "backends: [{name: b1, url: 'http://a'}]\nsite: {cache: {memory: 1GiB}}\n", "mirror.yaml:6:8: site.cache: is for a back end (a mirror with root), not a front end"},
-		{"dnsd without secret", head + "root: .\ndnsd: {url: 'http://a'}\n", "dnsd: secret or secret_file is required"},
+		{"dnsd without secret", head + "root: .\ndnsd: {url: 'http://a'}\n", "dnsd: secret is required (pushes are authenticated): the secret, or {file: PATH}"},
 		{"dnsd without url", head + "root: .\ndnsd: {secret: x}\n", "dnsd.url: is required"},
-		{"dnsd secret_file empty", head + "root: .\ndnsd: {url: 'http://a', secret_file: empty.secret}\n", `dnsd.secret_file: "empty.secret" is empty`},
-		{"dnsd secret_file missing", head + "root: .\ndnsd: {url: 'http://a', secret_file: nope.secret}\n", `dnsd.secret_file: cannot read "nope.secret": no such file or directory`},
+		{"dnsd secret file empty", head + "root: .\ndnsd: {url: 'http://a', secret: {file: empty.secret}}\n", `dnsd.secret: file empty.secret is empty`},
+		{"dnsd secret file missing", head + "root: .\ndnsd: {url: 'http://a', secret: {file: nope.secret}}\n", `dnsd.secret: file nope.secret: no such file or directory`},
+		{"dnsd secret mapping without a file", head + "root: .\ndnsd: {url: 'http://a', secret: {file: ''}}\n", `dnsd.secret: {file: PATH} without a PATH`},
 		{"dnsd url with user", head + "root: .\ndnsd: {url: 'http://u:p@a', secret: x}\n", "dnsd.url: URL must not carry user information"},
 		{"push_interval zero", head + "root: .\ndnsd: {url: 'http://a', secret: x, push_interval: 0s}\n", "dnsd.push_interval: must be > 0"},
 		{"root missing", head + "root: nope\n", `root: cannot use "nope": no such file or directory`},
@@ -269,7 +270,7 @@ func TestParseConfigInline(t *testing.T) {
 	}
 }
 
-// TestConfigWarnsUnprotectedSecret: a dnsd.secret_file readable by
+// TestConfigWarnsUnprotectedSecret: a dnsd.secret file readable by
 // group or others loads, with a warning naming it, its mode and where it
 // was written; a private one gives none.
 func TestConfigWarnsUnprotectedSecret(t *testing.T) {
@@ -279,7 +280,7 @@ func TestConfigWarnsUnprotectedSecret(t *testing.T) {
 		want string
 	}{
 		{"private", 0o600, ""},
-		{"world readable", 0o644, "m.yaml:4:3: dnsd.secret_file: UNPROTECTED SECRET FILE group.secret: mode 0644"},
+		{"world readable", 0o644, "m.yaml:4:3: dnsd.secret: UNPROTECTED SECRET FILE group.secret: mode 0644"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,7 +295,7 @@ func TestConfigWarnsUnprotectedSecret(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, "root"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			yaml := "listen: [\"127.0.0.1:0\"]\ngroup: www.example.org\ndnsd:\n  secret_file: group.secret\n  url: http://127.0.0.1:9053\nmember: fra1\nhost: fra1.example.org\nroot: root\ncapacity: 10\n"
+			yaml := "listen: [\"127.0.0.1:0\"]\ngroup: www.example.org\ndnsd:\n  secret: {file: group.secret}\n  url: http://127.0.0.1:9053\nmember: fra1\nhost: fra1.example.org\nroot: root\ncapacity: 10\n"
 			cfg, err := ParseConfig(filepath.Join(dir, "m.yaml"), []byte(yaml))
 			if err != nil {
 				t.Fatal(err)

@@ -588,32 +588,28 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	case static <= MaxGroupMembers && static+g.MaxRuntimeMembers > MaxGroupMembers:
 		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d and %d members in the file are more than %d, the most a group may have", obj, g.MaxRuntimeMembers, static, MaxGroupMembers)
 	}
-	b.secret(path, obj, "secret", &g.Secret, g.SecretFile, &g.secretFromFile)
-	b.secret(path, obj, "previous_secret", &g.PreviousSecret, g.PreviousSecretFile, &g.previousSecretFromFile)
+	b.secret(path+".secret", obj+": secret", g.SecretSource, &g.Secret)
+	b.secret(path+".previous_secret", obj+": previous_secret", g.PreviousSecretSource, &g.PreviousSecret)
 	b.previousSecret(path, obj, g)
 }
 
-// secret reads key_file into *secret (once: fromFile remembers it) and
-// checks that only one of key and key_file is given.
-func (b *builder) secret(path, obj, key string, secret *string, file string, fromFile *bool) {
-	switch {
-	case file != "" && *secret != "" && !*fromFile:
-		b.errorf(path+"."+key+"_file", "%s: %s and %s_file are mutually exclusive", obj, key, key)
-	case file != "":
-		data, warning, err := yamlconf.ReadSecretFile(b.resolve(file), file)
-		if err != nil {
-			b.errorf(path+"."+key+"_file", "%s: %s_file: %v", obj, key, err)
-			return
-		}
-		if warning != "" {
-			b.errs.Warnf(path+"."+key+"_file", "%s: %s_file: %s", obj, key, warning)
-		}
-		*secret = data
-		*fromFile = true
-		if *secret == "" {
-			b.errorf(path+"."+key+"_file", "%s: %s_file %s is empty", obj, key, file)
-		}
+// secret sets *secret from src when the file has the key at path (a
+// config built in Go sets *secret itself): the secret written, or the
+// contents of its file, whose mode may give a warning. what names the
+// key in errors ("group \"www.\": secret").
+func (b *builder) secret(path, what string, src yamlconf.Secret, secret *string) {
+	if src.IsZero() {
+		return
 	}
+	data, warning, err := src.Read(b.dir)
+	if warning != "" {
+		b.errs.Warnf(path, "%s: %s", what, warning)
+	}
+	if err != nil {
+		b.errorf(path, "%s: %v", what, err)
+		return
+	}
+	*secret = data
 }
 
 // previousSecret checks a secret rotation: a previous secret needs the
@@ -622,10 +618,7 @@ func (b *builder) secret(path, obj, key string, secret *string, file string, fro
 // An end in the past is not an error (a restart after the rotation must
 // not fail): the previous secret is then simply no longer accepted.
 func (b *builder) previousSecret(path, obj string, g *GroupConfig) {
-	key := "previous_secret"
-	if g.previousSecretFromFile {
-		key = "previous_secret_file"
-	}
+	const key = "previous_secret"
 	g.PreviousSecretExpiry = time.Time{}
 	if g.PreviousSecretUntil != "" {
 		t, err := time.Parse(time.RFC3339, g.PreviousSecretUntil)
@@ -635,11 +628,11 @@ func (b *builder) previousSecret(path, obj string, g *GroupConfig) {
 		g.PreviousSecretExpiry = t
 	}
 	switch {
-	case g.PreviousSecret == "" && g.PreviousSecretUntil != "" && g.PreviousSecretFile == "":
+	case g.PreviousSecret == "" && g.PreviousSecretUntil != "" && g.PreviousSecretSource.IsZero():
 		b.errorf(path+".previous_secret_until", "%s: previous_secret_until without a previous_secret", obj)
 	case g.PreviousSecret == "":
 	case g.Secret == "":
-		b.errorf(path+"."+key, "%s: %s without a secret: give the new secret in secret or secret_file", obj, key)
+		b.errorf(path+"."+key, "%s: %s without a secret: give the new secret in secret", obj, key)
 	case hmac.Equal([]byte(g.PreviousSecret), []byte(g.Secret)):
 		b.errorf(path+"."+key, "%s: %s is the same as the secret", obj, key)
 	case g.PreviousSecretUntil == "":
@@ -804,34 +797,12 @@ func (b *builder) health() {
 // MinAdminTokenLen is the shortest admin_token Build accepts.
 const MinAdminTokenLen = 16
 
-// adminToken reads admin_token_file and checks the token: long enough to
+// adminToken reads admin_token and checks the token: long enough to
 // resist guessing and free of white space (it travels in a header).
 func (b *builder) adminToken() {
 	c := b.c
-	switch {
-	case c.AdminTokenFile != "" && c.AdminToken != "" && !c.adminTokenFromFile:
-		b.errorf("admin_token_file", "admin_token and admin_token_file are mutually exclusive")
-		return
-	case c.AdminTokenFile != "":
-		data, warning, err := yamlconf.ReadSecretFile(b.resolve(c.AdminTokenFile), c.AdminTokenFile)
-		if err != nil {
-			b.errorf("admin_token_file", "admin_token_file: %v", err)
-			return
-		}
-		if warning != "" {
-			b.errs.Warnf("admin_token_file", "admin_token_file: %s", warning)
-		}
-		c.AdminToken = data
-		c.adminTokenFromFile = true
-		if c.AdminToken == "" {
-			b.errorf("admin_token_file", "admin_token_file %s is empty", c.AdminTokenFile)
-			return
-		}
-	}
-	key := "admin_token"
-	if c.adminTokenFromFile {
-		key = "admin_token_file"
-	}
+	const key = "admin_token"
+	b.secret(key, key, c.AdminTokenSource, &c.AdminToken)
 	switch {
 	case c.AdminToken == "":
 	case len(c.AdminToken) < MinAdminTokenLen:

@@ -154,7 +154,7 @@ func TestLoadBad(t *testing.T) {
 		}},
 		{"duplicate zone", "dup_zone.yaml", []string{`dup_zone.yaml:4:5: zone "example.org.": served twice`}},
 		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
-		{"secret and secret_file", "secret_both.yaml", []string{`secret_both.yaml:12:5: group "www.example.org.": secret and secret_file are mutually exclusive`}},
+		{"secret_file retired", "secret_file.yaml", []string{`secret_file.yaml:12:5: groups[0].secret_file: retired key: write secret: {file: PATH}`}},
 		{"empty file", "empty.yaml", []string{`empty.yaml:1:1: no zones: dnsd would answer every query REFUSED; list zones, or set allow_no_zones: true if that is meant`}},
 		{"no zones", "no_zones.yaml", []string{`no_zones.yaml:2:1: no zones: dnsd would answer every query REFUSED`}},
 		{"listen without port", "bad_listen.yaml", []string{`bad_listen.yaml:1:10: listen "127.0.0.1": want HOST:PORT`}},

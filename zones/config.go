@@ -58,19 +58,17 @@ type Config struct {
 	// AdminToken lets an operator drain and undrain members through the
 	// admin API and the dashboard with "Authorization: Bearer TOKEN", as an
 	// alternative to a request signed with the group's secret; "" allows
-	// signed requests only. After Build it holds the token whichever way
-	// it was given.
-	AdminToken string `yaml:"admin_token"`
-	// AdminTokenFile reads AdminToken from a file instead (relative to
-	// the config file's directory).
-	AdminTokenFile string `yaml:"admin_token_file"`
+	// signed requests only. Build sets it from AdminTokenSource when the
+	// file has admin_token (a Config built in Go may set it directly).
+	AdminToken string `yaml:"-"`
+	// AdminTokenSource is admin_token as written: the token, or
+	// {file: PATH} relative to the config file's directory.
+	AdminTokenSource yamlconf.Secret `yaml:"admin_token"`
 
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
 
 	pos yamlconf.Positions // where each object was written (Parse), for errors
-
-	adminTokenFromFile bool // AdminToken was read from AdminTokenFile by Build
 }
 
 // ServerConfig holds protocol settings of the DNS edge.
@@ -170,18 +168,21 @@ type GroupConfig struct {
 	// at most (default 2): one of each member picked, in the order
 	// picked, then a second of each, and so on.
 	Answers int `yaml:"answers"`
-	// Secret authenticates writes (pushes, membership changes) for the group.
-	// After Build it holds the secret whichever way it was given.
-	Secret string `yaml:"secret"`
-	// SecretFile reads Secret from a file instead (relative to the config).
-	SecretFile string `yaml:"secret_file"`
+	// Secret authenticates writes (pushes, membership changes) for the
+	// group. Build sets it from SecretSource when the file has secret (a
+	// GroupConfig built in Go may set it directly).
+	Secret string `yaml:"-"`
+	// SecretSource is secret as written: the secret, or {file: PATH}
+	// relative to the config file's directory.
+	SecretSource yamlconf.Secret `yaml:"secret"`
 	// PreviousSecret is the secret being rotated out: signatures made with
 	// it are accepted as well as Secret's until PreviousSecretUntil, so
-	// that signers can move to the new secret one by one. After Build it
-	// holds the previous secret whichever way it was given.
-	PreviousSecret string `yaml:"previous_secret"`
-	// PreviousSecretFile reads PreviousSecret from a file instead.
-	PreviousSecretFile string `yaml:"previous_secret_file"`
+	// that signers can move to the new secret one by one. Build sets it
+	// from PreviousSecretSource as Secret from SecretSource.
+	PreviousSecret string `yaml:"-"`
+	// PreviousSecretSource is previous_secret as written, in either form
+	// of SecretSource.
+	PreviousSecretSource yamlconf.Secret `yaml:"previous_secret"`
 	// PreviousSecretUntil is when PreviousSecret stops being accepted, an
 	// RFC 3339 time ("2025-03-01T12:00:00Z"); required with a previous
 	// secret. Build parses it into PreviousSecretExpiry.
@@ -209,9 +210,6 @@ type GroupConfig struct {
 	MaxRuntimeMembers int `yaml:"max_runtime_members"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
-
-	secretFromFile         bool // Secret was read from SecretFile by Build
-	previousSecretFromFile bool // PreviousSecret was read from PreviousSecretFile by Build
 }
 
 // Secrets returns the secrets that signed writes for the group may be
