@@ -79,10 +79,10 @@ groups:
   - name: %s.
     ttl: {min: %d, max: %d}
     answers: 1
-    policy: {name: geo-load}
+    policy: {name: geo-load, low_watermark: %g, high_watermark: %g}
     secret: %s
     members:
-%s`, skewGroup, skewTTLMin, skewTTLMax, skewSecret, members.String())
+%s`, skewGroup, skewTTLMin, skewTTLMax, skewLow, skewHigh, skewSecret, members.String())
 	writeFile(t, dir, "dnsd.yaml", cfg)
 	d := startDNSD(t, true, "-config", filepath.Join(dir, "dnsd.yaml"))
 
@@ -157,8 +157,8 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 250ms, view_interval: 250ms}
 root: root
 capacity: %g
 run_queue: none
-redirect: {enabled: %t, low_watermark: %g, high_watermark: %g, max_share: %g}
-`, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdAdmin, skewSecret, skewCapacity, correct, skewLow, skewHigh, skewMaxShare)
+redirect: {enabled: %t, max_share: %g}
+`, net.JoinHostPort(m.ip, port), skewGroup, m.name, m.host, dnsdAdmin, skewSecret, skewCapacity, correct, skewMaxShare)
 	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("on %s: %w", net.JoinHostPort(m.ip, port), err)

@@ -47,8 +47,8 @@ const (
 	skewTarget = 0.7
 
 	// The correction's knobs, the mirrors' redirect section.
-	skewLow      = 0.5  // redirect.low_watermark
-	skewHigh     = 0.95 // redirect.high_watermark
+	skewLow      = 0.5  // the group's policy.low_watermark, which the mirrors take from the view
+	skewHigh     = 0.95 // the group's policy.high_watermark
 	skewMaxShare = 0.8  // redirect.max_share
 
 	// skewWarmup is how long the load runs before the measurement window:

@@ -24,10 +24,6 @@ import (
 const (
 	// DefaultCapacity is capacity, in load units.
 	DefaultCapacity = 100
-	// DefaultLowWatermark is redirect.low_watermark.
-	DefaultLowWatermark = 0.7
-	// DefaultHighWatermark is redirect.high_watermark.
-	DefaultHighWatermark = 0.9
 )
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
@@ -247,18 +243,17 @@ type RedirectConfig struct {
 	// the group's load, but never below the low watermark (see
 	// FairShareRedirect); watermark ramps the share between the low and
 	// the high watermark of the mirror's own utilization (RedirectShare).
+	// The watermarks are the group's, policy.low_watermark and
+	// high_watermark in dnsd.yaml, which the mirror reads from its group
+	// view: the mirror has none of its own, for a mirror that sheds load
+	// at another utilization than the one where dnsd starts to send it
+	// fewer clients would work against dnsd (and a mirror without a view
+	// does not redirect).
 	Law string `yaml:"law"`
 	// TimeConstant is the time constant of the request rates that the
 	// fair-share law reads (default 1s, 100ms..10s): shorter follows a
 	// resolver that moves sooner, with more noise (√(r/2τ) on a rate r).
 	TimeConstant yamlconf.Duration `yaml:"time_constant"`
-	// LowWatermark is the utilization (load/capacity) where redirecting
-	// starts (default 0.7).
-	LowWatermark float64 `yaml:"low_watermark"`
-	// HighWatermark is the utilization where redirecting reaches MaxShare
-	// under the watermark law, and above which a dispatcher prefers other
-	// members (default 0.9); 0 < low_watermark <= high_watermark <= 1.5.
-	HighWatermark float64 `yaml:"high_watermark"`
 	// MaxShare is the largest share of requests redirected (default 0.8, in (0, 1]).
 	MaxShare float64 `yaml:"max_share"`
 	// MinSize is the smallest file redirected (default 0: any).
@@ -749,19 +744,6 @@ func (v *validator) redirect() {
 	} else if d := r.TimeConstant.D(); d < 100*time.Millisecond || d > 10*time.Second {
 		v.errorf("redirect.time_constant", "%s: want 100ms..10s", d)
 	}
-	if !v.written("redirect.low_watermark") {
-		r.LowWatermark = DefaultLowWatermark
-	}
-	if !v.written("redirect.high_watermark") {
-		r.HighWatermark = DefaultHighWatermark
-	}
-	if !(r.LowWatermark > 0 && r.LowWatermark <= r.HighWatermark && r.HighWatermark <= 1.5) {
-		path := "redirect.low_watermark"
-		if !v.written(path) {
-			path = "redirect.high_watermark"
-		}
-		v.errorf(path, "want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5", r.LowWatermark, r.HighWatermark)
-	}
 	if !v.written("redirect.max_share") {
 		r.MaxShare = group.DefaultMaxShare
 	}
@@ -824,13 +806,14 @@ func ServerOptionsFromConfig(cfg *Config, h http.Handler) serve.ServerOptions {
 	}
 }
 
-// RedirectRulesFromConfig returns the rules that cfg describes.
+// RedirectRulesFromConfig returns the rules that cfg describes. They have
+// no watermarks: the Redirector takes the group's from the view
+// (RedirectRules.WithWatermarks).
 func RedirectRulesFromConfig(cfg *Config) group.RedirectRules {
 	r := cfg.Redirect
 	return group.RedirectRules{
 		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
-		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
-		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
+		MaxShare: r.MaxShare, MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
 		TrustedProxies: cfg.TrustedPrefixes(),
 	}
 }

@@ -41,8 +41,6 @@ func TestLoadConfigGood(t *testing.T) {
 		{"shutdown default", cfg.Timeouts.Shutdown.D(), 30 * time.Second},
 		{"send default", cfg.Timeouts.Send.D(), 60 * time.Second},
 		{"redirect enabled default", cfg.Redirect.Enabled, true},
-		{"low_watermark", cfg.Redirect.LowWatermark, 0.6},
-		{"high_watermark default", cfg.Redirect.HighWatermark, 0.9},
 		{"max_share default", cfg.Redirect.MaxShare, 0.8},
 		{"min_size", cfg.Redirect.MinSize, yamlconf.ByteSize(1 << 20)},
 		{"never", strings.Join(cfg.Redirect.Never, " "), "/ /index.html"},
@@ -125,9 +123,11 @@ func TestLoadConfigBad(t *testing.T) {
 		{"root and backends", "root_and_backends.yaml", []string{"root_and_backends.yaml:6:1: backends: root and backends are mutually exclusive"}},
 		{"neither root nor backends", "neither.yaml", []string{"neither.yaml:1:1: root: one of root and backends is required"}},
 		{"capacity zero", "capacity_zero.yaml", []string{"capacity_zero.yaml:6:1: capacity: must be > 0, got 0"}},
-		{"bad watermarks", "watermarks.yaml", []string{
-			"watermarks.yaml:7:3: redirect.low_watermark: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5",
-			"watermarks.yaml:9:3: redirect.max_share: must be in (0, 1], got 1.5",
+		{"watermarks retired", "watermarks.yaml", []string{
+			"watermarks.yaml:7:3: redirect.low_watermark: retired key: remove it: the mirror takes the group's policy.low_watermark from dnsd's group view",
+		}},
+		{"bad max_share", "max_share.yaml", []string{
+			"max_share.yaml:7:3: redirect.max_share: must be in (0, 1], got 1.5",
 		}},
 		{"bad URLs", "bad_url.yaml", []string{
 			`bad_url.yaml:6:3: dnsd.url: "ftp://dnsd.example.org/": want an http or https URL`,
@@ -214,7 +214,6 @@ func TestParseConfigInline(t *testing.T) {
 		{"send off", head + "root: .\ntimeouts: {send: 0s}\n", ""},
 		{"never relative", head + "root: .\nredirect: {never: [index.html]}\n", `redirect.never[0]: "index.html": want a path`},
 		{"never dotdot", head + "root: .\nredirect: {never: [/a/../b]}\n", `redirect.never[0]`},
-		{"watermark zero", head + "root: .\nredirect: {low_watermark: 0}\n", "redirect.low_watermark: want 0 < low_watermark (0)"},
 		{"redirect off", head + "root: .\nredirect: {enabled: false}\n", ""},
 		{"redirect scheme", head + "root: .\nredirect: {scheme: https}\ntrusted_proxies: [10.0.0.0/8, 192.0.2.10, '2001:db8::/32']\n", ""},
 		{"redirect scheme bad", head + "root: .\nredirect: {scheme: ftp}\n", `mirror.yaml:6:12: redirect.scheme: "ftp": want one of auto, http, https`},

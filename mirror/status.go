@@ -96,7 +96,8 @@ type LoadStatus struct {
 type RedirectStatus struct {
 	// Enabled is redirect.enabled (always true for a dispatcher).
 	Enabled bool `json:"enabled"`
-	// LowWatermark, HighWatermark and MaxShare are the rules' shape.
+	// LowWatermark and HighWatermark are the group's, from the view
+	// (the scheduler's defaults without one); MaxShare is redirect.max_share.
 	LowWatermark  float64 `json:"low_watermark"`
 	HighWatermark float64 `json:"high_watermark"`
 	MaxShare      float64 `json:"max_share"`
@@ -189,10 +190,9 @@ func (m *Mirror) Status(now time.Time) Status {
 
 	rules := m.redirect.Rules()
 	s.Redirect = RedirectStatus{
-		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
-		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
-		PerSecond: rep.RedirectsPerSecond,
+		Enabled: rules.Enabled || rules.Dispatcher, MaxShare: rules.MaxShare, PerSecond: rep.RedirectsPerSecond,
 	}
+	s.Redirect.LowWatermark, s.Redirect.HighWatermark = m.redirect.Watermarks()
 	s.Redirect.Redirected, s.Redirect.Skipped = m.redirect.Counts()
 	s.Redirect.Law = rules.Law
 	if rules.Dispatcher {

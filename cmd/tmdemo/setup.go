@@ -235,7 +235,7 @@ host: %s
 dnsd: {url: "http://%s", secret: {file: %s}, push_interval: 500ms, view_interval: 1s}
 capacity: %d
 location: %s
-redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.5, never: ["/", %q]}
+redirect: {enabled: true, max_share: 0.5, never: ["/", %q]}
 timeouts: {shutdown: 2s}
 backends:
 `, s.Name, s.City, s.Region, net.JoinHostPort(s.IP, httpPort), groupName, s.Name, s.Host, adminAddr,
