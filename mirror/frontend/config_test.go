@@ -73,7 +73,7 @@ func TestCheck(t *testing.T) {
 		{"health interval", fe + "site: {health: {interval: 0s}}\n", "site.health.interval: must be > 0"},
 		{"health fall", fe + "site: {health: {fall: 0}}\n", "site.health.fall: must be >= 1"},
 		{"cache on a front end", fe + "site: {cache: {memory: 1GiB}}\n", "site.cache: is for a back end"},
-		{"cache on a back end", "root: .\nsite: {cache: {memory: 64MiB, max_object: 512KiB, miss_delay_per_mib: 10ms}}\n", ""},
+		{"cache on a back end", "root: .\nsite: {cache: {memory: 64MiB, max_object: 512KiB}}\n", ""},
 		{"back end handoff socket", "root: .\nsite: {handoff_socket: run/be1.sock}\n", ""},
 		{"handoff socket on a front end", fe + "site: {handoff_socket: run/fe.sock}\n", "site.handoff_socket: is for a back end"},
 		{"cache max_object", "root: .\nsite: {cache: {max_object: 0}}\n", "site.cache.max_object: must be > 0"},
