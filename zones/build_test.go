@@ -133,7 +133,7 @@ func TestLoadBad(t *testing.T) {
 		{"missing zone file", "missing_zone.yaml", []string{`missing_zone.yaml:3:5: zone "example.org.": open ` + filepath.Join("testdata", "bad", "does-not-exist.zone")}},
 		{"bad zone file", "bad_zone_file.yaml", []string{`two_cnames.zone:5: second CNAME`}},
 		{"server limits", "server_limits.yaml", []string{
-			`server_limits.yaml:2:3: server: udp_sockets 1000 must be in 0..256 (0: one per CPU)`,
+			`server_limits.yaml:2:3: server: udp_sockets 1000 must be in 1..256 (leave it out for one per CPU)`,
 			`server_limits.yaml:3:3: server: tcp_read_timeout -1s must be > 0`}},
 		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
 		{"ttl unseen outside the bounds", "ttl_unseen.yaml", []string{`ttl_unseen.yaml:9:7: group "www.example.org.": ttl unseen 600 must be within [min 20, max 300]`}},
@@ -190,7 +190,7 @@ func TestLoadBad(t *testing.T) {
 			`many.yaml:15:59: group "www.example.org.": member "FRA_1": location: continent "XX"`,
 			`many.yaml:12:9: group "www.example.org.": member "FRA_1": capacity must be > 0`,
 			`many.yaml:13:9: group "www.example.org.": member "FRA_1": bandwidth 100 B/s is below 1000 B/s (8kbit/s): write the unit, e.g. 100Mbit/s (0: no limit)`,
-			`many.yaml:14:9: group "www.example.org.": member "FRA_1": weight -2 must be >= 0`,
+			`many.yaml:14:9: group "www.example.org.": member "FRA_1": weight -2 must be > 0`,
 			`many.yaml:16:9: group "www.example.org.": member "FRA_1": probe "ftp://example.org/"`,
 		}},
 	}

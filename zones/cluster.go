@@ -142,15 +142,12 @@ func (b *builder) cluster() {
 	}
 	b.etcdFiles(e)
 	b.etcdTimes(e)
-	if !b.written("cluster.pending_interval") {
-		c.PendingInterval = Duration(DefaultPendingInterval)
-	} else if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
+	yamlconf.Default(b.c.pos, "cluster.pending_interval", &c.PendingInterval, Duration(DefaultPendingInterval))
+	if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
 		b.errorf("cluster.pending_interval", "cluster: pending_interval %s must be within 50ms..10s", d)
 	}
 	q := &c.Quorum
-	if q.DownShare == 0 && !b.written("cluster.quorum.down_share") {
-		q.DownShare = DefaultQuorumDownShare
-	}
+	yamlconf.Default(b.c.pos, "cluster.quorum.down_share", &q.DownShare, DefaultQuorumDownShare)
 	if !(q.DownShare > 0 && q.DownShare < 1) {
 		b.errorf("cluster.quorum.down_share", "cluster: quorum down_share %g must be within (0,1), both excluded", q.DownShare)
 	}
@@ -228,9 +225,7 @@ func (b *builder) etcdTimes(e *EtcdConfig) {
 		{"request_timeout", &e.RequestTimeout, DefaultEtcdRequestTimeout, 10 * time.Millisecond, time.Minute},
 		{"lease_ttl", &e.LeaseTTL, DefaultEtcdLeaseTTL, 2 * time.Second, 5 * time.Minute},
 	} {
-		if *d.v == 0 {
-			*d.v = Duration(d.def)
-		}
+		yamlconf.Default(b.c.pos, "cluster.etcd."+d.key, d.v, Duration(d.def))
 		if d.v.D() < d.min || d.v.D() > d.max {
 			b.errorf("cluster.etcd."+d.key, "cluster: etcd %s %s must be within %s..%s", d.key, d.v.D(), d.min, d.max)
 		}

@@ -110,7 +110,8 @@ type ServerConfig struct {
 // response kind and name, a token bucket of Rate responses per second that
 // saves up at most Rate × Window; past it UDP responses are dropped, every
 // Slip-th sent truncated so that real clients retry over TCP (never
-// limited). Zero values take the defaults, which are safe on the internet.
+// limited). Keys left out take the defaults, which are safe on the
+// internet; a written 0 is an error except for slip.
 type RRLConfig struct {
 	// Enabled turns it on.
 	Enabled bool `yaml:"enabled"`
@@ -119,7 +120,9 @@ type RRLConfig struct {
 	// Window is how long a bucket saves up (default 5s, at most 1m).
 	Window Duration `yaml:"window"`
 	// Slip: every Slip-th limited response goes out truncated (default 2;
-	// 1 all, -1 none; at most 10).
+	// 1 all, 0 none, at most 10). After Build none is -1, as dnsd/rrl
+	// takes it (a -1 written by an older config loads as none, with a
+	// warning).
 	Slip int `yaml:"slip"`
 	// IPv4Prefix and IPv6Prefix group clients (default 24 and 56).
 	IPv4Prefix int `yaml:"ipv4_prefix"`
