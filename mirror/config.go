@@ -204,8 +204,9 @@ type JoinConfig struct {
 	// reports alone.
 	Probe string `yaml:"probe"`
 	// LeaveWait is how long the mirror keeps serving after its drain
-	// (0, the default: the group's ttl.max from the group view, or
-	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait.
+	// (left out, it stays 0: the group's ttl.max from the group view, or
+	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait. A
+	// written 0 is an error (it meant the default before).
 	LeaveWait yamlconf.Duration `yaml:"leave_wait"`
 	// CheckInterval is how often the joined mirror asks each dnsd
 	// whether it still has the member, and joins again where it does not
@@ -583,8 +584,12 @@ func (v *validator) join() {
 			v.errorf("join.probe", "%v", err)
 		}
 	}
-	if d := j.LeaveWait.D(); d < 0 || d > group.MaxLeaveWait {
-		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", group.MaxLeaveWait, d)
+	// LeaveWait stays 0 when left out: the group's ttl.max (group.Joiner).
+	switch d := j.LeaveWait.D(); {
+	case d == 0 && v.written("join.leave_wait"):
+		v.errorf("join.leave_wait", "0s meant the group's ttl.max before this release: leave the key out for it, or write a wait in (0, %s]", group.MaxLeaveWait)
+	case d < 0 || d > group.MaxLeaveWait:
+		v.errorf("join.leave_wait", "must be in (0, %s] (leave it out for the group's ttl.max), got %s", group.MaxLeaveWait, d)
 	}
 	if !v.written("join.check_interval") {
 		j.CheckInterval = yamlconf.Duration(group.DefaultJoinCheckInterval)

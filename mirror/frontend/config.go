@@ -121,10 +121,12 @@ type Config struct {
 // flight over all back ends; the next ones wait, in arrival order, for
 // one to complete.
 type AdmissionConfig struct {
-	// Limit is the bound. 0 (the default) is LARD's S = (n−1)·t_high +
+	// Limit is the bound. Left out, it is LARD's S = (n−1)·t_high +
 	// t_low − 1 for n back ends (the sum of their weights) with lard,
-	// lard-r and tb-ccrd, and no bound with the other policies; -1 is no
-	// bound.
+	// lard-r and tb-ccrd, and no bound with the other policies (Limit
+	// stays 0 for that); -1 is no bound. A written 0 is an error: it
+	// meant LARD's S before, and reading it as "no limit", as 0 reads
+	// elsewhere, would take the bound away without a word.
 	Limit int `yaml:"limit"`
 	// Queue is how many requests may wait (default 4096); the next one
 	// gets 503 with Retry-After.
@@ -378,7 +380,9 @@ func (v *checker) sitePolicy() {
 		}
 		p.Name = DefaultPolicy
 	}
-	// A written zero would silently mean "default": refuse it.
+	// One rule for zero: a written 0 is an error (leave the key out for
+	// the policy's default); forward_cost, where 0 is no forwarding, is
+	// apart (forwardCost).
 	for key, zero := range map[string]bool{
 		"t_low": p.TLow == 0, "t_high": p.THigh == 0, "max_targets": p.MaxTargets == 0,
 		"replica_hold": p.ReplicaHold == 0, "ward_interval": p.WardInterval == 0,
@@ -391,6 +395,7 @@ func (v *checker) sitePolicy() {
 			v.errorf("site.policy."+key, "must not be 0 (leave it out for the default)")
 		}
 	}
+	v.forwardCost(p)
 	_, err := site.New(p.Name, p.Params(), rand.New(rand.NewPCG(0, 0)))
 	switch {
 	case err == nil:
@@ -407,6 +412,19 @@ func (v *checker) sitePolicy() {
 			key, _, _ := strings.Cut(msg, " ")
 			v.errorf("site.policy."+key, "%s", msg)
 		}
+	}
+}
+
+// forwardCost warns of a written forward_cost > 0, whose meaning changed:
+// it was ward's cost of this front end forwarding a request (0.1 in the
+// reference of earlier releases), and now models back ends that forward
+// to each other (the paper's architecture), which a front end that
+// dispatches every request is not. An old config that kept the number
+// selects the other model without a word; the config still loads.
+func (v *checker) forwardCost(p *PolicyConfig) {
+	const key = "site.policy.forward_cost"
+	if v.written(key) && p.ForwardCost > 0 {
+		v.errs.Warnf(key, "%s: %g models back ends that forward to each other (the paper's architecture); before, it was the cost of this front end forwarding a request: leave it out (or write 0) for this front end", key, p.ForwardCost)
 	}
 }
 
@@ -451,8 +469,11 @@ func (v *checker) siteHealth() {
 
 func (v *checker) siteAdmission() {
 	a := &v.c.Admission
-	if a.Limit < -1 {
-		v.errorf("site.admission.limit", "must be -1 (none), 0 (LARD's) or > 0, got %d", a.Limit)
+	switch {
+	case a.Limit < -1:
+		v.errorf("site.admission.limit", "must be -1 (none) or > 0 (leave it out for LARD's), got %d", a.Limit)
+	case a.Limit == 0 && v.written("site.admission.limit"):
+		v.errorf("site.admission.limit", "0 meant LARD's limit (n−1)·t_high + t_low − 1 before this release: leave the key out for it, write -1 for none or a number > 0")
 	}
 	if !v.written("site.admission.queue") {
 		a.Queue = DefaultAdmissionQueue
