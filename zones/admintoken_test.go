@@ -123,9 +123,10 @@ func TestSecretFileWarnings(t *testing.T) {
 	}
 }
 
-// TestRetiredSecretFiles: each *_file twin of a secret is an error at the
-// place it was written that says what to write instead.
-func TestRetiredSecretFiles(t *testing.T) {
+// TestRetiredKeys: each *_file twin of a secret, and each old name of a
+// key, is an error at the place it was written that says what to write
+// instead.
+func TestRetiredKeys(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
@@ -135,6 +136,7 @@ func TestRetiredSecretFiles(t *testing.T) {
 		{"secret_file", "groups:\n  - name: www.example.org\n    secret_file: s\n", "c.yaml:3:5: groups[0].secret_file: retired key: write secret: {file: PATH}"},
 		{"previous_secret_file", "groups:\n  - name: a.example.org\n  - name: www.example.org\n    previous_secret_file: s\n", "c.yaml:4:5: groups[1].previous_secret_file: retired key: write previous_secret: {file: PATH}"},
 		{"password_file", "cluster:\n  etcd:\n    password_file: p\n", "c.yaml:3:5: cluster.etcd.password_file: retired key: write password: {file: PATH}"},
+		{"admin_limits", "admin: 127.0.0.1:0\nadmin_limits: {max_conns_per_client: 8}\n", "c.yaml:2:1: admin_limits: retired key: write limits (the name mirror.yaml has for the same block)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -365,7 +365,7 @@ func (b *builder) listen() {
 		b.errorf("admin_tls", "admin_tls: needs admin (the admin listen address)")
 	}
 	b.c.AdminTLS.Check(b.errs, "admin_tls", b.dir)
-	b.c.AdminLimits.Check(b.errs, b.c.pos, "admin_limits")
+	b.c.AdminLimits.Check(b.errs, b.c.pos, "limits")
 	yamlconf.CheckAdminHosts(b.errs, "admin_hosts", b.c.AdminHosts)
 }
 

@@ -162,8 +162,8 @@ func TestLoadBad(t *testing.T) {
 			`admin_tls.yaml:2:1: admin_tls: needs admin (the admin listen address)`,
 			`admin_tls.yaml:2:13: admin_tls.cert_file: cannot use "missing.crt": no such file or directory`,
 			`admin_tls.yaml:2:37: admin_tls.key_file: cannot use "missing.key": no such file or directory`,
-			`admin_tls.yaml:3:16: admin_limits.max_conns_per_client: must be >= 0 (0 is no cap), got -1`,
-			`admin_tls.yaml:3:42: admin_limits.max_header_bytes: must be in 4KiB..1MiB, got 1024`,
+			`admin_tls.yaml:3:16: limits.max_conns_per_client: must be >= 0 (0 is no cap), got -1`,
+			`admin_tls.yaml:3:42: limits.max_header_bytes: must be in 4KiB..1MiB, got 1024`,
 		}},
 		{"cluster", "cluster.yaml", []string{
 			`cluster.yaml:3:3: cluster: node "ns 1": want a name without slashes or white space`,

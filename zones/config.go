@@ -22,8 +22,10 @@ type Config struct {
 	// absent is plain HTTP. A reload reads both files again: a pair that
 	// does not load fails the reload and the old one keeps serving.
 	AdminTLS TLSFiles `yaml:"admin_tls"`
-	// AdminLimits bound what one client may hold of the admin listener.
-	AdminLimits HTTPLimits `yaml:"admin_limits"`
+	// AdminLimits bound what one client may hold of the admin listener,
+	// dnsd's one HTTP listener: the key is limits, as in mirror.yaml
+	// (DNS over TCP has server.max_tcp_connections_per_client).
+	AdminLimits HTTPLimits `yaml:"limits"`
 	// AdminHosts are host names that the admin listener answers in a
 	// request's Host, besides IP addresses, localhost and admin's own
 	// host: the names that mirrors, groupctl or Prometheus reach a plain

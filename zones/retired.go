@@ -9,4 +9,5 @@ var retiredKeys = []yamlconf.Retired{
 	{Path: "groups[].secret_file", Instead: "write secret: {file: PATH}"},
 	{Path: "groups[].previous_secret_file", Instead: "write previous_secret: {file: PATH}"},
 	{Path: "cluster.etcd.password_file", Instead: "write password: {file: PATH}"},
+	{Path: "admin_limits", Instead: "write limits (the name mirror.yaml has for the same block)"},
 }

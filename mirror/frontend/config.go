@@ -163,7 +163,7 @@ type PolicyConfig struct {
 	SketchEntries int `yaml:"sketch_entries"`
 	// MaxObjectBytes is the largest object tb-ccrd models as cached; keep
 	// it equal to the back ends' site.cache.max_object.
-	MaxObjectBytes yamlconf.ByteSize `yaml:"max_object_bytes"`
+	MaxObjectBytes yamlconf.ByteSize `yaml:"max_object"`
 	// BalanceFactor is chbl's c (>= 1).
 	BalanceFactor float64 `yaml:"balance_factor"`
 	// VirtualNodes is chbl's ring points per unit of weight.
@@ -226,7 +226,8 @@ type HealthConfig struct {
 // CacheConfig is the back-end role's memory cache (mirror.Cache). It is
 // here with the rest of the site section, which is one block of the
 // config file validated in one place (Check refuses it on a front end),
-// and because tb-ccrd's max_object_bytes models the same cache.
+// and because tb-ccrd's site.policy.max_object models the same cache (one
+// name for both).
 type CacheConfig struct {
 	// Memory is the cache's size (default 256MiB; 0 turns it off).
 	Memory yamlconf.ByteSize `yaml:"memory"`
@@ -387,7 +388,7 @@ func (v *checker) sitePolicy() {
 		"t_low": p.TLow == 0, "t_high": p.THigh == 0, "max_targets": p.MaxTargets == 0,
 		"replica_hold": p.ReplicaHold == 0, "ward_interval": p.WardInterval == 0,
 		"ward_balance": p.WardBalance == 0, "sketch_entries": p.SketchEntries == 0,
-		"max_object_bytes": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
+		"max_object": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
 		"virtual_nodes": p.VirtualNodes == 0, "prefix_v4": p.PrefixV4 == 0, "prefix_v6": p.PrefixV6 == 0,
 		"client_targets": p.ClientTargets == 0, "client_window": p.ClientWindow == 0,
 	} {
