@@ -86,7 +86,8 @@ type ServerConfig struct {
 	MaxUDPSize int `yaml:"max_udp_size"`
 	// UDPSockets is how many UDP sockets each listen address gets
 	// (SO_REUSEPORT; the kernel spreads the clients over them), each with a
-	// read loop of its own; 0 means one per CPU the process may use.
+	// read loop of its own (1..256). Left out it stays 0, which means one
+	// per CPU the process may use; a written 0 is an error.
 	UDPSockets int `yaml:"udp_sockets"`
 	// TCPIdleTimeout closes TCP connections idle this long (default 10s).
 	TCPIdleTimeout Duration `yaml:"tcp_idle_timeout"`
@@ -233,7 +234,7 @@ func (g *GroupConfig) Secrets(now time.Time) [][]byte {
 
 // TTLBounds are the inclusive bounds, in seconds, of a group answer's TTL.
 type TTLBounds struct {
-	// Min is the shortest TTL a group answer gets (default 20).
+	// Min is the shortest TTL a group answer gets (default 20, >= 1).
 	Min uint32 `yaml:"min"`
 	// Max is the longest TTL a group answer gets (default 300, at most 86400).
 	Max uint32 `yaml:"max"`
@@ -272,7 +273,7 @@ type MemberConfig struct {
 	// With a bandwidth the member's utilization is the larger of its load
 	// over Capacity and its reported bytes per second over Bandwidth.
 	Bandwidth Bandwidth `yaml:"bandwidth"`
-	// Weight is the member's static weight (default 1).
+	// Weight is the member's static weight (default 1, > 0).
 	Weight float64 `yaml:"weight"`
 	// Probe is the URL of the member's load report (GET /v1/load).
 	Probe string `yaml:"probe"`
