@@ -59,12 +59,12 @@ const (
 	corrGroup    = "www.example.test"
 	corrSecret   = "e2e-correction-secret"
 	corrCapacity = 300.0 // load units: 30 requests/s at m = 0
-	corrLow      = 0.7   // redirect.low_watermark
+	corrLow      = 0.7   // the group's policy.low_watermark (dnsd's default), which the mirrors take from the view
 	// corrLowMargin is how far below corrLow a's utilization must be
 	// before the test expects no more redirects: the Reporter's rate
 	// steps as its 1 s buckets turn over.
 	corrLowMargin = 0.05
-	corrHigh      = 0.9 // redirect.high_watermark
+	corrHigh      = 0.9 // the group's policy.high_watermark (dnsd's default)
 	corrMaxShare  = 0.5 // redirect.max_share
 	// corrLaw is redirect.law, set in the mirrors' config: the watermark
 	// law, which corrShare writes out; the test must not follow the
@@ -501,8 +501,8 @@ root: root
 capacity: %g
 run_queue: none
 timeouts: {shutdown: 5s}
-redirect: {enabled: true, law: %s, low_watermark: %g, high_watermark: %g, max_share: %g, min_size: 1KiB, never: ["/"]}
-`, net.JoinHostPort(m.ip, port), corrGroup, m.name, m.host, dnsdAdmin, corrSecret, corrCapacity, corrLaw, corrLow, corrHigh, corrMaxShare)
+redirect: {enabled: true, law: %s, max_share: %g, min_size: 1KiB, never: ["/"]}
+`, net.JoinHostPort(m.ip, port), corrGroup, m.name, m.host, dnsdAdmin, corrSecret, corrCapacity, corrLaw, corrMaxShare)
 	mp, err := launchMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name)
 	if err != nil {
 		return nil, "", fmt.Errorf("on %s: %w", net.JoinHostPort(m.ip, port), err)

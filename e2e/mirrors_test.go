@@ -48,9 +48,9 @@ capacity: 1000
 
 // runMirror starts the real mirror on the config at path and waits until
 // it has reported its public and admin addresses.
-func runMirror(t testing.TB, path, name string) *mirrorProc {
+func runMirror(t testing.TB, path, name string, args ...string) *mirrorProc {
 	t.Helper()
-	m, err := launchMirror(t, path, name)
+	m, err := launchMirror(t, path, name, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +59,10 @@ func runMirror(t testing.TB, path, name string) *mirrorProc {
 
 // launchMirror is runMirror returning an error, rather than failing the
 // test, when the process exits before it is ready (its address taken).
-func launchMirror(t testing.TB, path, name string) (*mirrorProc, error) {
+func launchMirror(t testing.TB, path, name string, args ...string) (*mirrorProc, error) {
 	t.Helper()
 	m := &mirrorProc{}
-	p, err := launch(t, bin("mirror"), []string{"-config", path}, func(line string) bool {
+	p, err := launch(t, bin("mirror"), append([]string{"-config", path}, args...), func(line string) bool {
 		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {
 			m.HTTP = mm[1]
 		}

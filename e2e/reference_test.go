@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,8 +62,47 @@ func TestConfigReference(t *testing.T) {
 				t.Errorf("docs/reference/%s has keys the config types do not: %s", tc.file, strings.Join(unknown, ", "))
 			}
 			t.Logf("%d keys in both", len(inDoc))
+			if got, want := leafCount(inDoc), statedCount(t, string(data)); got != want {
+				t.Errorf("docs/reference/%s has %d leaf keys, its header says %d", tc.file, got, want)
+			}
 		})
 	}
+}
+
+// leafCount is the number of key paths in keys with no key below them:
+// the keys an operator writes a value for.
+func leafCount(keys map[string]bool) int {
+	n := 0
+	for k := range keys {
+		leaf := true
+		for o := range keys {
+			if strings.HasPrefix(o, k+".") || strings.HasPrefix(o, k+"[]") {
+				leaf = false
+				break
+			}
+		}
+		if leaf {
+			n++
+		}
+	}
+	return n
+}
+
+// statedCount is the count a reference's header states, "# N keys: ...".
+func statedCount(t *testing.T, text string) int {
+	t.Helper()
+	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(line, "# "); ok {
+			if num, _, ok := strings.Cut(rest, " keys:"); ok {
+				n, err := strconv.Atoi(num)
+				if err == nil {
+					return n
+				}
+			}
+		}
+	}
+	t.Fatal("no \"# N keys:\" line in the header")
+	return 0
 }
 
 // TestReadmeConfigReference checks that the README's dnsd reference names
@@ -121,15 +161,18 @@ func docKeys(prefix string, v any, out map[string]bool) {
 	}
 }
 
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+var (
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	yamlUnmarshaler = reflect.TypeFor[yaml.InterfaceUnmarshaler]()
+)
 
 // typeKeys collects the yaml key paths of a config struct type.
 func typeKeys(prefix string, t reflect.Type, out map[string]bool) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(textUnmarshaler) {
-		return // a scalar written as text (durations, sizes, addresses)
+	if reflect.PointerTo(t).Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(yamlUnmarshaler) {
+		return // a scalar written as text (durations, sizes, addresses), or a value with its own forms (a secret)
 	}
 	switch t.Kind() {
 	case reflect.Slice:

@@ -154,15 +154,15 @@ func TestMirrorCheckRefusesSecretRoots(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string // want "" means -check passes
 	}{
-		{"config directory", head + "root: .\ndnsd: {url: 'http://127.0.0.1:1', secret_file: group.secret}\n",
+		{"config directory", head + "root: .\ndnsd: {url: 'http://127.0.0.1:1', secret: {file: group.secret}}\n",
 			`mirror.yaml:5:1: root: "." holds the config file: it would be served`},
-		{"config directory, the secret too", head + "root: .\ndnsd: {url: 'http://127.0.0.1:1', secret_file: group.secret}\n",
-			`mirror.yaml:5:1: root: "." holds the push secret (dnsd.secret_file): it would be served`},
+		{"config directory, the secret too", head + "root: .\ndnsd: {url: 'http://127.0.0.1:1', secret: {file: group.secret}}\n",
+			`mirror.yaml:5:1: root: "." holds the push secret (dnsd.secret): it would be served`},
 		{"file system root", head + "root: /\n", `mirror.yaml:5:1: root: "/" is the file system's root`},
 		{"etc", head + "root: /etc\n", `mirror.yaml:5:1: root: "/etc" is in the system directory /etc`},
-		{"secret inside the root", head + "root: www\ndnsd: {url: 'http://127.0.0.1:1', secret_file: www/group.secret}\n",
-			`mirror.yaml:5:1: root: "www" holds the push secret (dnsd.secret_file)`},
-		{"root beside the secret", head + "root: www\ndnsd: {url: 'http://127.0.0.1:1', secret_file: group.secret}\n", ""},
+		{"secret inside the root", head + "root: www\ndnsd: {url: 'http://127.0.0.1:1', secret: {file: www/group.secret}}\n",
+			`mirror.yaml:5:1: root: "www" holds the push secret (dnsd.secret)`},
+		{"root beside the secret", head + "root: www\ndnsd: {url: 'http://127.0.0.1:1', secret: {file: group.secret}}\n", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -130,7 +130,7 @@ func TestSecurityUnreadableView(t *testing.T) {
 	content := strings.Repeat("mirrored content\n", 256)
 	writeFile(t, root, "file.bin", content)
 	const viewInterval = 200 * time.Millisecond
-	// a: capacity 1, so that a few requests take it over its watermarks
+	// a: capacity 1, so that a few requests take it over the view's watermarks
 	// and it redirects every request (max_share 1) to b while its view
 	// is good.
 	am := runMirror(t, writeFile(t, dir, "a.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
@@ -142,7 +142,7 @@ dnsd: {url: "http://%s", secret: "e2e-security-view", push_interval: 1s, view_in
 root: %s
 capacity: 1
 run_queue: none
-redirect: {enabled: true, law: watermark, low_watermark: 0.01, high_watermark: 0.02, max_share: 1, min_size: 0, never: []}
+redirect: {enabled: true, law: watermark, max_share: 1, min_size: 0, never: []}
 `, vs.addr, viewInterval, root)), "a")
 	dm := runMirror(t, writeFile(t, dir, "d.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0

@@ -17,7 +17,7 @@ import (
 // a hot file that 16 clients fetch over and over, each request on a new
 // connection.
 // The back ends cache nothing and read every request from a slow "disk"
-// (miss_delay_per_mib), so the requests pile up on the back end that has
+// (the mirror's -bench-miss-delay-per-mib), so the requests pile up on the back end that has
 // the file: LARD/R sees it over T_high while the others are idle and
 // replicates the file, in handoff mode (the back end reports its requests
 // over the handoff socket) and in redirect mode (the back ends report to
@@ -55,9 +55,9 @@ capacity: 1000
 redirect: {enabled: false}
 timeouts: {shutdown: 2s}
 site:
-  cache: {memory: 64KiB, max_object: 1MiB, miss_delay_per_mib: 20ms}
+  cache: {memory: 64KiB, max_object: 1MiB}
 %s`, name, name, root, extra)
-				be := runMirror(t, writeFile(t, dir, name+".yaml", cfg), name)
+				be := runMirror(t, writeFile(t, dir, name+".yaml", cfg), name, "-bench-miss-delay-per-mib", "20ms")
 				line := fmt.Sprintf("  - {name: %s, url: \"http://%s\", admin_url: \"http://%s\"", name, be.HTTP, be.Admin)
 				switch mode {
 				case "handoff":

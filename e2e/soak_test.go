@@ -84,7 +84,7 @@ root: %s
 capacity: %g
 run_queue: none
 timeouts: {shutdown: 5s}
-redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.5, min_size: 1KiB, never: ["/"]}
+redirect: {enabled: true, max_share: 0.5, min_size: 1KiB, never: ["/"]}
 `, listen, faultGroup, m.name, m.name, d.Admin, faultSecret, root, m.capacity)
 	}
 	port, ms := startFaultMirrors(t, dir, members, cfg)

@@ -24,10 +24,6 @@ import (
 const (
 	// DefaultCapacity is capacity, in load units.
 	DefaultCapacity = 100
-	// DefaultLowWatermark is redirect.low_watermark.
-	DefaultLowWatermark = 0.7
-	// DefaultHighWatermark is redirect.high_watermark.
-	DefaultHighWatermark = 0.9
 )
 
 // Config is the mirror daemon's configuration file (mirror.yaml), decoded
@@ -161,11 +157,12 @@ type DNSDConfig struct {
 	// chain to besides the system's roots (a private CA); relative to the
 	// config file, resolved by ParseConfig.
 	CAFile string `yaml:"ca_file"`
-	// Secret is the group's push secret. After ParseConfig it holds the
-	// secret whichever way it was given.
-	Secret string `yaml:"secret"`
-	// SecretFile reads Secret from a file instead (relative to the config).
-	SecretFile string `yaml:"secret_file"`
+	// Secret is the group's push secret, set by ParseConfig from
+	// SecretSource.
+	Secret string `yaml:"-"`
+	// SecretSource is secret as written: the secret, or {file: PATH}
+	// relative to the config file's directory (required with dnsd).
+	SecretSource yamlconf.Secret `yaml:"secret"`
 	// PushInterval is the time between pushes (default 2s, > 0).
 	PushInterval yamlconf.Duration `yaml:"push_interval"`
 	// ViewInterval is the time between refreshes of the group view
@@ -181,7 +178,7 @@ func (d DNSDConfig) String() string {
 	if d.Secret != "" {
 		secret = "<redacted>"
 	}
-	return fmt.Sprintf("{URL:%s URLs:%v Push:%s CAFile:%s Secret:%s SecretFile:%s PushInterval:%s ViewInterval:%s}", d.URL, d.URLs, d.Push, d.CAFile, secret, d.SecretFile, d.PushInterval.D(), d.ViewInterval.D())
+	return fmt.Sprintf("{URL:%s URLs:%v Push:%s CAFile:%s Secret:%s SecretSource:%s PushInterval:%s ViewInterval:%s}", d.URL, d.URLs, d.Push, d.CAFile, secret, d.SecretSource, d.PushInterval.D(), d.ViewInterval.D())
 }
 
 // JoinConfig makes the mirror a member that announces itself. At start it
@@ -207,8 +204,9 @@ type JoinConfig struct {
 	// reports alone.
 	Probe string `yaml:"probe"`
 	// LeaveWait is how long the mirror keeps serving after its drain
-	// (0, the default: the group's ttl.max from the group view, or
-	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait.
+	// (left out, it stays 0: the group's ttl.max from the group view, or
+	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait. A
+	// written 0 is an error (it meant the default before).
 	LeaveWait yamlconf.Duration `yaml:"leave_wait"`
 	// CheckInterval is how often the joined mirror asks each dnsd
 	// whether it still has the member, and joins again where it does not
@@ -246,18 +244,17 @@ type RedirectConfig struct {
 	// the group's load, but never below the low watermark (see
 	// FairShareRedirect); watermark ramps the share between the low and
 	// the high watermark of the mirror's own utilization (RedirectShare).
+	// The watermarks are the group's, policy.low_watermark and
+	// high_watermark in dnsd.yaml, which the mirror reads from its group
+	// view: the mirror has none of its own, for a mirror that sheds load
+	// at another utilization than the one where dnsd starts to send it
+	// fewer clients would work against dnsd (and a mirror without a view
+	// does not redirect).
 	Law string `yaml:"law"`
 	// TimeConstant is the time constant of the request rates that the
 	// fair-share law reads (default 1s, 100ms..10s): shorter follows a
 	// resolver that moves sooner, with more noise (√(r/2τ) on a rate r).
 	TimeConstant yamlconf.Duration `yaml:"time_constant"`
-	// LowWatermark is the utilization (load/capacity) where redirecting
-	// starts (default 0.7).
-	LowWatermark float64 `yaml:"low_watermark"`
-	// HighWatermark is the utilization where redirecting reaches MaxShare
-	// under the watermark law, and above which a dispatcher prefers other
-	// members (default 0.9); 0 < low_watermark <= high_watermark <= 1.5.
-	HighWatermark float64 `yaml:"high_watermark"`
 	// MaxShare is the largest share of requests redirected (default 0.8, in (0, 1]).
 	MaxShare float64 `yaml:"max_share"`
 	// MinSize is the smallest file redirected (default 0: any).
@@ -314,7 +311,7 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig decodes data, the YAML text of the config file named file,
 // strictly (yamlconf.Decode: unknown keys, YAML tags and more than one
 // document are refused), fills in defaults and validates the result.
-// Relative paths (root, dnsd.secret_file, geo.mmdb, the handoff sockets)
+// Relative paths (root, dnsd.secret's file, geo.mmdb, the handoff sockets)
 // are resolved against file's directory. The site section and the back
 // ends are checked by frontend.Config.Check. All problems are returned
 // together (errors.Join), one per line, each of the form
@@ -335,7 +332,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 // returns where each key was written.
 func decodeConfig(file string, data []byte) (*Config, yamlconf.Positions, error) {
 	cfg := &Config{}
-	pos, err := yamlconf.Decode(file, data, cfg)
+	pos, err := yamlconf.Decode(file, data, cfg, retiredKeys...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -528,26 +525,17 @@ func (v *validator) dnsd() {
 			d.CAFile = v.resolve(d.CAFile)
 		}
 	}
-	switch {
-	case d.Secret != "" && d.SecretFile != "":
-		v.errorf("dnsd.secret_file", "secret and secret_file are mutually exclusive")
-	case d.SecretFile != "":
-		data, warning, err := yamlconf.ReadSecretFile(v.resolve(d.SecretFile), d.SecretFile)
-		if err != nil {
-			// The error names the file as written, not as resolved.
-			v.errorf("dnsd.secret_file", "cannot read %q: %v", d.SecretFile, yamlconf.WithoutPath(err))
-			break
-		}
-		if warning != "" {
-			v.errs.Warnf("dnsd.secret_file", "dnsd.secret_file: %s", warning)
-		}
-		d.Secret = data
-		if d.Secret == "" {
-			v.errorf("dnsd.secret_file", "%q is empty", d.SecretFile)
-		}
-	case d.Secret == "":
-		v.errorf("dnsd", "secret or secret_file is required (pushes are authenticated)")
+	data, warning, err := d.SecretSource.Read(v.dir)
+	if warning != "" {
+		v.errs.Warnf("dnsd.secret", "dnsd.secret: %s", warning)
 	}
+	switch {
+	case err != nil:
+		v.errorf("dnsd.secret", "%v", err)
+	case data == "":
+		v.errorf("dnsd", "secret is required (pushes are authenticated): the secret, or {file: PATH}")
+	}
+	d.Secret = data
 	if !v.written("dnsd.push_interval") {
 		d.PushInterval = yamlconf.Duration(group.DefaultPushInterval)
 	} else if d.PushInterval <= 0 {
@@ -596,8 +584,12 @@ func (v *validator) join() {
 			v.errorf("join.probe", "%v", err)
 		}
 	}
-	if d := j.LeaveWait.D(); d < 0 || d > group.MaxLeaveWait {
-		v.errorf("join.leave_wait", "must be in 0..%s (0: the group's ttl.max), got %s", group.MaxLeaveWait, d)
+	// LeaveWait stays 0 when left out: the group's ttl.max (group.Joiner).
+	switch d := j.LeaveWait.D(); {
+	case d == 0 && v.written("join.leave_wait"):
+		v.errorf("join.leave_wait", "0s meant the group's ttl.max before this release: leave the key out for it, or write a wait in (0, %s]", group.MaxLeaveWait)
+	case d < 0 || d > group.MaxLeaveWait:
+		v.errorf("join.leave_wait", "must be in (0, %s] (leave it out for the group's ttl.max), got %s", group.MaxLeaveWait, d)
 	}
 	if !v.written("join.check_interval") {
 		j.CheckInterval = yamlconf.Duration(group.DefaultJoinCheckInterval)
@@ -671,7 +663,7 @@ func (v *validator) rootSafe(written, root string) {
 	d := v.c.DNSD
 	private := []struct{ key, what, path string }{
 		{"", "the config file", v.c.File},
-		{"dnsd.secret_file", "the push secret", d.SecretFile},
+		{"dnsd.secret", "the push secret", d.SecretSource.File},
 		{"dnsd.ca_file", "the CA file", d.CAFile},
 		{"admin_tls.cert_file", "the admin TLS certificate", v.c.AdminTLS.CertFile},
 		{"admin_tls.key_file", "the admin TLS key", v.c.AdminTLS.KeyFile},
@@ -757,19 +749,6 @@ func (v *validator) redirect() {
 	} else if d := r.TimeConstant.D(); d < 100*time.Millisecond || d > 10*time.Second {
 		v.errorf("redirect.time_constant", "%s: want 100ms..10s", d)
 	}
-	if !v.written("redirect.low_watermark") {
-		r.LowWatermark = DefaultLowWatermark
-	}
-	if !v.written("redirect.high_watermark") {
-		r.HighWatermark = DefaultHighWatermark
-	}
-	if !(r.LowWatermark > 0 && r.LowWatermark <= r.HighWatermark && r.HighWatermark <= 1.5) {
-		path := "redirect.low_watermark"
-		if !v.written(path) {
-			path = "redirect.high_watermark"
-		}
-		v.errorf(path, "want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5", r.LowWatermark, r.HighWatermark)
-	}
 	if !v.written("redirect.max_share") {
 		r.MaxShare = group.DefaultMaxShare
 	}
@@ -832,13 +811,14 @@ func ServerOptionsFromConfig(cfg *Config, h http.Handler) serve.ServerOptions {
 	}
 }
 
-// RedirectRulesFromConfig returns the rules that cfg describes.
+// RedirectRulesFromConfig returns the rules that cfg describes. They have
+// no watermarks: the Redirector takes the group's from the view
+// (RedirectRules.WithWatermarks).
 func RedirectRulesFromConfig(cfg *Config) group.RedirectRules {
 	r := cfg.Redirect
 	return group.RedirectRules{
 		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
-		LowWatermark: r.LowWatermark, HighWatermark: r.HighWatermark, MaxShare: r.MaxShare,
-		MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
+		MaxShare: r.MaxShare, MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
 		TrustedProxies: cfg.TrustedPrefixes(),
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // fuzzConfigError matches every line of an error about fuzz.yaml.
@@ -12,7 +14,7 @@ var fuzzConfigError = regexp.MustCompile(`^fuzz\.yaml:[1-9][0-9]*:[1-9][0-9]*: [
 // FuzzParseConfig checks that no config text makes the mirror's config
 // decoding or validation panic, and that every line of their errors is
 // positioned ("FILE:LINE:COL: what"). Files named in the config are not
-// read: root becomes the package directory, dnsd.secret_file and geo.mmdb
+// read: root becomes the package directory, the file of dnsd.secret and geo.mmdb
 // are dropped, so that the fuzzer does not wander the file system. The
 // seed corpus is in testdata/fuzz/FuzzParseConfig.
 func FuzzParseConfig(f *testing.F) {
@@ -28,7 +30,10 @@ func FuzzParseConfig(f *testing.F) {
 		if cfg.Root != "" {
 			cfg.Root = "."
 		}
-		cfg.DNSD.SecretFile, cfg.Geo.MMDB = "", ""
+		if cfg.DNSD.SecretSource.File != "" {
+			cfg.DNSD.SecretSource = yamlconf.Secret{}
+		}
+		cfg.Geo.MMDB = ""
 		if err := validateConfig(cfg, pos); err != nil {
 			for line := range strings.SplitSeq(err.Error(), "\n") {
 				if !fuzzConfigError.MatchString(line) {

@@ -51,11 +51,11 @@ func TestConfigRootSafety(t *testing.T) {
 		{"var/lib", "mirror.yaml", head + "root: /var/lib\n", `root: "/var/lib" is in the system directory /var/lib`},
 		{"dot, holding the config file", "mirror.yaml", head + "root: .\n", `mirror.yaml:5:1: root: "." holds the config file`},
 		{"parent of the config file", "conf/mirror.yaml", head + "root: ..\n", `root: ".." holds the config file`},
-		{"holding the push secret", "mirror.yaml", head + "root: www\ndnsd: {url: 'http://a', secret_file: www/group.secret}\n", `root: "www" holds the push secret (dnsd.secret_file)`},
-		{"holding the push secret through a link", "mirror.yaml", head + "root: www-link\ndnsd: {url: 'http://a', secret_file: www/group.secret}\n", `root: "www-link" holds the push secret (dnsd.secret_file)`},
+		{"holding the push secret", "mirror.yaml", head + "root: www\ndnsd: {url: 'http://a', secret: {file: www/group.secret}}\n", `root: "www" holds the push secret (dnsd.secret)`},
+		{"holding the push secret through a link", "mirror.yaml", head + "root: www-link\ndnsd: {url: 'http://a', secret: {file: www/group.secret}}\n", `root: "www-link" holds the push secret (dnsd.secret)`},
 		{"holding the admin TLS key", "mirror.yaml", head + "root: www\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: www/tls/admin.crt, key_file: www/tls/admin.key}\n", `root: "www" holds the admin TLS key (admin_tls.key_file)`},
 		{"holding the admin TLS certificate", "mirror.yaml", head + "root: www\nadmin: 127.0.0.1:0\nadmin_tls: {cert_file: www/tls/admin.crt, key_file: www/tls/admin.key}\n", `root: "www" holds the admin TLS certificate (admin_tls.cert_file)`},
-		{"beside the secret", "mirror.yaml", head + "root: www\ndnsd: {url: 'http://a', secret_file: group.secret}\n", ""},
+		{"beside the secret", "mirror.yaml", head + "root: www\ndnsd: {url: 'http://a', secret: {file: group.secret}}\n", ""},
 		{"usr/share is content", "mirror.yaml", head + "root: /usr/share\n", ""},
 	}
 	for _, tt := range tests {

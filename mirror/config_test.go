@@ -41,8 +41,6 @@ func TestLoadConfigGood(t *testing.T) {
 		{"shutdown default", cfg.Timeouts.Shutdown.D(), 30 * time.Second},
 		{"send default", cfg.Timeouts.Send.D(), 60 * time.Second},
 		{"redirect enabled default", cfg.Redirect.Enabled, true},
-		{"low_watermark", cfg.Redirect.LowWatermark, 0.6},
-		{"high_watermark default", cfg.Redirect.HighWatermark, 0.9},
 		{"max_share default", cfg.Redirect.MaxShare, 0.8},
 		{"min_size", cfg.Redirect.MinSize, yamlconf.ByteSize(1 << 20)},
 		{"never", strings.Join(cfg.Redirect.Never, " "), "/ /index.html"},
@@ -125,9 +123,11 @@ func TestLoadConfigBad(t *testing.T) {
 		{"root and backends", "root_and_backends.yaml", []string{"root_and_backends.yaml:6:1: backends: root and backends are mutually exclusive"}},
 		{"neither root nor backends", "neither.yaml", []string{"neither.yaml:1:1: root: one of root and backends is required"}},
 		{"capacity zero", "capacity_zero.yaml", []string{"capacity_zero.yaml:6:1: capacity: must be > 0, got 0"}},
-		{"bad watermarks", "watermarks.yaml", []string{
-			"watermarks.yaml:7:3: redirect.low_watermark: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5",
-			"watermarks.yaml:9:3: redirect.max_share: must be in (0, 1], got 1.5",
+		{"watermarks retired", "watermarks.yaml", []string{
+			"watermarks.yaml:7:3: redirect.low_watermark: retired key: remove it: the mirror takes the group's policy.low_watermark from dnsd's group view",
+		}},
+		{"bad max_share", "max_share.yaml", []string{
+			"max_share.yaml:7:3: redirect.max_share: must be in (0, 1], got 1.5",
 		}},
 		{"bad URLs", "bad_url.yaml", []string{
 			`bad_url.yaml:6:3: dnsd.url: "ftp://dnsd.example.org/": want an http or https URL`,
@@ -142,7 +142,7 @@ func TestLoadConfigBad(t *testing.T) {
 		{"bad duration", "bad_duration.yaml", []string{`bad_duration.yaml:7:16: timeouts.read_header: invalid duration "5 parsecs"`}},
 		{"bad bandwidth", "bad_bandwidth.yaml", []string{`bad_bandwidth.yaml:6:12: bandwidth: invalid bandwidth "100 megabits": want e.g. 1Gbit/s, 100Mbit/s or 12.5MB/s`}},
 		{"bad size", "bad_size.yaml", []string{`bad_size.yaml:8:13: backends[0].memory: invalid size "8 gigs"`}},
-		{"secret and secret_file", "secret_both.yaml", []string{"secret_both.yaml:9:3: dnsd.secret_file: secret and secret_file are mutually exclusive"}},
+		{"secret_file retired", "secret_file.yaml", []string{"secret_file.yaml:9:3: dnsd.secret_file: retired key: write secret: {file: PATH}"}},
 		{"wrong type", "wrong_type.yaml", []string{"wrong_type.yaml:1:9: listen: wrong type: want sequence, got string"}},
 		{"all errors collected", "many.yaml", []string{
 			`many.yaml:1:10: listen[0]: "8080": want HOST:PORT`,
@@ -199,10 +199,11 @@ func TestParseConfigInline(t *testing.T) {
 		{"backends checked by the front end", head + "backends: [{name: b1, url: 'http://a'}, {name: b1, url: 'http://b'}]\n", `mirror.yaml:5:42: backends[1].name: "b1" is listed twice`},
 		{"site checked by the front end", head + "root: .\nsite: {mode: dsr}\n", `mirror.yaml:6:8: site.mode: "dsr": want one of proxy, redirect, handoff`},
 		{"site cache on a front end", head + "backends: [{name: b1, url: 'http://a'}]\nsite: {cache: {memory: 1GiB}}\n", "mirror.yaml:6:8: site.cache: is for a back end (a mirror with root), not a front end"},
-		{"dnsd without secret", head + "root: .\ndnsd: {url: 'http://a'}\n", "dnsd: secret or secret_file is required"},
+		{"dnsd without secret", head + "root: .\ndnsd: {url: 'http://a'}\n", "dnsd: secret is required (pushes are authenticated): the secret, or {file: PATH}"},
 		{"dnsd without url", head + "root: .\ndnsd: {secret: x}\n", "dnsd.url: is required"},
-		{"dnsd secret_file empty", head + "root: .\ndnsd: {url: 'http://a', secret_file: empty.secret}\n", `dnsd.secret_file: "empty.secret" is empty`},
-		{"dnsd secret_file missing", head + "root: .\ndnsd: {url: 'http://a', secret_file: nope.secret}\n", `dnsd.secret_file: cannot read "nope.secret": no such file or directory`},
+		{"dnsd secret file empty", head + "root: .\ndnsd: {url: 'http://a', secret: {file: empty.secret}}\n", `dnsd.secret: file empty.secret is empty`},
+		{"dnsd secret file missing", head + "root: .\ndnsd: {url: 'http://a', secret: {file: nope.secret}}\n", `dnsd.secret: file nope.secret: no such file or directory`},
+		{"dnsd secret mapping without a file", head + "root: .\ndnsd: {url: 'http://a', secret: {file: ''}}\n", `dnsd.secret: {file: PATH} without a PATH`},
 		{"dnsd url with user", head + "root: .\ndnsd: {url: 'http://u:p@a', secret: x}\n", "dnsd.url: URL must not carry user information"},
 		{"push_interval zero", head + "root: .\ndnsd: {url: 'http://a', secret: x, push_interval: 0s}\n", "dnsd.push_interval: must be > 0"},
 		{"root missing", head + "root: nope\n", `root: cannot use "nope": no such file or directory`},
@@ -213,7 +214,6 @@ func TestParseConfigInline(t *testing.T) {
 		{"send off", head + "root: .\ntimeouts: {send: 0s}\n", ""},
 		{"never relative", head + "root: .\nredirect: {never: [index.html]}\n", `redirect.never[0]: "index.html": want a path`},
 		{"never dotdot", head + "root: .\nredirect: {never: [/a/../b]}\n", `redirect.never[0]`},
-		{"watermark zero", head + "root: .\nredirect: {low_watermark: 0}\n", "redirect.low_watermark: want 0 < low_watermark (0)"},
 		{"redirect off", head + "root: .\nredirect: {enabled: false}\n", ""},
 		{"redirect scheme", head + "root: .\nredirect: {scheme: https}\ntrusted_proxies: [10.0.0.0/8, 192.0.2.10, '2001:db8::/32']\n", ""},
 		{"redirect scheme bad", head + "root: .\nredirect: {scheme: ftp}\n", `mirror.yaml:6:12: redirect.scheme: "ftp": want one of auto, http, https`},
@@ -247,7 +247,8 @@ func TestParseConfigInline(t *testing.T) {
 		{"join bad address", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1, www.example.org, '::ffff:192.0.2.1']}\n", `join.addresses[1]: "www.example.org" is not an IP address`},
 		{"join address twice", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1, '::ffff:192.0.2.1']}\n", `join.addresses[1]: "::ffff:192.0.2.1" is listed twice`},
 		{"join bad probe", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], probe: 'a:b'}\n", "join.probe: "},
-		{"join leave_wait", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], leave_wait: 2h}\n", "join.leave_wait: must be in 0..1h0m0s (0: the group's ttl.max), got 2h0m0s"},
+		{"join leave_wait", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], leave_wait: 2h}\n", "join.leave_wait: must be in (0, 1h0m0s] (leave it out for the group's ttl.max), got 2h0m0s"},
+		{"join leave_wait 0", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], leave_wait: 0s}\n", "join.leave_wait: 0s meant the group's ttl.max before this release: leave the key out for it"},
 		{"join check_interval", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], check_interval: 100ms}\n", "join.check_interval: must be in 1s..1h, got 100ms"},
 		{"join check_interval without enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {check_interval: 10s}\n", "join.enabled: the join settings are written but enabled is not true"},
 		{"join settings not enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {addresses: [192.0.2.1]}\n", "join.enabled: the join settings are written but enabled is not true"},
@@ -269,7 +270,7 @@ func TestParseConfigInline(t *testing.T) {
 	}
 }
 
-// TestConfigWarnsUnprotectedSecret: a dnsd.secret_file readable by
+// TestConfigWarnsUnprotectedSecret: a dnsd.secret file readable by
 // group or others loads, with a warning naming it, its mode and where it
 // was written; a private one gives none.
 func TestConfigWarnsUnprotectedSecret(t *testing.T) {
@@ -279,7 +280,7 @@ func TestConfigWarnsUnprotectedSecret(t *testing.T) {
 		want string
 	}{
 		{"private", 0o600, ""},
-		{"world readable", 0o644, "m.yaml:4:3: dnsd.secret_file: UNPROTECTED SECRET FILE group.secret: mode 0644"},
+		{"world readable", 0o644, "m.yaml:4:3: dnsd.secret: UNPROTECTED SECRET FILE group.secret: mode 0644"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,7 +295,7 @@ func TestConfigWarnsUnprotectedSecret(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, "root"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			yaml := "listen: [\"127.0.0.1:0\"]\ngroup: www.example.org\ndnsd:\n  secret_file: group.secret\n  url: http://127.0.0.1:9053\nmember: fra1\nhost: fra1.example.org\nroot: root\ncapacity: 10\n"
+			yaml := "listen: [\"127.0.0.1:0\"]\ngroup: www.example.org\ndnsd:\n  secret: {file: group.secret}\n  url: http://127.0.0.1:9053\nmember: fra1\nhost: fra1.example.org\nroot: root\ncapacity: 10\n"
 			cfg, err := ParseConfig(filepath.Join(dir, "m.yaml"), []byte(yaml))
 			if err != nil {
 				t.Fatal(err)

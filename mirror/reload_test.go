@@ -61,7 +61,7 @@ func TestRestartChanges(t *testing.T) {
 		{"capacity", edit("capacity: 100", "capacity: 250"), nil, ""},
 		{"bandwidth", edit("capacity: 100", "capacity: 100\nbandwidth: 1Gbit/s"), nil, ""},
 		{"host", edit("host: a.mirrors", "host: a2.mirrors"), nil, ""},
-		{"redirect", reloadBaseYAML + "redirect: {max_share: 0.2, low_watermark: 0.5, never: [/, /index.html]}\n", nil, ""},
+		{"redirect", reloadBaseYAML + "redirect: {max_share: 0.2, never: [/, /index.html]}\n", nil, ""},
 		{"geo", reloadBaseYAML + "geo: {networks: [{prefix: 10.0.0.0/8, location: {country: DE}}], default: {continent: EU}}\n", nil, ""},
 		{"location", reloadBaseYAML + "location: {lat: 50.1, lon: 8.7}\n", nil, ""},
 		{"listen", edit(":8080", ":8081"),

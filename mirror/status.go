@@ -96,7 +96,8 @@ type LoadStatus struct {
 type RedirectStatus struct {
 	// Enabled is redirect.enabled (always true for a dispatcher).
 	Enabled bool `json:"enabled"`
-	// LowWatermark, HighWatermark and MaxShare are the rules' shape.
+	// LowWatermark and HighWatermark are the group's, from the view
+	// (the scheduler's defaults without one); MaxShare is redirect.max_share.
 	LowWatermark  float64 `json:"low_watermark"`
 	HighWatermark float64 `json:"high_watermark"`
 	MaxShare      float64 `json:"max_share"`
@@ -159,14 +160,15 @@ type ViewErrorStatus struct {
 }
 
 // redirectStatus describes r, the redirect decision, at now; perSecond
-// is the rate of its 302 answers over the report window.
+// is the rate of its 302 answers over the report window. The watermarks
+// are the group's, from the view (Redirector.Watermarks).
 func redirectStatus(r *group.Redirector, perSecond float64, now time.Time) RedirectStatus {
 	rules := r.Rules()
 	s := RedirectStatus{
-		Enabled: rules.Enabled || rules.Dispatcher, LowWatermark: rules.LowWatermark,
-		HighWatermark: rules.HighWatermark, MaxShare: rules.MaxShare,
+		Enabled: rules.Enabled || rules.Dispatcher, MaxShare: rules.MaxShare,
 		PerSecond: perSecond,
 	}
+	s.LowWatermark, s.HighWatermark = r.Watermarks()
 	s.Redirected, s.Skipped = r.Counts()
 	s.Law = rules.Law
 	if rules.Dispatcher {

@@ -237,46 +237,39 @@ func cloneConfig(cfg *Config) *Config {
 	return &c
 }
 
+// server defaults and checks the server block. A key left out takes its
+// default; a written 0 is an error: none of these has an "off".
 func (b *builder) server() {
-	s := &b.c.Server
-	if s.MaxUDPSize == 0 {
-		s.MaxUDPSize = DefaultMaxUDPSize
-	}
+	s, pos := &b.c.Server, b.c.pos
+	yamlconf.Default(pos, "server.max_udp_size", &s.MaxUDPSize, DefaultMaxUDPSize)
 	if s.MaxUDPSize < 512 || s.MaxUDPSize > 4096 {
 		b.errorf("server.max_udp_size", "server: max_udp_size %d must be in 512..4096", s.MaxUDPSize)
 	}
-	if s.TCPIdleTimeout == 0 {
-		s.TCPIdleTimeout = Duration(DefaultTCPIdleTimeout)
-	}
-	if s.TCPIdleTimeout < 0 {
+	yamlconf.Default(pos, "server.tcp_idle_timeout", &s.TCPIdleTimeout, Duration(DefaultTCPIdleTimeout))
+	if s.TCPIdleTimeout <= 0 {
 		b.errorf("server.tcp_idle_timeout", "server: tcp_idle_timeout %s must be > 0", s.TCPIdleTimeout.D())
 	}
-	if s.TCPReadTimeout == 0 {
-		s.TCPReadTimeout = Duration(DefaultTCPReadTimeout)
-	}
-	if s.TCPReadTimeout < 0 {
+	yamlconf.Default(pos, "server.tcp_read_timeout", &s.TCPReadTimeout, Duration(DefaultTCPReadTimeout))
+	if s.TCPReadTimeout <= 0 {
 		b.errorf("server.tcp_read_timeout", "server: tcp_read_timeout %s must be > 0", s.TCPReadTimeout.D())
 	}
-	if s.UDPSockets < 0 || s.UDPSockets > MaxUDPSockets {
-		b.errorf("server.udp_sockets", "server: udp_sockets %d must be in 0..%d (0: one per CPU)", s.UDPSockets, MaxUDPSockets)
+	// UDPSockets stays 0 when left out: one per CPU, counted at start.
+	if s.UDPSockets < 0 || s.UDPSockets > MaxUDPSockets || s.UDPSockets == 0 && b.written("server.udp_sockets") {
+		b.errorf("server.udp_sockets", "server: udp_sockets %d must be in 1..%d (leave it out for one per CPU)", s.UDPSockets, MaxUDPSockets)
 	}
-	if s.MaxTCPConnections == 0 {
-		s.MaxTCPConnections = DefaultMaxTCPConnections
-	}
-	if s.MaxTCPConnections < 0 {
-		b.errorf("server.max_tcp_connections", "server: max_tcp_connections %d must be > 0", s.MaxTCPConnections)
-	}
-	if s.MaxTCPConnectionsPerClient == 0 {
-		s.MaxTCPConnectionsPerClient = DefaultMaxTCPConnectionsPerClient
-	}
-	if s.MaxTCPConnectionsPerClient < 0 {
-		b.errorf("server.max_tcp_connections_per_client", "server: max_tcp_connections_per_client %d must be > 0", s.MaxTCPConnectionsPerClient)
-	}
-	if s.MaxTCPQueries == 0 {
-		s.MaxTCPQueries = DefaultMaxTCPQueries
-	}
-	if s.MaxTCPQueries < 0 {
-		b.errorf("server.max_tcp_queries", "server: max_tcp_queries %d must be > 0", s.MaxTCPQueries)
+	for _, n := range []struct {
+		key string
+		v   *int
+		def int
+	}{
+		{"max_tcp_connections", &s.MaxTCPConnections, DefaultMaxTCPConnections},
+		{"max_tcp_connections_per_client", &s.MaxTCPConnectionsPerClient, DefaultMaxTCPConnectionsPerClient},
+		{"max_tcp_queries", &s.MaxTCPQueries, DefaultMaxTCPQueries},
+	} {
+		yamlconf.Default(pos, "server."+n.key, n.v, n.def)
+		if *n.v <= 0 {
+			b.errorf("server."+n.key, "server: %s %d must be > 0", n.key, *n.v)
+		}
 	}
 	if s.Version == "" && !b.written("server.version") {
 		s.Version = DefaultVersion
@@ -287,34 +280,31 @@ func (b *builder) server() {
 	b.rrl(&s.RRL)
 }
 
+// Defaults of server.rrl.
+const (
+	DefaultRRLRate       = 20
+	DefaultRRLWindow     = 5 * time.Second
+	DefaultRRLSlip       = 2
+	DefaultRRLIPv4Prefix = 24
+	DefaultRRLIPv6Prefix = 56
+	DefaultRRLTableSize  = 1 << 16
+)
+
 // rrl defaults and checks server.rrl, with the ranges dnsd/rrl accepts.
+// A written 0 is an error except for slip, where it means none.
 func (b *builder) rrl(r *RRLConfig) {
-	if r.Rate == 0 {
-		r.Rate = 20
-	}
-	if r.Window == 0 {
-		r.Window = Duration(5 * time.Second)
-	}
-	if r.Slip == 0 {
-		r.Slip = 2
-	}
-	if r.IPv4Prefix == 0 {
-		r.IPv4Prefix = 24
-	}
-	if r.IPv6Prefix == 0 {
-		r.IPv6Prefix = 56
-	}
-	if r.TableSize == 0 {
-		r.TableSize = 1 << 16
-	}
+	pos := b.c.pos
+	yamlconf.Default(pos, "server.rrl.rate", &r.Rate, DefaultRRLRate)
+	yamlconf.Default(pos, "server.rrl.window", &r.Window, Duration(DefaultRRLWindow))
+	yamlconf.Default(pos, "server.rrl.ipv4_prefix", &r.IPv4Prefix, DefaultRRLIPv4Prefix)
+	yamlconf.Default(pos, "server.rrl.ipv6_prefix", &r.IPv6Prefix, DefaultRRLIPv6Prefix)
+	yamlconf.Default(pos, "server.rrl.table_size", &r.TableSize, DefaultRRLTableSize)
+	b.rrlSlip(r)
 	if !(r.Rate > 0) || r.Rate > 1e6 {
 		b.errorf("server.rrl.rate", "server: rrl: rate %g must be in (0, 1000000] responses/s", r.Rate)
 	}
-	if r.Window < 0 || r.Window.D() > time.Minute || r.Rate*r.Window.D().Seconds() < 1 {
-		b.errorf("server.rrl.window", "server: rrl: window %s must be at most 1m with rate × window >= 1", r.Window.D())
-	}
-	if r.Slip < -1 || r.Slip > 10 {
-		b.errorf("server.rrl.slip", "server: rrl: slip %d must be in 1..10, or -1 for none", r.Slip)
+	if r.Window <= 0 || r.Window.D() > time.Minute || r.Rate*r.Window.D().Seconds() < 1 {
+		b.errorf("server.rrl.window", "server: rrl: window %s must be in (0, 1m] with rate × window >= 1", r.Window.D())
 	}
 	if r.IPv4Prefix < 8 || r.IPv4Prefix > 32 {
 		b.errorf("server.rrl.ipv4_prefix", "server: rrl: ipv4_prefix %d must be in 8..32", r.IPv4Prefix)
@@ -327,6 +317,27 @@ func (b *builder) rrl(r *RRLConfig) {
 	}
 	for i, p := range r.Exempt {
 		r.Exempt[i] = p.Masked()
+	}
+}
+
+// rrlSlip defaults and checks server.rrl.slip. It is the one key whose
+// written 0 changed meaning: 0 was the default (2) and -1 none; now 0 is
+// none, as everywhere else, and -1 still loads as none. RRLConfig.Slip
+// keeps dnsd/rrl's form, -1 for none: a written 0 is turned into it, and
+// both old forms get a warning.
+func (b *builder) rrlSlip(r *RRLConfig) {
+	const key = "server.rrl.slip"
+	switch {
+	case !b.written(key):
+		yamlconf.Default(b.c.pos, key, &r.Slip, DefaultRRLSlip)
+	case r.Slip == 0:
+		r.Slip = -1
+		b.errs.Warnf(key, "server: rrl: slip 0 meant the default (every 2nd limited response truncated) before this release and means none now: write 2 for the old behaviour, or leave it out")
+	case r.Slip == -1:
+		b.errs.Warnf(key, "server: rrl: slip -1 is the old way to write none: write 0")
+	}
+	if r.Slip < -1 || r.Slip > 10 {
+		b.errorf(key, "server: rrl: slip %d must be in 0..10 (0: none)", r.Slip)
 	}
 }
 
@@ -354,7 +365,7 @@ func (b *builder) listen() {
 		b.errorf("admin_tls", "admin_tls: needs admin (the admin listen address)")
 	}
 	b.c.AdminTLS.Check(b.errs, "admin_tls", b.dir)
-	b.c.AdminLimits.Check(b.errs, b.c.pos, "admin_limits")
+	b.c.AdminLimits.Check(b.errs, b.c.pos, "limits")
 	yamlconf.CheckAdminHosts(b.errs, "admin_hosts", b.c.AdminHosts)
 }
 
@@ -522,27 +533,23 @@ func (b *builder) groupZone(path, obj, name string) {
 }
 
 func (b *builder) group(path, obj string, g *GroupConfig) {
-	if g.Answers == 0 {
-		g.Answers = DefaultAnswers
-	}
+	pos := b.c.pos
+	yamlconf.Default(pos, path+".answers", &g.Answers, DefaultAnswers)
 	if g.Answers < 1 {
 		b.errorf(path+".answers", "%s: answers %d must be >= 1", obj, g.Answers)
 	}
-	if g.TTL.Min == 0 {
-		g.TTL.Min = DefaultTTLMin
+	yamlconf.Default(pos, path+".ttl.min", &g.TTL.Min, DefaultTTLMin)
+	yamlconf.Default(pos, path+".ttl.max", &g.TTL.Max, DefaultTTLMax)
+	if g.TTL.Max < 1 || g.TTL.Max > 86400 {
+		b.errorf(path+".ttl.max", "%s: ttl max %d must be in 1..86400", obj, g.TTL.Max)
 	}
-	if g.TTL.Max == 0 {
-		g.TTL.Max = DefaultTTLMax
-	}
-	if g.TTL.Max > 86400 {
-		b.errorf(path+".ttl.max", "%s: ttl max %d must be <= 86400", obj, g.TTL.Max)
+	if g.TTL.Min < 1 {
+		b.errorf(path+".ttl.min", "%s: ttl min %d must be >= 1", obj, g.TTL.Min)
 	}
 	if g.TTL.Min > g.TTL.Max {
 		b.errorf(path+".ttl", "%s: ttl min %d must be <= max %d", obj, g.TTL.Min, g.TTL.Max)
 	}
-	if g.TTL.Unseen == 0 {
-		g.TTL.Unseen = g.TTL.Min
-	}
+	yamlconf.Default(pos, path+".ttl.unseen", &g.TTL.Unseen, g.TTL.Min)
 	if g.TTL.Min <= g.TTL.Max && (g.TTL.Unseen < g.TTL.Min || g.TTL.Unseen > g.TTL.Max) {
 		b.errorf(path+".ttl.unseen", "%s: ttl unseen %d must be within [min %d, max %d]", obj, g.TTL.Unseen, g.TTL.Min, g.TTL.Max)
 	}
@@ -553,12 +560,8 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	if !slices.Contains(policies, p.Name) {
 		b.errorf(path+".policy.name", "%s: policy %q: want one of %s", obj, p.Name, strings.Join(policies, ", "))
 	}
-	if p.LowWatermark == 0 {
-		p.LowWatermark = DefaultLowWatermark
-	}
-	if p.HighWatermark == 0 {
-		p.HighWatermark = DefaultHighWatermark
-	}
+	yamlconf.Default(pos, path+".policy.low_watermark", &p.LowWatermark, DefaultLowWatermark)
+	yamlconf.Default(pos, path+".policy.high_watermark", &p.HighWatermark, DefaultHighWatermark)
 	if !(p.LowWatermark > 0 && p.LowWatermark <= p.HighWatermark && p.HighWatermark <= 1.5) {
 		b.errorf(path+".policy", "%s: watermarks: want 0 < low_watermark (%g) <= high_watermark (%g) <= 1.5",
 			obj, p.LowWatermark, p.HighWatermark)
@@ -588,32 +591,28 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	case static <= MaxGroupMembers && static+g.MaxRuntimeMembers > MaxGroupMembers:
 		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d and %d members in the file are more than %d, the most a group may have", obj, g.MaxRuntimeMembers, static, MaxGroupMembers)
 	}
-	b.secret(path, obj, "secret", &g.Secret, g.SecretFile, &g.secretFromFile)
-	b.secret(path, obj, "previous_secret", &g.PreviousSecret, g.PreviousSecretFile, &g.previousSecretFromFile)
+	b.secret(path+".secret", obj+": secret", g.SecretSource, &g.Secret)
+	b.secret(path+".previous_secret", obj+": previous_secret", g.PreviousSecretSource, &g.PreviousSecret)
 	b.previousSecret(path, obj, g)
 }
 
-// secret reads key_file into *secret (once: fromFile remembers it) and
-// checks that only one of key and key_file is given.
-func (b *builder) secret(path, obj, key string, secret *string, file string, fromFile *bool) {
-	switch {
-	case file != "" && *secret != "" && !*fromFile:
-		b.errorf(path+"."+key+"_file", "%s: %s and %s_file are mutually exclusive", obj, key, key)
-	case file != "":
-		data, warning, err := yamlconf.ReadSecretFile(b.resolve(file), file)
-		if err != nil {
-			b.errorf(path+"."+key+"_file", "%s: %s_file: %v", obj, key, err)
-			return
-		}
-		if warning != "" {
-			b.errs.Warnf(path+"."+key+"_file", "%s: %s_file: %s", obj, key, warning)
-		}
-		*secret = data
-		*fromFile = true
-		if *secret == "" {
-			b.errorf(path+"."+key+"_file", "%s: %s_file %s is empty", obj, key, file)
-		}
+// secret sets *secret from src when the file has the key at path (a
+// config built in Go sets *secret itself): the secret written, or the
+// contents of its file, whose mode may give a warning. what names the
+// key in errors ("group \"www.\": secret").
+func (b *builder) secret(path, what string, src yamlconf.Secret, secret *string) {
+	if src.IsZero() {
+		return
 	}
+	data, warning, err := src.Read(b.dir)
+	if warning != "" {
+		b.errs.Warnf(path, "%s: %s", what, warning)
+	}
+	if err != nil {
+		b.errorf(path, "%s: %v", what, err)
+		return
+	}
+	*secret = data
 }
 
 // previousSecret checks a secret rotation: a previous secret needs the
@@ -622,10 +621,7 @@ func (b *builder) secret(path, obj, key string, secret *string, file string, fro
 // An end in the past is not an error (a restart after the rotation must
 // not fail): the previous secret is then simply no longer accepted.
 func (b *builder) previousSecret(path, obj string, g *GroupConfig) {
-	key := "previous_secret"
-	if g.previousSecretFromFile {
-		key = "previous_secret_file"
-	}
+	const key = "previous_secret"
 	g.PreviousSecretExpiry = time.Time{}
 	if g.PreviousSecretUntil != "" {
 		t, err := time.Parse(time.RFC3339, g.PreviousSecretUntil)
@@ -635,11 +631,11 @@ func (b *builder) previousSecret(path, obj string, g *GroupConfig) {
 		g.PreviousSecretExpiry = t
 	}
 	switch {
-	case g.PreviousSecret == "" && g.PreviousSecretUntil != "" && g.PreviousSecretFile == "":
+	case g.PreviousSecret == "" && g.PreviousSecretUntil != "" && g.PreviousSecretSource.IsZero():
 		b.errorf(path+".previous_secret_until", "%s: previous_secret_until without a previous_secret", obj)
 	case g.PreviousSecret == "":
 	case g.Secret == "":
-		b.errorf(path+"."+key, "%s: %s without a secret: give the new secret in secret or secret_file", obj, key)
+		b.errorf(path+"."+key, "%s: %s without a secret: give the new secret in secret", obj, key)
 	case hmac.Equal([]byte(g.PreviousSecret), []byte(g.Secret)):
 		b.errorf(path+"."+key, "%s: %s is the same as the secret", obj, key)
 	case g.PreviousSecretUntil == "":
@@ -697,11 +693,9 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 	if err := m.Bandwidth.Check(); err != nil {
 		b.errorf(path+".bandwidth", "%s: bandwidth %v", obj, err)
 	}
-	if m.Weight == 0 {
-		m.Weight = DefaultWeight
-	}
-	if !(m.Weight >= 0) || math.IsInf(m.Weight, 1) {
-		b.errorf(path+".weight", "%s: weight %g must be >= 0", obj, m.Weight)
+	yamlconf.Default(b.c.pos, path+".weight", &m.Weight, DefaultWeight)
+	if !(m.Weight > 0) || math.IsInf(m.Weight, 1) {
+		b.errorf(path+".weight", "%s: weight %g must be > 0", obj, m.Weight)
 	}
 	if m.Probe != "" {
 		u, err := url.Parse(m.Probe)
@@ -739,52 +733,36 @@ const (
 
 // health defaults and validates the health section.
 func (b *builder) health() {
-	h := &b.c.Health
-	if h.Interval == 0 {
-		h.Interval = Duration(DefaultHealthInterval)
-	}
+	h, pos := &b.c.Health, b.c.pos
+	yamlconf.Default(pos, "health.interval", &h.Interval, Duration(DefaultHealthInterval))
 	if h.Interval.D() < 10*time.Millisecond {
 		b.errorf("health.interval", "health: interval %s must be at least 10ms", h.Interval.D())
 	}
-	if h.Timeout == 0 {
-		h.Timeout = Duration(min(DefaultHealthTimeout, h.Interval.D()))
-	}
+	yamlconf.Default(pos, "health.timeout", &h.Timeout, Duration(min(DefaultHealthTimeout, h.Interval.D())))
 	if h.Timeout <= 0 || h.Timeout > h.Interval {
 		b.errorf("health.timeout", "health: timeout %s must be > 0 and at most the interval %s", h.Timeout.D(), h.Interval.D())
 	}
-	if h.Jitter == 0 && !b.written("health.jitter") {
-		h.Jitter = h.Interval / 10
-	}
+	yamlconf.Default(pos, "health.jitter", &h.Jitter, h.Interval/10) // a written 0: no jitter
 	if h.Jitter < 0 || h.Jitter > h.Interval {
 		b.errorf("health.jitter", "health: jitter %s must be between 0 and the interval %s", h.Jitter.D(), h.Interval.D())
 	}
-	if h.Rise == 0 {
-		h.Rise = DefaultRise
-	}
-	if h.Fall == 0 {
-		h.Fall = DefaultFall
-	}
+	yamlconf.Default(pos, "health.rise", &h.Rise, DefaultRise)
+	yamlconf.Default(pos, "health.fall", &h.Fall, DefaultFall)
 	if h.Rise < 1 || h.Rise > 100 {
 		b.errorf("health.rise", "health: rise %d must be in 1..100", h.Rise)
 	}
 	if h.Fall < 1 || h.Fall > 100 {
 		b.errorf("health.fall", "health: fall %d must be in 1..100", h.Fall)
 	}
-	if h.SignatureWindow == 0 {
-		h.SignatureWindow = Duration(DefaultSignatureWindow)
-	}
+	yamlconf.Default(pos, "health.signature_window", &h.SignatureWindow, Duration(DefaultSignatureWindow))
 	if h.SignatureWindow.D() < time.Second || h.SignatureWindow.D() > time.Hour {
 		b.errorf("health.signature_window", "health: signature_window %s must be in 1s..1h", h.SignatureWindow.D())
 	}
-	if h.ReportMaxSkew == 0 {
-		h.ReportMaxSkew = Duration(DefaultReportMaxSkew)
-	}
+	yamlconf.Default(pos, "health.report_max_skew", &h.ReportMaxSkew, Duration(DefaultReportMaxSkew))
 	if h.ReportMaxSkew.D() < time.Second || h.ReportMaxSkew.D() > time.Hour {
 		b.errorf("health.report_max_skew", "health: report_max_skew %s must be in 1s..1h", h.ReportMaxSkew.D())
 	}
-	if h.ReportMaxAge == 0 {
-		h.ReportMaxAge = Duration(DefaultReportMaxAge)
-	}
+	yamlconf.Default(pos, "health.report_max_age", &h.ReportMaxAge, Duration(DefaultReportMaxAge))
 	if h.ReportMaxAge.D() < time.Second || h.ReportMaxAge.D() > time.Hour {
 		b.errorf("health.report_max_age", "health: report_max_age %s must be in 1s..1h", h.ReportMaxAge.D())
 	}
@@ -804,34 +782,12 @@ func (b *builder) health() {
 // MinAdminTokenLen is the shortest admin_token Build accepts.
 const MinAdminTokenLen = 16
 
-// adminToken reads admin_token_file and checks the token: long enough to
+// adminToken reads admin_token and checks the token: long enough to
 // resist guessing and free of white space (it travels in a header).
 func (b *builder) adminToken() {
 	c := b.c
-	switch {
-	case c.AdminTokenFile != "" && c.AdminToken != "" && !c.adminTokenFromFile:
-		b.errorf("admin_token_file", "admin_token and admin_token_file are mutually exclusive")
-		return
-	case c.AdminTokenFile != "":
-		data, warning, err := yamlconf.ReadSecretFile(b.resolve(c.AdminTokenFile), c.AdminTokenFile)
-		if err != nil {
-			b.errorf("admin_token_file", "admin_token_file: %v", err)
-			return
-		}
-		if warning != "" {
-			b.errs.Warnf("admin_token_file", "admin_token_file: %s", warning)
-		}
-		c.AdminToken = data
-		c.adminTokenFromFile = true
-		if c.AdminToken == "" {
-			b.errorf("admin_token_file", "admin_token_file %s is empty", c.AdminTokenFile)
-			return
-		}
-	}
-	key := "admin_token"
-	if c.adminTokenFromFile {
-		key = "admin_token_file"
-	}
+	const key = "admin_token"
+	b.secret(key, key, c.AdminTokenSource, &c.AdminToken)
 	switch {
 	case c.AdminToken == "":
 	case len(c.AdminToken) < MinAdminTokenLen:

@@ -133,7 +133,7 @@ func TestLoadBad(t *testing.T) {
 		{"missing zone file", "missing_zone.yaml", []string{`missing_zone.yaml:3:5: zone "example.org.": open ` + filepath.Join("testdata", "bad", "does-not-exist.zone")}},
 		{"bad zone file", "bad_zone_file.yaml", []string{`two_cnames.zone:5: second CNAME`}},
 		{"server limits", "server_limits.yaml", []string{
-			`server_limits.yaml:2:3: server: udp_sockets 1000 must be in 0..256 (0: one per CPU)`,
+			`server_limits.yaml:2:3: server: udp_sockets 1000 must be in 1..256 (leave it out for one per CPU)`,
 			`server_limits.yaml:3:3: server: tcp_read_timeout -1s must be > 0`}},
 		{"bad watermarks", "watermarks.yaml", []string{`watermarks.yaml:11:5: group "www.example.org.": watermarks: want 0 < low_watermark (0.95) <= high_watermark (0.8) <= 1.5`}},
 		{"ttl unseen outside the bounds", "ttl_unseen.yaml", []string{`ttl_unseen.yaml:9:7: group "www.example.org.": ttl unseen 600 must be within [min 20, max 300]`}},
@@ -154,7 +154,7 @@ func TestLoadBad(t *testing.T) {
 		}},
 		{"duplicate zone", "dup_zone.yaml", []string{`dup_zone.yaml:4:5: zone "example.org.": served twice`}},
 		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
-		{"secret and secret_file", "secret_both.yaml", []string{`secret_both.yaml:12:5: group "www.example.org.": secret and secret_file are mutually exclusive`}},
+		{"secret_file retired", "secret_file.yaml", []string{`secret_file.yaml:12:5: groups[0].secret_file: retired key: write secret: {file: PATH}`}},
 		{"empty file", "empty.yaml", []string{`empty.yaml:1:1: no zones: dnsd would answer every query REFUSED; list zones, or set allow_no_zones: true if that is meant`}},
 		{"no zones", "no_zones.yaml", []string{`no_zones.yaml:2:1: no zones: dnsd would answer every query REFUSED`}},
 		{"listen without port", "bad_listen.yaml", []string{`bad_listen.yaml:1:10: listen "127.0.0.1": want HOST:PORT`}},
@@ -162,8 +162,8 @@ func TestLoadBad(t *testing.T) {
 			`admin_tls.yaml:2:1: admin_tls: needs admin (the admin listen address)`,
 			`admin_tls.yaml:2:13: admin_tls.cert_file: cannot use "missing.crt": no such file or directory`,
 			`admin_tls.yaml:2:37: admin_tls.key_file: cannot use "missing.key": no such file or directory`,
-			`admin_tls.yaml:3:16: admin_limits.max_conns_per_client: must be >= 0 (0 is no cap), got -1`,
-			`admin_tls.yaml:3:42: admin_limits.max_header_bytes: must be in 4KiB..1MiB, got 1024`,
+			`admin_tls.yaml:3:16: limits.max_conns_per_client: must be >= 0 (0 is no cap), got -1`,
+			`admin_tls.yaml:3:42: limits.max_header_bytes: must be in 4KiB..1MiB, got 1024`,
 		}},
 		{"cluster", "cluster.yaml", []string{
 			`cluster.yaml:3:3: cluster: node "ns 1": want a name without slashes or white space`,
@@ -190,7 +190,7 @@ func TestLoadBad(t *testing.T) {
 			`many.yaml:15:59: group "www.example.org.": member "FRA_1": location: continent "XX"`,
 			`many.yaml:12:9: group "www.example.org.": member "FRA_1": capacity must be > 0`,
 			`many.yaml:13:9: group "www.example.org.": member "FRA_1": bandwidth 100 B/s is below 1000 B/s (8kbit/s): write the unit, e.g. 100Mbit/s (0: no limit)`,
-			`many.yaml:14:9: group "www.example.org.": member "FRA_1": weight -2 must be >= 0`,
+			`many.yaml:14:9: group "www.example.org.": member "FRA_1": weight -2 must be > 0`,
 			`many.yaml:16:9: group "www.example.org.": member "FRA_1": probe "ftp://example.org/"`,
 		}},
 	}

@@ -80,12 +80,13 @@ type EtcdConfig struct {
 	CAFile   string `yaml:"ca_file"`
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
-	// Username and Password authenticate to etcd (its auth); the password
-	// may be read from PasswordFile instead. After Build Password holds
-	// it whichever way it was given.
-	Username     string `yaml:"username"`
-	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file"`
+	// Username and Password authenticate to etcd (its auth). Build sets
+	// Password from PasswordSource when the file has password.
+	Username string `yaml:"username"`
+	Password string `yaml:"-"`
+	// PasswordSource is password as written: the password, or
+	// {file: PATH} relative to the config file's directory.
+	PasswordSource yamlconf.Secret `yaml:"password"`
 	// DialTimeout bounds connecting (default 2s).
 	DialTimeout Duration `yaml:"dial_timeout"`
 	// RequestTimeout bounds one request (default 2s).
@@ -94,8 +95,6 @@ type EtcdConfig struct {
 	// its shared load reports and its entry in the node list go when it
 	// has not renewed the lease for that long.
 	LeaseTTL Duration `yaml:"lease_ttl"`
-
-	passwordFromFile bool // Password was read from PasswordFile by Build
 }
 
 // TLS reports whether the etcd connection uses TLS.
@@ -143,15 +142,12 @@ func (b *builder) cluster() {
 	}
 	b.etcdFiles(e)
 	b.etcdTimes(e)
-	if !b.written("cluster.pending_interval") {
-		c.PendingInterval = Duration(DefaultPendingInterval)
-	} else if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
+	yamlconf.Default(b.c.pos, "cluster.pending_interval", &c.PendingInterval, Duration(DefaultPendingInterval))
+	if d := c.PendingInterval.D(); d < 50*time.Millisecond || d > 10*time.Second {
 		b.errorf("cluster.pending_interval", "cluster: pending_interval %s must be within 50ms..10s", d)
 	}
 	q := &c.Quorum
-	if q.DownShare == 0 && !b.written("cluster.quorum.down_share") {
-		q.DownShare = DefaultQuorumDownShare
-	}
+	yamlconf.Default(b.c.pos, "cluster.quorum.down_share", &q.DownShare, DefaultQuorumDownShare)
 	if !(q.DownShare > 0 && q.DownShare < 1) {
 		b.errorf("cluster.quorum.down_share", "cluster: quorum down_share %g must be within (0,1), both excluded", q.DownShare)
 	}
@@ -210,20 +206,7 @@ func (b *builder) etcdFiles(e *EtcdConfig) {
 	if (e.CertFile == "") != (e.KeyFile == "") {
 		b.errorf("cluster.etcd", "cluster: etcd cert_file and key_file go together")
 	}
-	switch {
-	case e.PasswordFile != "" && e.Password != "" && !e.passwordFromFile:
-		b.errorf("cluster.etcd.password_file", "cluster: etcd password and password_file are mutually exclusive")
-	case e.PasswordFile != "":
-		data, warning, err := yamlconf.ReadSecretFile(b.resolve(e.PasswordFile), e.PasswordFile)
-		if err != nil {
-			b.errorf("cluster.etcd.password_file", "cluster: etcd password_file: %v", err)
-			break
-		}
-		if warning != "" {
-			b.errs.Warnf("cluster.etcd.password_file", "cluster: etcd password_file: %s", warning)
-		}
-		e.Password, e.passwordFromFile = data, true
-	}
+	b.secret("cluster.etcd.password", "cluster: etcd password", e.PasswordSource, &e.Password)
 	if e.Password != "" && e.Username == "" {
 		b.errorf("cluster.etcd.username", "cluster: etcd username is required with a password")
 	}
@@ -242,9 +225,7 @@ func (b *builder) etcdTimes(e *EtcdConfig) {
 		{"request_timeout", &e.RequestTimeout, DefaultEtcdRequestTimeout, 10 * time.Millisecond, time.Minute},
 		{"lease_ttl", &e.LeaseTTL, DefaultEtcdLeaseTTL, 2 * time.Second, 5 * time.Minute},
 	} {
-		if *d.v == 0 {
-			*d.v = Duration(d.def)
-		}
+		yamlconf.Default(b.c.pos, "cluster.etcd."+d.key, d.v, Duration(d.def))
 		if d.v.D() < d.min || d.v.D() > d.max {
 			b.errorf("cluster.etcd."+d.key, "cluster: etcd %s %s must be within %s..%s", d.key, d.v.D(), d.min, d.max)
 		}

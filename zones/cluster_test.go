@@ -37,7 +37,7 @@ func TestClusterDefaults(t *testing.T) {
 				t.Errorf("quorum = %+v", c.Quorum)
 			}
 		}},
-		{"password file", "cluster: {node: a, etcd: {endpoints: ['http://127.0.0.1:2379'], username: dnsd, password_file: etcd.pass}}\n", func(t *testing.T, c ClusterConfig) {
+		{"password file", "cluster: {node: a, etcd: {endpoints: ['http://127.0.0.1:2379'], username: dnsd, password: {file: etcd.pass}}}\n", func(t *testing.T, c ClusterConfig) {
 			if c.Etcd.Password != "s3cret" {
 				t.Errorf("password = %q", c.Etcd.Password)
 			}

@@ -22,8 +22,10 @@ type Config struct {
 	// absent is plain HTTP. A reload reads both files again: a pair that
 	// does not load fails the reload and the old one keeps serving.
 	AdminTLS TLSFiles `yaml:"admin_tls"`
-	// AdminLimits bound what one client may hold of the admin listener.
-	AdminLimits HTTPLimits `yaml:"admin_limits"`
+	// AdminLimits bound what one client may hold of the admin listener,
+	// dnsd's one HTTP listener: the key is limits, as in mirror.yaml
+	// (DNS over TCP has server.max_tcp_connections_per_client).
+	AdminLimits HTTPLimits `yaml:"limits"`
 	// AdminHosts are host names that the admin listener answers in a
 	// request's Host, besides IP addresses, localhost and admin's own
 	// host: the names that mirrors, groupctl or Prometheus reach a plain
@@ -58,19 +60,17 @@ type Config struct {
 	// AdminToken lets an operator drain and undrain members through the
 	// admin API and the dashboard with "Authorization: Bearer TOKEN", as an
 	// alternative to a request signed with the group's secret; "" allows
-	// signed requests only. After Build it holds the token whichever way
-	// it was given.
-	AdminToken string `yaml:"admin_token"`
-	// AdminTokenFile reads AdminToken from a file instead (relative to
-	// the config file's directory).
-	AdminTokenFile string `yaml:"admin_token_file"`
+	// signed requests only. Build sets it from AdminTokenSource when the
+	// file has admin_token (a Config built in Go may set it directly).
+	AdminToken string `yaml:"-"`
+	// AdminTokenSource is admin_token as written: the token, or
+	// {file: PATH} relative to the config file's directory.
+	AdminTokenSource yamlconf.Secret `yaml:"admin_token"`
 
 	// File is the path the config was read from ("" for flag-built configs).
 	File string `yaml:"-"`
 
 	pos yamlconf.Positions // where each object was written (Parse), for errors
-
-	adminTokenFromFile bool // AdminToken was read from AdminTokenFile by Build
 }
 
 // ServerConfig holds protocol settings of the DNS edge.
@@ -86,7 +86,8 @@ type ServerConfig struct {
 	MaxUDPSize int `yaml:"max_udp_size"`
 	// UDPSockets is how many UDP sockets each listen address gets
 	// (SO_REUSEPORT; the kernel spreads the clients over them), each with a
-	// read loop of its own; 0 means one per CPU the process may use.
+	// read loop of its own (1..256). Left out it stays 0, which means one
+	// per CPU the process may use; a written 0 is an error.
 	UDPSockets int `yaml:"udp_sockets"`
 	// TCPIdleTimeout closes TCP connections idle this long (default 10s).
 	TCPIdleTimeout Duration `yaml:"tcp_idle_timeout"`
@@ -112,7 +113,8 @@ type ServerConfig struct {
 // response kind and name, a token bucket of Rate responses per second that
 // saves up at most Rate × Window; past it UDP responses are dropped, every
 // Slip-th sent truncated so that real clients retry over TCP (never
-// limited). Zero values take the defaults, which are safe on the internet.
+// limited). Keys left out take the defaults, which are safe on the
+// internet; a written 0 is an error except for slip.
 type RRLConfig struct {
 	// Enabled turns it on.
 	Enabled bool `yaml:"enabled"`
@@ -121,7 +123,9 @@ type RRLConfig struct {
 	// Window is how long a bucket saves up (default 5s, at most 1m).
 	Window Duration `yaml:"window"`
 	// Slip: every Slip-th limited response goes out truncated (default 2;
-	// 1 all, -1 none; at most 10).
+	// 1 all, 0 none, at most 10). After Build none is -1, as dnsd/rrl
+	// takes it (a -1 written by an older config loads as none, with a
+	// warning).
 	Slip int `yaml:"slip"`
 	// IPv4Prefix and IPv6Prefix group clients (default 24 and 56).
 	IPv4Prefix int `yaml:"ipv4_prefix"`
@@ -170,18 +174,21 @@ type GroupConfig struct {
 	// at most (default 2): one of each member picked, in the order
 	// picked, then a second of each, and so on.
 	Answers int `yaml:"answers"`
-	// Secret authenticates writes (pushes, membership changes) for the group.
-	// After Build it holds the secret whichever way it was given.
-	Secret string `yaml:"secret"`
-	// SecretFile reads Secret from a file instead (relative to the config).
-	SecretFile string `yaml:"secret_file"`
+	// Secret authenticates writes (pushes, membership changes) for the
+	// group. Build sets it from SecretSource when the file has secret (a
+	// GroupConfig built in Go may set it directly).
+	Secret string `yaml:"-"`
+	// SecretSource is secret as written: the secret, or {file: PATH}
+	// relative to the config file's directory.
+	SecretSource yamlconf.Secret `yaml:"secret"`
 	// PreviousSecret is the secret being rotated out: signatures made with
 	// it are accepted as well as Secret's until PreviousSecretUntil, so
-	// that signers can move to the new secret one by one. After Build it
-	// holds the previous secret whichever way it was given.
-	PreviousSecret string `yaml:"previous_secret"`
-	// PreviousSecretFile reads PreviousSecret from a file instead.
-	PreviousSecretFile string `yaml:"previous_secret_file"`
+	// that signers can move to the new secret one by one. Build sets it
+	// from PreviousSecretSource as Secret from SecretSource.
+	PreviousSecret string `yaml:"-"`
+	// PreviousSecretSource is previous_secret as written, in either form
+	// of SecretSource.
+	PreviousSecretSource yamlconf.Secret `yaml:"previous_secret"`
 	// PreviousSecretUntil is when PreviousSecret stops being accepted, an
 	// RFC 3339 time ("2025-03-01T12:00:00Z"); required with a previous
 	// secret. Build parses it into PreviousSecretExpiry.
@@ -209,9 +216,6 @@ type GroupConfig struct {
 	MaxRuntimeMembers int `yaml:"max_runtime_members"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
-
-	secretFromFile         bool // Secret was read from SecretFile by Build
-	previousSecretFromFile bool // PreviousSecret was read from PreviousSecretFile by Build
 }
 
 // Secrets returns the secrets that signed writes for the group may be
@@ -230,7 +234,7 @@ func (g *GroupConfig) Secrets(now time.Time) [][]byte {
 
 // TTLBounds are the inclusive bounds, in seconds, of a group answer's TTL.
 type TTLBounds struct {
-	// Min is the shortest TTL a group answer gets (default 20).
+	// Min is the shortest TTL a group answer gets (default 20, >= 1).
 	Min uint32 `yaml:"min"`
 	// Max is the longest TTL a group answer gets (default 300, at most 86400).
 	Max uint32 `yaml:"max"`
@@ -269,7 +273,7 @@ type MemberConfig struct {
 	// With a bandwidth the member's utilization is the larger of its load
 	// over Capacity and its reported bytes per second over Bandwidth.
 	Bandwidth Bandwidth `yaml:"bandwidth"`
-	// Weight is the member's static weight (default 1).
+	// Weight is the member's static weight (default 1, > 0).
 	Weight float64 `yaml:"weight"`
 	// Probe is the URL of the member's load report (GET /v1/load).
 	Probe string `yaml:"probe"`

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // FuzzParseZone checks that no zone file text makes ParseZone panic, and
@@ -53,9 +55,21 @@ func FuzzParseConfig(f *testing.F) {
 			cfg.Zones[i].File = ""
 		}
 		for i := range cfg.Groups {
-			cfg.Groups[i].SecretFile = ""
+			g := &cfg.Groups[i]
+			if g.SecretSource.File != "" {
+				g.SecretSource = yamlconf.Secret{}
+			}
+			if g.PreviousSecretSource.File != "" {
+				g.PreviousSecretSource = yamlconf.Secret{}
+			}
 		}
-		cfg.Geo.MMDB, cfg.AdminTokenFile = "", ""
+		if cfg.AdminTokenSource.File != "" {
+			cfg.AdminTokenSource = yamlconf.Secret{}
+		}
+		if cfg.Cluster.Etcd.PasswordSource.File != "" {
+			cfg.Cluster.Etcd.PasswordSource = yamlconf.Secret{}
+		}
+		cfg.Geo.MMDB = ""
 		if _, err := Build(cfg); err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				if strings.TrimSpace(line) == "" {

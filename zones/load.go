@@ -23,13 +23,14 @@ func Load(path string) (*Set, error) {
 
 // Parse decodes data, the YAML text of the config file named file, into a
 // Config with yamlconf.Decode: unknown keys, wrong types, syntax errors,
-// YAML tags and more than one document are errors of the form
+// YAML tags, more than one document and retired keys (admin_token_file:
+// "write admin_token: {file: PATH}") are errors of the form
 // "FILE:LINE:COL: KEY.PATH: what". The Config remembers where each of its
 // objects was written, so that Build can name file:line:col in its errors;
 // nothing is defaulted or validated here.
 func Parse(file string, data []byte) (*Config, error) {
 	cfg := &Config{}
-	pos, err := yamlconf.Decode(file, data, cfg)
+	pos, err := yamlconf.Decode(file, data, cfg, retiredKeys...)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func RestartChanges(cur, next *Config) error {
 		changed("admin_hosts", cur.AdminHosts, next.AdminHosts)
 	}
 	if cur.AdminLimits != next.AdminLimits {
-		changed("admin_limits", fmt.Sprintf("%+v", cur.AdminLimits), fmt.Sprintf("%+v", next.AdminLimits))
+		changed("limits", fmt.Sprintf("%+v", cur.AdminLimits), fmt.Sprintf("%+v", next.AdminLimits))
 	}
 	if cur.Health.CAFile != next.Health.CAFile || !bytes.Equal(cur.Health.caPEM, next.Health.caPEM) {
 		changed("health.ca_file", fmt.Sprintf("%q", cur.Health.CAFile), fmt.Sprintf("%q (%d bytes)", next.Health.CAFile, len(next.Health.caPEM)))

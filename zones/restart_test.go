@@ -25,8 +25,8 @@ func TestRestartChanges(t *testing.T) {
 			[]string{"next.yaml:3:10: server.udp_sockets: changed from 0 to 4: needs a restart"}},
 		{"admin_tls on", cur + "admin_tls: {cert_file: a.crt, key_file: a.key}\n",
 			[]string{"next.yaml:4:1: admin_tls: changed from off to on: needs a restart"}},
-		{"admin_limits", cur + "admin_limits: {max_conns_per_client: 8}\n",
-			[]string{"next.yaml:4:1: admin_limits: changed from"}},
+		{"limits", cur + "limits: {max_conns_per_client: 8}\n",
+			[]string{"next.yaml:4:1: limits: changed from"}},
 		{"both", "listen: [\"127.0.0.1:53\", \"[::1]:53\"]\nadmin: 127.0.0.1:9053\n",
 			[]string{"next.yaml:1:1: listen: changed", "next.yaml:2:1: admin: changed"}},
 	}

@@ -62,7 +62,7 @@ func TestPreviousSecret(t *testing.T) {
 				t.Errorf("expiry %v, want %v", g.PreviousSecretExpiry, until)
 			}
 		}},
-		{"previous secret from a file", "    secret: new-secret\n    previous_secret_file: group.secret\n    previous_secret_until: 2025-03-01T12:00:00Z", "", func(t *testing.T, g *GroupConfig) {
+		{"previous secret from a file", "    secret: new-secret\n    previous_secret: {file: group.secret}\n    previous_secret_until: 2025-03-01T12:00:00Z", "", func(t *testing.T, g *GroupConfig) {
 			if g.PreviousSecret != "s3cret-for-www-pushes" {
 				t.Errorf("previous secret %q, want the file's", g.PreviousSecret)
 			}
@@ -77,8 +77,7 @@ func TestPreviousSecret(t *testing.T) {
 		{"end without a previous secret", "    secret: new-secret\n    previous_secret_until: 2025-03-01T12:00:00Z", `rotation.yaml:7:5: group "www.example.org.": previous_secret_until without a previous_secret`, nil},
 		{"previous secret without a secret", "    previous_secret: old-secret\n    previous_secret_until: 2025-03-01T12:00:00Z", `rotation.yaml:6:5: group "www.example.org.": previous_secret without a secret`, nil},
 		{"the same secret", "    secret: same\n    previous_secret: same\n    previous_secret_until: 2025-03-01T12:00:00Z", `rotation.yaml:7:5: group "www.example.org.": previous_secret is the same as the secret`, nil},
-		{"both ways", "    secret: new-secret\n    previous_secret: old\n    previous_secret_file: group.secret\n    previous_secret_until: 2025-03-01T12:00:00Z", `rotation.yaml:8:5: group "www.example.org.": previous_secret and previous_secret_file are mutually exclusive`, nil},
-		{"missing file", "    secret: new-secret\n    previous_secret_file: nope.secret\n    previous_secret_until: 2025-03-01T12:00:00Z", `rotation.yaml:7:5: group "www.example.org.": previous_secret_file: open`, nil},
+		{"missing file", "    secret: new-secret\n    previous_secret: {file: nope.secret}\n    previous_secret_until: 2025-03-01T12:00:00Z", `rotation.yaml:7:5: group "www.example.org.": previous_secret: file nope.secret: no such file or directory`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

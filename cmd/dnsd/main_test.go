@@ -111,7 +111,7 @@ func TestCheckWarnsUnprotectedToken(t *testing.T) {
 	files := map[string]string{
 		"example.test.zone": zone,
 		"admin.token":       "admin-token-0123456789abcdef\n",
-		"dnsd.yaml":         "listen: [\"127.0.0.1:0\"]\nzones:\n  - {origin: example.test., file: example.test.zone}\nadmin_token_file: admin.token\n",
+		"dnsd.yaml":         "listen: [\"127.0.0.1:0\"]\nzones:\n  - {origin: example.test., file: example.test.zone}\nadmin_token: {file: admin.token}\n",
 		"empty.yaml":        "",
 	}
 	for name, text := range files {
@@ -127,7 +127,7 @@ func TestCheckWarnsUnprotectedToken(t *testing.T) {
 		code         int
 		stderr       string
 	}{
-		{"unprotected token", "dnsd.yaml", 0, "level=WARN msg=\"config warning\" warning=\"" + filepath.Join(dir, "dnsd.yaml") + ":4:1: admin_token_file: UNPROTECTED SECRET FILE admin.token: mode 0644"},
+		{"unprotected token", "dnsd.yaml", 0, "level=WARN msg=\"config warning\" warning=\"" + filepath.Join(dir, "dnsd.yaml") + ":4:1: admin_token: UNPROTECTED SECRET FILE admin.token: mode 0644"},
 		{"empty config", "empty.yaml", 1, "empty.yaml:1:1: no zones"},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,12 @@
 // public address), msg="admin listening" addr=HOST:PORT tls=BOOL and
 // msg="mirror started".
 //
+// -bench-miss-delay-per-mib DURATION is for benchmarks and tests only: a
+// back end's cache miss then sleeps that long per MiB of the file, a
+// stand-in for the disk that a test machine's page cache hides (the site
+// benchmarks in e2e/benchsite set it). It is not a key of the config, so
+// that no production config can carry it.
+//
 // Signals: SIGINT and SIGTERM stop accepting connections and drain the
 // requests in flight for up to timeouts.shutdown. With join on, the
 // mirror first leaves the group while it goes on serving: it drains
@@ -50,6 +56,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -66,6 +73,8 @@ type options struct {
 	admin     string
 	logFormat string
 	logLevel  string
+	// missDelay is -bench-miss-delay-per-mib (frontend.CacheConfig.MissDelayPerMiB).
+	missDelay time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -78,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.admin, "admin", "", "admin HTTP listen address host:port (replaces the config's)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&o.missDelay, "bench-miss-delay-per-mib", 0, "for benchmarks and tests only, never in production: a back end's cache miss sleeps this long per MiB, a stand-in for a disk")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -86,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case o.config == "":
 		return o, errors.New("-config FILE is required")
+	case o.missDelay < 0:
+		return o, fmt.Errorf("-bench-miss-delay-per-mib %s: want >= 0", o.missDelay)
 	}
 	for _, a := range append(append([]string(nil), o.listen...), o.admin) {
 		if a == "" {
@@ -120,7 +132,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
 	}
-	ld := loader{file: o.config, listen: o.listen, admin: o.admin, logger: logger}
+	ld := loader{file: o.config, listen: o.listen, admin: o.admin, missDelay: o.missDelay, logger: logger}
 	cfg, err := ld.load()
 	if err == nil && os.Geteuid() == 0 {
 		// A mistake in root (or a link in it) then exposes every file.

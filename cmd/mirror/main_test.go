@@ -53,6 +53,7 @@ func TestFlags(t *testing.T) {
 	writeRandom(t, filepath.Join(filepath.Dir(corrupt), "corrupt.mmdb"))
 	bad := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: A\nhost: a.example.test\nroot: root\n")
 	dispatcher := writeConfig(t, "listen: [':80']\ngroup: www.example.test\nmember: d\nhost: d.example.test\ndispatcher: true\n")
+	missDelayKey := writeConfig(t, goodYAML+"site: {cache: {miss_delay_per_mib: 10ms}}\n")
 	tests := []struct {
 		name   string
 		args   []string
@@ -74,6 +75,10 @@ func TestFlags(t *testing.T) {
 		{"dispatcher needs dnsd", []string{"-config", dispatcher, "-check"}, 1, "", "dispatcher: needs dnsd"},
 		{"check opens the mmdb", []string{"-config", goodMMDB, "-check"}, 0, "ok:", ""},
 		{"check: corrupt mmdb", []string{"-config", corrupt, "-check"}, 1, "", "corrupt.mmdb"},
+		{"bench miss delay", []string{"-config", good, "-check", "-bench-miss-delay-per-mib", "20ms"}, 0, "ok:", ""},
+		{"bench miss delay negative", []string{"-config", good, "-check", "-bench-miss-delay-per-mib", "-1s"}, 2, "", "-bench-miss-delay-per-mib -1s: want >= 0"},
+		{"help marks the benchmark flag", []string{"-h"}, 0, "", "for benchmarks and tests only"},
+		{"miss_delay_per_mib key retired", []string{"-config", missDelayKey, "-check"}, 1, "", "site.cache.miss_delay_per_mib: retired key: remove it: a benchmark knob, now the mirror's -bench-miss-delay-per-mib flag"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,9 +4,11 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // loader reads the config file and applies the command line's listen
@@ -16,7 +18,9 @@ type loader struct {
 	file   string   // the config file (-config)
 	listen []string // -listen, replacing the config's listen
 	admin  string   // -admin, replacing the config's admin
-	logger *slog.Logger
+	// missDelay is -bench-miss-delay-per-mib (frontend.CacheConfig.MissDelayPerMiB).
+	missDelay time.Duration
+	logger    *slog.Logger
 }
 
 func (l loader) load() (*mirror.Config, error) {
@@ -33,6 +37,7 @@ func (l loader) load() (*mirror.Config, error) {
 	if l.admin != "" {
 		cfg.Admin = l.admin
 	}
+	cfg.Site.Cache.MissDelayPerMiB = yamlconf.Duration(l.missDelay)
 	return cfg, nil
 }
 

@@ -194,7 +194,7 @@ groups:
     ttl: {min: 20, max: 60}
     answers: 1
     policy: {name: geo-load}
-    secret_file: secret
+    secret: {file: secret}
     members:
 `, dnsAddr, adminAddr, zoneName, groupName)
 	for _, s := range sites {
@@ -232,10 +232,10 @@ admin: 127.0.0.1:0
 group: %s
 member: %s
 host: %s
-dnsd: {url: "http://%s", secret_file: %s, push_interval: 500ms, view_interval: 1s}
+dnsd: {url: "http://%s", secret: {file: %s}, push_interval: 500ms, view_interval: 1s}
 capacity: %d
 location: %s
-redirect: {enabled: true, low_watermark: 0.7, high_watermark: 0.9, max_share: 0.5, never: ["/", %q]}
+redirect: {enabled: true, max_share: 0.5, never: ["/", %q]}
 timeouts: {shutdown: 2s}
 backends:
 `, s.Name, s.City, s.Region, net.JoinHostPort(s.IP, httpPort), groupName, s.Name, s.Host, adminAddr,

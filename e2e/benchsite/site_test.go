@@ -8,7 +8,7 @@
 //
 // Every back end is a mirror with a document root (the same generated
 // tree for all four) and a memory cache of a quarter of the working set
-// (site.cache.memory), with site.cache.miss_delay_per_mib standing in for
+// (site.cache.memory), with the mirror's -bench-miss-delay-per-mib standing in for
 // the disk that the test machine's page cache hides. The front end is a
 // mirror with the four back ends (their admin_url too, so that it reads
 // their real caches) and the policy under test, in each site mode of
@@ -75,6 +75,7 @@ import (
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/serve"
+	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
 // Flags of the comparison (go test ... -args -site -requests 50000).
@@ -91,7 +92,7 @@ var (
 	flagRuns        = flag.Int("runs", 3, "runs per mode and policy, each with fresh processes; the table shows their median and spread")
 	flagConcurrency = flag.Int("concurrency", 0, "requests in flight; 0: 32 in proxy mode, 256 in handoff mode (above LARD's admission limit S = 219)")
 	flagKeepAlive   = flag.Bool("handoff-keepalive", false, "in handoff mode, clients reuse connections (the policy then decides once per connection)")
-	flagMissDelay   = flag.Duration("miss-delay", 500*time.Millisecond, "back ends' site.cache.miss_delay_per_mib")
+	flagMissDelay   = flag.Duration("miss-delay", 500*time.Millisecond, "back ends' -bench-miss-delay-per-mib")
 	flagPolicies    = flag.String("policies", allPolicies, "policies compared in proxy mode, in order")
 	flagHandoffPols = flag.String("handoff-policies", allPolicies, "policies compared in handoff mode, in order")
 	flagSeed        = flag.Uint64("seed", 42, "seed of the files and the trace")
@@ -508,12 +509,12 @@ capacity: 1000
 root: %s
 redirect: {enabled: false}
 site:
-  cache: {memory: %d, max_object: 1MiB, miss_delay_per_mib: %s}
-`, name, name, strconv.Quote(w.root), cache, *flagMissDelay)
+  cache: {memory: %d, max_object: 1MiB}
+`, name, name, strconv.Quote(w.root), cache)
 		if sock != "" {
 			cfg += fmt.Sprintf("  handoff_socket: %s\n", strconv.Quote(sock))
 		}
-		be := startMirror(b, bin, filepath.Join(dir, prefix+name+".yaml"), cfg)
+		be := startMirror(b, bin, filepath.Join(dir, prefix+name+".yaml"), cfg, "-bench-miss-delay-per-mib", flagMissDelay.String())
 		bes = append(bes, be)
 		fmt.Fprintf(&list, "  - {name: %s, url: 'http://%s', memory: %d", name, be.http, cache)
 		if sock != "" {
@@ -706,12 +707,12 @@ var (
 // startMirror writes cfg to path, starts the mirror on it with its
 // addresses on 127.0.0.1:0, waits for "mirror started" and stops it (by
 // its PID) when the benchmark ends.
-func startMirror(b *testing.B, bin, path, cfg string) *mirrorProc {
+func startMirror(b *testing.B, bin, path, cfg string, args ...string) *mirrorProc {
 	b.Helper()
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-config", path, "-admin", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"-config", path, "-admin", "127.0.0.1:0"}, args...)...)
 	if *flagBin == "self" {
 		cmd.Env = append(os.Environ(), selfEnv+"="+path)
 	}
@@ -789,24 +790,26 @@ func runSelf(path string, args []string) int {
 	fs := flag.NewFlagSet("mirror", flag.ContinueOnError)
 	fs.String("config", "", "")
 	admin := fs.String("admin", "127.0.0.1:0", "")
+	missDelay := fs.Duration("bench-miss-delay-per-mib", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := serveSelf(path, *admin, log); err != nil {
+	if err := serveSelf(path, *admin, *missDelay, log); err != nil {
 		log.Error("mirror stopped", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func serveSelf(path, adminAddr string, log *slog.Logger) error {
+func serveSelf(path, adminAddr string, missDelay time.Duration, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cfg, err := mirror.LoadConfig(path)
 	if err != nil {
 		return err
 	}
+	cfg.Site.Cache.MissDelayPerMiB = yamlconf.Duration(missDelay)
 	reg := prometheus.NewRegistry()
 	var h http.Handler
 	if len(cfg.Backends) > 0 {

@@ -121,10 +121,12 @@ type Config struct {
 // flight over all back ends; the next ones wait, in arrival order, for
 // one to complete.
 type AdmissionConfig struct {
-	// Limit is the bound. 0 (the default) is LARD's S = (n−1)·t_high +
+	// Limit is the bound. Left out, it is LARD's S = (n−1)·t_high +
 	// t_low − 1 for n back ends (the sum of their weights) with lard,
-	// lard-r and tb-ccrd, and no bound with the other policies; -1 is no
-	// bound.
+	// lard-r and tb-ccrd, and no bound with the other policies (Limit
+	// stays 0 for that); -1 is no bound. A written 0 is an error: it
+	// meant LARD's S before, and reading it as "no limit", as 0 reads
+	// elsewhere, would take the bound away without a word.
 	Limit int `yaml:"limit"`
 	// Queue is how many requests may wait (default 4096); the next one
 	// gets 503 with Retry-After.
@@ -161,7 +163,7 @@ type PolicyConfig struct {
 	SketchEntries int `yaml:"sketch_entries"`
 	// MaxObjectBytes is the largest object tb-ccrd models as cached; keep
 	// it equal to the back ends' site.cache.max_object.
-	MaxObjectBytes yamlconf.ByteSize `yaml:"max_object_bytes"`
+	MaxObjectBytes yamlconf.ByteSize `yaml:"max_object"`
 	// BalanceFactor is chbl's c (>= 1).
 	BalanceFactor float64 `yaml:"balance_factor"`
 	// VirtualNodes is chbl's ring points per unit of weight.
@@ -224,17 +226,19 @@ type HealthConfig struct {
 // CacheConfig is the back-end role's memory cache (mirror.Cache). It is
 // here with the rest of the site section, which is one block of the
 // config file validated in one place (Check refuses it on a front end),
-// and because tb-ccrd's max_object_bytes models the same cache.
+// and because tb-ccrd's site.policy.max_object models the same cache (one
+// name for both).
 type CacheConfig struct {
 	// Memory is the cache's size (default 256MiB; 0 turns it off).
 	Memory yamlconf.ByteSize `yaml:"memory"`
 	// MaxObject is the largest file cached (default 1MiB, > 0).
 	MaxObject yamlconf.ByteSize `yaml:"max_object"`
-	// MissDelayPerMiB is a test and benchmark knob, not for production:
-	// a cache miss sleeps this long per MiB of the file before serving
-	// it, to stand in for a disk that the page cache of a test machine
-	// hides; misses take turns, as on one disk (default 0: off).
-	MissDelayPerMiB yamlconf.Duration `yaml:"miss_delay_per_mib"`
+	// MissDelayPerMiB is a test and benchmark knob, not a key of the
+	// config file: a cache miss sleeps this long per MiB of the file
+	// before serving it, to stand in for a disk that the page cache of a
+	// test machine hides; misses take turns, as on one disk (0: off).
+	// cmd/mirror sets it from its -bench-miss-delay-per-mib flag.
+	MissDelayPerMiB yamlconf.Duration `yaml:"-"`
 }
 
 // Check defaults and validates c, the site section of a mirror config
@@ -377,12 +381,14 @@ func (v *checker) sitePolicy() {
 		}
 		p.Name = DefaultPolicy
 	}
-	// A written zero would silently mean "default": refuse it.
+	// One rule for zero: a written 0 is an error (leave the key out for
+	// the policy's default); forward_cost, where 0 is no forwarding, is
+	// apart (forwardCost).
 	for key, zero := range map[string]bool{
 		"t_low": p.TLow == 0, "t_high": p.THigh == 0, "max_targets": p.MaxTargets == 0,
 		"replica_hold": p.ReplicaHold == 0, "ward_interval": p.WardInterval == 0,
 		"ward_balance": p.WardBalance == 0, "sketch_entries": p.SketchEntries == 0,
-		"max_object_bytes": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
+		"max_object": p.MaxObjectBytes == 0, "balance_factor": p.BalanceFactor == 0,
 		"virtual_nodes": p.VirtualNodes == 0, "prefix_v4": p.PrefixV4 == 0, "prefix_v6": p.PrefixV6 == 0,
 		"client_targets": p.ClientTargets == 0, "client_window": p.ClientWindow == 0,
 	} {
@@ -390,6 +396,7 @@ func (v *checker) sitePolicy() {
 			v.errorf("site.policy."+key, "must not be 0 (leave it out for the default)")
 		}
 	}
+	v.forwardCost(p)
 	_, err := site.New(p.Name, p.Params(), rand.New(rand.NewPCG(0, 0)))
 	switch {
 	case err == nil:
@@ -406,6 +413,19 @@ func (v *checker) sitePolicy() {
 			key, _, _ := strings.Cut(msg, " ")
 			v.errorf("site.policy."+key, "%s", msg)
 		}
+	}
+}
+
+// forwardCost warns of a written forward_cost > 0, whose meaning changed:
+// it was ward's cost of this front end forwarding a request (0.1 in the
+// reference of earlier releases), and now models back ends that forward
+// to each other (the paper's architecture), which a front end that
+// dispatches every request is not. An old config that kept the number
+// selects the other model without a word; the config still loads.
+func (v *checker) forwardCost(p *PolicyConfig) {
+	const key = "site.policy.forward_cost"
+	if v.written(key) && p.ForwardCost > 0 {
+		v.errs.Warnf(key, "%s: %g models back ends that forward to each other (the paper's architecture); before, it was the cost of this front end forwarding a request: leave it out (or write 0) for this front end", key, p.ForwardCost)
 	}
 }
 
@@ -450,8 +470,11 @@ func (v *checker) siteHealth() {
 
 func (v *checker) siteAdmission() {
 	a := &v.c.Admission
-	if a.Limit < -1 {
-		v.errorf("site.admission.limit", "must be -1 (none), 0 (LARD's) or > 0, got %d", a.Limit)
+	switch {
+	case a.Limit < -1:
+		v.errorf("site.admission.limit", "must be -1 (none) or > 0 (leave it out for LARD's), got %d", a.Limit)
+	case a.Limit == 0 && v.written("site.admission.limit"):
+		v.errorf("site.admission.limit", "0 meant LARD's limit (n−1)·t_high + t_low − 1 before this release: leave the key out for it, write -1 for none or a number > 0")
 	}
 	if !v.written("site.admission.queue") {
 		a.Queue = DefaultAdmissionQueue
@@ -480,8 +503,5 @@ func (v *checker) siteCache() {
 		c.MaxObject = DefaultCacheMaxObject
 	} else if c.MaxObject <= 0 {
 		v.errorf("site.cache.max_object", "must be > 0")
-	}
-	if c.MissDelayPerMiB < 0 {
-		v.errorf("site.cache.miss_delay_per_mib", "must be >= 0, got %s", c.MissDelayPerMiB.D())
 	}
 }

@@ -64,7 +64,8 @@ func TestCheck(t *testing.T) {
 		{"bad backend bandwidth", "backends:\n  - {name: b1, url: 'http://10.0.0.1', bandwidth: -1}\n", "backends[0].bandwidth"},
 		{"ward_balance", fe + "site: {policy: {name: ward, ward_balance: 1}}\n", "site.policy.ward_balance"},
 		{"forward_cost 0", fe + "site: {policy: {name: ward, forward_cost: 0}}\n", ""},
-		{"admission", fe + "site: {admission: {limit: -2}}\n", "site.admission.limit: must be -1 (none), 0 (LARD's) or > 0, got -2"},
+		{"admission", fe + "site: {admission: {limit: -2}}\n", "site.admission.limit: must be -1 (none) or > 0 (leave it out for LARD's), got -2"},
+		{"admission limit 0", fe + "site: {admission: {limit: 0}}\n", "site.admission.limit: 0 meant LARD's limit (n−1)·t_high + t_low − 1 before this release: leave the key out for it, write -1 for none or a number > 0"},
 		{"admission queue", fe + "site: {admission: {queue: -1, max_wait: 0s}}\n", "site.admission.queue: must be >= 0, got -1"},
 		{"bad public_url", "backends:\n  - {name: b1, url: 'http://10.0.0.1', public_url: 'ftp://b1'}\n", "backends[0].public_url: \"ftp://b1\": want an http or https URL"},
 		{"handoff needs socket", fe + "site: {mode: handoff}\n", "backends[0].handoff_socket: is required by site.mode handoff"},
@@ -73,7 +74,7 @@ func TestCheck(t *testing.T) {
 		{"health interval", fe + "site: {health: {interval: 0s}}\n", "site.health.interval: must be > 0"},
 		{"health fall", fe + "site: {health: {fall: 0}}\n", "site.health.fall: must be >= 1"},
 		{"cache on a front end", fe + "site: {cache: {memory: 1GiB}}\n", "site.cache: is for a back end"},
-		{"cache on a back end", "root: .\nsite: {cache: {memory: 64MiB, max_object: 512KiB, miss_delay_per_mib: 10ms}}\n", ""},
+		{"cache on a back end", "root: .\nsite: {cache: {memory: 64MiB, max_object: 512KiB}}\n", ""},
 		{"back end handoff socket", "root: .\nsite: {handoff_socket: run/be1.sock}\n", ""},
 		{"handoff socket on a front end", fe + "site: {handoff_socket: run/fe.sock}\n", "site.handoff_socket: is for a back end"},
 		{"cache max_object", "root: .\nsite: {cache: {max_object: 0}}\n", "site.cache.max_object: must be > 0"},
@@ -129,6 +130,40 @@ func TestCheckDefaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.got != tt.want {
 				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+// TestForwardCostWarning: a written forward_cost > 0, whose meaning
+// changed, loads with a warning at its key; 0 or none loads without.
+func TestForwardCostWarning(t *testing.T) {
+	fe := "backends:\n  - {name: b1, url: 'http://10.0.0.1:8080', memory: 1GiB}\n"
+	tests := []struct {
+		name string
+		yaml string
+		want string // "" for no warning
+	}{
+		{"left out", fe + "site: {policy: {name: ward}}\n", ""},
+		{"zero", fe + "site: {policy: {name: ward, forward_cost: 0}}\n", ""},
+		{"an old config's 0.1", fe + "site:\n  policy:\n    name: ward\n    forward_cost: 0.1\n",
+			"m.yaml:6:5: site.policy.forward_cost: 0.1 models back ends that forward to each other (the paper's architecture); before, it was the cost of this front end forwarding a request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f siteFile
+			pos, err := yamlconf.Decode("m.yaml", []byte(tt.yaml), &f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := yamlconf.NewErrors("m.yaml", pos, "mirror")
+			f.Site.Check(errs, pos, t.TempDir(), f.Backends, false)
+			if err := errs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(errs.Warnings(), "\n")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("warnings %q, want %q", got, tt.want)
 			}
 		})
 	}

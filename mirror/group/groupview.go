@@ -229,10 +229,7 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 	if err != nil {
 		return nil, fmt.Errorf("mirror: group view: %w", err)
 	}
-	high := view.Watermarks.High
-	if view.Watermarks.Low == 0 && high == 0 {
-		high = scheduler.DefaultHighWatermark
-	}
+	_, high := viewWatermarks(view)
 	booking = booking.withDefaults()
 	if booking.Sent == nil {
 		booking.Sent = NewSentMeter(booking.TimeConstant)
@@ -853,3 +850,23 @@ func ValidHostName(s string) bool {
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// viewWatermarks returns the group's watermarks as view carries them
+// (its policy's), or the scheduler's defaults when both are 0, as
+// scheduler.Params reads them.
+func viewWatermarks(view api.GroupView) (low, high float64) {
+	if view.Watermarks.Low == 0 && view.Watermarks.High == 0 {
+		return scheduler.DefaultLowWatermark, scheduler.DefaultHighWatermark
+	}
+	return view.Watermarks.Low, view.Watermarks.High
+}
+
+// Watermarks returns the group's watermarks, low and high: the view's
+// (the policy's in dnsd.yaml), or the scheduler's defaults when the view
+// has none or s is nil.
+func (s *GroupSnapshot) Watermarks() (low, high float64) {
+	if s == nil {
+		return scheduler.DefaultLowWatermark, scheduler.DefaultHighWatermark
+	}
+	return viewWatermarks(s.View)
+}

@@ -114,6 +114,10 @@ type RedirectRules struct {
 	// LowWatermark, HighWatermark and MaxShare shape the redirected share:
 	// see FairShareRedirect and Target for the fair-share law, where the
 	// high watermark is not used, and RedirectShare for the watermark law.
+	// The watermarks are the group's: the Redirector takes them from the
+	// group view (GroupSnapshot.Watermarks) when both are 0, as the
+	// mirror's config leaves them (WithWatermarks); rules that set them
+	// (simulations, tests) keep their own.
 	LowWatermark, HighWatermark, MaxShare float64
 	// MinSize is the smallest file redirected, when its size is known.
 	MinSize int64
@@ -126,6 +130,16 @@ type RedirectRules struct {
 	// headers are believed, for the scheme and for the client's address
 	// that locates it (ForwardedOf); nil believes no one.
 	TrustedProxies []netip.Prefix
+}
+
+// WithWatermarks returns rules with the group's watermarks of snap
+// (GroupSnapshot.Watermarks: the view's, the scheduler's defaults
+// without a view) when rules have none of their own (both 0).
+func (rules RedirectRules) WithWatermarks(snap *GroupSnapshot) RedirectRules {
+	if rules.LowWatermark == 0 && rules.HighWatermark == 0 {
+		rules.LowWatermark, rules.HighWatermark = snap.Watermarks()
+	}
+	return rules
 }
 
 // RedirectShare is the share of the redirectable requests that a mirror
@@ -534,6 +548,8 @@ func (rd *Redirector) share(rules *RedirectRules, snap *GroupSnapshot, now time.
 	if rules.Dispatcher {
 		return Share{P: 1}
 	}
+	r := rules.WithWatermarks(snap)
+	rules = &r
 	rdg := rd.o.Load.Read(now)
 	if rules.Law == LawWatermark {
 		return Share{P: RedirectShare(*rules, rdg.Utilization)}
@@ -569,12 +585,25 @@ func (rd *Redirector) Share(now time.Time) float64 {
 func (rd *Redirector) Target() float64 {
 	rules := rd.cur.Load().rules
 	fair := math.NaN()
-	if rd.o.View != nil && rules.Law != LawWatermark {
-		if snap := rd.o.View.Snapshot(); snap != nil {
-			fair = snap.FairUtilization()
-		}
+	var snap *GroupSnapshot
+	if rd.o.View != nil {
+		snap = rd.o.View.Snapshot()
 	}
-	return Target(rules, fair)
+	if snap != nil && rules.Law != LawWatermark {
+		fair = snap.FairUtilization()
+	}
+	return Target(rules.WithWatermarks(snap), fair)
+}
+
+// Watermarks returns the low and high watermark the rules in use work
+// with now (RedirectRules.WithWatermarks of the current view).
+func (rd *Redirector) Watermarks() (low, high float64) {
+	var snap *GroupSnapshot
+	if rd.o.View != nil {
+		snap = rd.o.View.Snapshot()
+	}
+	r := rd.cur.Load().rules.WithWatermarks(snap)
+	return r.LowWatermark, r.HighWatermark
 }
 
 // Flows returns the Redirector's flow meter.

@@ -19,10 +19,11 @@ import (
 // value was written. Unknown keys, wrong types, scalars that their type
 // does not accept ([Duration], [ByteSize], [Bandwidth], netip.Addr,
 // netip.Prefix), syntax errors, more than one document and YAML tags are
-// errors of one line, "FILE:LINE:COL: KEY.PATH: what". A panic of the YAML decoder on
+// errors of one line, "FILE:LINE:COL: KEY.PATH: what"; so is a key of
+// retired (the first one written), before anything is decoded. A panic of the YAML decoder on
 // malformed input is an error too. An empty file decodes to nothing: v is
 // left as it is. Nothing is defaulted or validated here.
-func Decode(file string, data []byte, v any) (Positions, error) {
+func Decode(file string, data []byte, v any, retired ...Retired) (Positions, error) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, yamlError(file, nil, err)
@@ -49,6 +50,9 @@ func Decode(file string, data []byte, v any) (Positions, error) {
 	}
 	if docs == 0 {
 		return pos, nil
+	}
+	if err := checkRetired(file, pos, retired); err != nil {
+		return nil, err
 	}
 	if err := decode(data, v); err != nil {
 		return nil, yamlError(file, f, err)

@@ -16,6 +16,14 @@
 // must be > 0`) or by the key path ([Errors.KeyErrorf], the mirror:
 // `capacity: must be > 0, got 0`), and joins them with errors.Join.
 //
+// The rules both config files follow live here too: [Default] is the
+// rule for zero (a key left out takes its default, a key written is
+// taken as written, 0 included); [Secret] is every secret's one key, the
+// secret itself or {file: PATH}, read by [Secret.Read] with the warning
+// of [ReadSecretFile] for a file others can read; [Retired] keys (old
+// names, *_file twins, keys moved out of the config) are refused by
+// [Decode] with an error that says what to write instead.
+//
 // The shared value types are [Duration] ("10s"), [ByteSize] ("512MiB"),
 // [Bandwidth] ("1Gbit/s", "100MB/s"), [Location] and the geo block [Geo]
 // with its [Network] rows; [Geo.Check], [Location.Check] and

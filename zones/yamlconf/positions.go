@@ -82,3 +82,16 @@ func (w walker) add(path string, tk *token.Token) {
 		w[path] = Position{Line: tk.Position.Line, Column: tk.Position.Column}
 	}
 }
+
+// Default is the one rule of both daemons for a key's default: a key
+// left out takes its default, a key written is taken as written. It sets
+// *v to def when *v is zero and the key path was not written (pos lacks
+// it, as a config built in Go lacks every key); a written 0 is left for
+// the caller's check, which refuses it unless 0 means off, none or no
+// limit for that key.
+func Default[T comparable](pos Positions, path string, v *T, def T) {
+	var zero T
+	if *v == zero && !pos.Has(path) {
+		*v = def
+	}
+}
