@@ -28,10 +28,11 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # needs cgo), etcd (the NS set's shared store: dnsd/cluster and e2e),
 # apt-get (e2e: apt update from a mirror, flat and dists/ repositories),
 # mount and umount (e2e: a read-only and a full state directory; these
-# need root, which the test says when it is missing).
+# need root, which the test says when it is missing), xmllint (probe/api:
+# the Metalink mirror list against RFC 5854's RELAX NG schema).
 TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
-	etcd:etcd-server apt-get:apt mount:mount umount:mount
+	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux
