@@ -400,21 +400,7 @@ func (s *GroupSnapshot) Candidates() int { return s.group.Len() }
 // first choice regardless. ok is false when there is no candidate at all.
 // Pick books nothing: the caller books the redirect it makes (Book).
 func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.Time, anyRoom bool) (host, member string, ok bool) {
-	n := s.group.Len()
-	if n == 0 {
-		return "", "", false
-	}
-	var buf [16]int
-	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
-	for _, i := range picked {
-		if s.utilization(i, now) < s.high {
-			return s.hosts[i], s.names[i], true
-		}
-	}
-	if anyRoom && len(picked) > 0 {
-		return s.hosts[picked[0]], s.names[picked[0]], true
-	}
-	return "", "", false
+	return s.pick(pickQuery{client: client, rnd: rnd, now: now, anyRoom: anyRoom})
 }
 
 // PickBelow returns the host and member name of the best candidate for
@@ -425,7 +411,7 @@ func (s *GroupSnapshot) Pick(client scheduler.Client, rnd *rand.Rand, now time.T
 // or over what the redirecting mirror serves. ok is false when no
 // candidate is below the limit.
 func (s *GroupSnapshot) PickBelow(limit float64, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
-	return s.pickBelow(limit, false, client, rnd, now)
+	return s.pick(pickQuery{client: client, rnd: rnd, now: now, serving: true, limit: limit})
 }
 
 // PickWithin is PickBelow with each candidate's serving figure allowed to
@@ -434,27 +420,59 @@ func (s *GroupSnapshot) PickBelow(limit float64, client scheduler.Client, rnd *r
 // candidate reads below the limit itself. ok is false when none is
 // within.
 func (s *GroupSnapshot) PickWithin(limit float64, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
-	return s.pickBelow(limit, true, client, rnd, now)
+	return s.pick(pickQuery{client: client, rnd: rnd, now: now, serving: true, noisy: true, limit: limit})
 }
 
-// pickBelow is PickBelow, with noisy PickWithin.
-func (s *GroupSnapshot) pickBelow(limit float64, noisy bool, client scheduler.Client, rnd *rand.Rand, now time.Time) (host, member string, ok bool) {
+// pickQuery is one pick: by the group's policy for client, the first
+// candidate that holds the request's file (holds; nil: any) and has room:
+// a serving utilization below limit (serving; with noise, within its
+// noise of it), or else a utilization below the high watermark; with
+// anyRoom, the first holder when none has room.
+type pickQuery struct {
+	client         scheduler.Client
+	rnd            *rand.Rand
+	now            time.Time
+	holds          func(member string) bool
+	serving, noisy bool
+	limit          float64
+	anyRoom        bool
+}
+
+func (s *GroupSnapshot) pick(q pickQuery) (host, member string, ok bool) {
 	n := s.group.Len()
 	if n == 0 {
 		return "", "", false
 	}
 	var buf [16]int
-	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, buf[:0])
+	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: q.client, N: n, Rand: q.rnd, Now: q.now, Load: s.booked}, buf[:0])
+	first := -1
 	for _, i := range picked {
-		u := s.Serving(i, now)
-		if noisy {
-			u -= s.servingNoise(i)
+		if q.holds != nil && !q.holds(s.names[i]) {
+			continue
 		}
-		if u < limit {
+		if first < 0 {
+			first = i
+		}
+		if s.roomFor(q, i) {
 			return s.hosts[i], s.names[i], true
 		}
 	}
+	if q.anyRoom && first >= 0 {
+		return s.hosts[first], s.names[first], true
+	}
 	return "", "", false
+}
+
+// roomFor reports whether candidate i has room under q.
+func (s *GroupSnapshot) roomFor(q pickQuery, i int) bool {
+	if !q.serving {
+		return s.utilization(i, q.now) < s.high
+	}
+	u := s.Serving(i, q.now)
+	if q.noisy {
+		u -= s.servingNoise(i)
+	}
+	return u < q.limit
 }
 
 // servingNoise is the standard deviation of candidate i's serving

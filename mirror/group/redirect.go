@@ -94,6 +94,14 @@ const (
 	// ReasonMisdirected: a dispatcher asked for a host it does not answer
 	// for (421).
 	ReasonMisdirected = "misdirected"
+	// ReasonRescue: redirected because this mirror lacks the file or holds
+	// an older copy of it, to a sibling that holds the best copy, instead
+	// of a 404 or stale bytes.
+	ReasonRescue = "rescue"
+	// ReasonNoCopy: no member in the view holds the file's best copy: a
+	// mirror serves what it has (a 404 when nothing), a dispatcher answers
+	// 404.
+	ReasonNoCopy = "no_copy"
 )
 
 // RedirectRules are the static inputs of the redirect decision, from the
@@ -181,6 +189,11 @@ type RedirectRequest struct {
 	// Client returns who the client is, for choosing a sibling near it;
 	// nil means the unknown location.
 	Client func() scheduler.Client
+	// Holdings returns which members hold the path's best copy, and
+	// whether this mirror does (from the members' content indexes); nil,
+	// or Holdings that are not Known, means every member holds every
+	// file.
+	Holdings func() (h Holdings, self bool)
 }
 
 // Decision is the outcome of Decide.
@@ -230,6 +243,13 @@ type Decision struct {
 // It refuses what it can not redirect: 503 without a view, with an
 // expired view or without a member, 405 for other methods, 404 on its own
 // host name and 421 on any other.
+//
+// When the request knows which members hold the path's best copy
+// (RedirectRequest.Holdings), every redirect goes to one of them only; a
+// mirror that lacks the file or holds an older copy sends the request to
+// one that has it (ReasonRescue, see rescue), and a file that no member
+// in the view holds is served here, a 404, or refused with 404 by a
+// dispatcher (ReasonNoCopy).
 func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
 	onGroup := hostMatches(req.Host, rules.Group)
 	get := req.Method == http.MethodGet || req.Method == http.MethodHead
@@ -246,7 +266,14 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *
 		case snap.Expired(now):
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
 		}
-		host, member, ok := snap.Pick(clientOf(req), rnd, now, true)
+		var holds func(string) bool
+		if h, _ := holdingsOf(req); h.Known {
+			if !h.Anyone() {
+				return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonNoCopy}
+			}
+			holds = h.Holds
+		}
+		host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds, anyRoom: true})
 		if !ok {
 			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
 		}
@@ -261,6 +288,10 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *
 		return Decision{Action: Serve, Reason: ReasonDisabled}
 	case slices.Contains(rules.Never, req.Path):
 		return Decision{Action: Serve, Reason: ReasonNever}
+	}
+	holds, d, done := rescue(req, snap, now, rnd)
+	if done {
+		return d
 	}
 	if rules.MinSize > 0 && req.Size != nil {
 		if n, ok := req.Size(); ok && n < rules.MinSize {
@@ -285,18 +316,52 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *
 	}
 	var host, member string
 	var ok bool
-	if rules.Law == LawWatermark {
-		host, member, ok = snap.Pick(clientOf(req), rnd, now, false)
-	} else {
-		host, member, ok = snap.PickBelow(sh.Limit, clientOf(req), rnd, now)
-		if !ok && sh.Over {
-			host, member, ok = snap.PickWithin(sh.Limit, clientOf(req), rnd, now)
-		}
+	q := pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds}
+	if rules.Law != LawWatermark {
+		q.serving, q.limit = true, sh.Limit
+	}
+	host, member, ok = snap.pick(q)
+	if !ok && sh.Over && q.serving {
+		q.noisy = true
+		host, member, ok = snap.pick(q)
 	}
 	if !ok {
 		return Decision{Action: Serve, Reason: ReasonNoSibling}
 	}
 	return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonOverload}
+}
+
+// holdingsOf asks req for its Holdings (none: not Known).
+func holdingsOf(req RedirectRequest) (Holdings, bool) {
+	if req.Holdings == nil {
+		return Holdings{}, true
+	}
+	return req.Holdings()
+}
+
+// rescue decides a request on the group name for a file this mirror
+// lacks or holds an older copy of: a redirect to the policy's first
+// sibling that holds the best copy, whatever its load (the alternative is
+// a 404 or stale bytes), on a view that is not expired; served (a 404, or
+// the copy it has) when no sibling in the view holds it. The sibling is
+// asked on its own host name, so there is never a second hop. done is
+// false when this mirror holds the best copy, or nothing is known: holds
+// then says which siblings the correction may send the request to.
+func rescue(req RedirectRequest, snap *GroupSnapshot, now time.Time, rnd *rand.Rand) (holds func(string) bool, d Decision, done bool) {
+	h, self := holdingsOf(req)
+	switch {
+	case !h.Known:
+		return nil, Decision{}, false
+	case self:
+		return h.Holds, Decision{}, false
+	case snap == nil || snap.Expired(now) || !h.Anyone():
+		return nil, Decision{Action: Serve, Reason: ReasonNoCopy}, true
+	}
+	host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: h.Holds, anyRoom: true})
+	if !ok {
+		return nil, Decision{Action: Serve, Reason: ReasonNoCopy}, true
+	}
+	return nil, Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonRescue}, true
 }
 
 func clientOf(req RedirectRequest) scheduler.Client {
@@ -468,7 +533,7 @@ func NewRedirector(o RedirectorOptions) (*Redirector, error) {
 			}
 		}
 	}
-	for _, r := range []string{ReasonOverload, ReasonDispatch} {
+	for _, r := range []string{ReasonOverload, ReasonDispatch, ReasonRescue} {
 		rd.redirects.WithLabelValues(r)
 	}
 	for _, r := range []string{ReasonNoView, ReasonStaleView, ReasonExpiredView, ReasonNoSibling} {

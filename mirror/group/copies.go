@@ -1,0 +1,103 @@
+package group
+
+import (
+	"path"
+	"strings"
+	"time"
+)
+
+// Copy is what one member holds under a path: its size and modification
+// time, and its hash when the member's index has one.
+type Copy struct {
+	Size    int64
+	ModTime time.Time
+	Hash    string // "" when unknown
+}
+
+// Same reports whether c and o are the same file: the same hash when both
+// have one, else the same size and modification time (to the second, as
+// HTTP's Last-Modified and rsync's default check see it).
+func (c Copy) Same(o Copy) bool {
+	if c.Hash != "" && o.Hash != "" {
+		return c.Hash == o.Hash
+	}
+	return c.Size == o.Size && c.ModTime.Unix() == o.ModTime.Unix()
+}
+
+// BestCopy is the copy a request for the path should get: the newest one
+// by modification time among the members' (a mirror that has synced
+// since holds the newer file; an older copy is stale bytes), the larger
+// on a tie of seconds, the greater hash on a tie of both (so that the
+// choice does not depend on the map's order). ok is false when no member holds the path.
+func BestCopy(copies map[string]Copy) (best Copy, ok bool) {
+	for _, c := range copies {
+		switch {
+		case !ok:
+		case c.ModTime.Unix() > best.ModTime.Unix():
+		case c.ModTime.Unix() == best.ModTime.Unix() && c.Size > best.Size:
+		case c.ModTime.Unix() == best.ModTime.Unix() && c.Size == best.Size && c.Hash > best.Hash:
+		default:
+			continue
+		}
+		best, ok = c, true
+	}
+	return best, ok
+}
+
+// Holdings answers, for one request path, which members may be sent the
+// request: those that hold the best copy (BestCopy; Copy.Same), or, for a
+// path that changes in place by design (AnyCopyPath), those that hold any
+// copy. Known false means the members' contents are not known at all
+// (no index of them): every member may be sent it, as before indexes.
+type Holdings struct {
+	Known  bool
+	copies map[string]Copy
+	best   Copy
+	found  bool
+	any    bool
+}
+
+// NewHoldings is the Holdings of a path from the members' copies of it
+// (member → copy; a member absent from the map lacks the file). anyCopy
+// says the path is one that any copy serves (AnyCopyPath).
+func NewHoldings(copies map[string]Copy, anyCopy bool) Holdings {
+	best, found := BestCopy(copies)
+	return Holdings{Known: true, copies: copies, best: best, found: found, any: anyCopy}
+}
+
+// Holds reports whether member may be sent the request.
+func (h Holdings) Holds(member string) bool {
+	if !h.Known {
+		return true
+	}
+	c, ok := h.copies[member]
+	return ok && (h.any || c.Same(h.best))
+}
+
+// Anyone reports whether some member holds the path (always true when
+// nothing is known).
+func (h Holdings) Anyone() bool { return !h.Known || h.found }
+
+// AnyCopyPath reports whether p (a request path) matches one of patterns:
+// paths whose files change in place by design, such as a distribution's
+// dists/*/InRelease or a repodata/ directory, which any fresh member
+// serves whatever its copy's time. A pattern that ends in "/" is a prefix
+// of the path below the root (repodata/ matches /repodata/repomd.xml and
+// /fedora/repodata/ does not: patterns are anchored at the root); any
+// other is a path.Match pattern of the whole path below the root, where *
+// stays within one segment (dists/*/InRelease).
+func AnyCopyPath(patterns []string, p string) bool {
+	rel := strings.TrimPrefix(p, "/")
+	for _, pat := range patterns {
+		if strings.HasSuffix(pat, "/") {
+			if strings.HasPrefix(rel, pat) {
+				return true
+			}
+			continue
+		}
+		if ok, err := path.Match(pat, rel); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
