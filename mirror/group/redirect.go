@@ -254,30 +254,7 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *
 	onGroup := hostMatches(req.Host, rules.Group)
 	get := req.Method == http.MethodGet || req.Method == http.MethodHead
 	if rules.Dispatcher {
-		switch {
-		case !onGroup && hostMatches(req.Host, rules.Host):
-			return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonOwnHost}
-		case !onGroup:
-			return Decision{Action: Refuse, Status: http.StatusMisdirectedRequest, Reason: ReasonMisdirected}
-		case !get:
-			return Decision{Action: Refuse, Status: http.StatusMethodNotAllowed, Reason: ReasonMethod}
-		case snap == nil:
-			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
-		case snap.Expired(now):
-			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
-		}
-		var holds func(string) bool
-		if h, _ := holdingsOf(req); h.Known {
-			if !h.Anyone() {
-				return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonNoCopy}
-			}
-			holds = h.Holds
-		}
-		host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds, anyRoom: true})
-		if !ok {
-			return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
-		}
-		return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonDispatch}
+		return decideDispatch(rules, req, onGroup, get, snap, now, rnd)
 	}
 	switch {
 	case !onGroup:
@@ -329,6 +306,34 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *
 		return Decision{Action: Serve, Reason: ReasonNoSibling}
 	}
 	return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonOverload}
+}
+
+// decideDispatch is Decide for a dispatcher.
+func decideDispatch(rules RedirectRules, req RedirectRequest, onGroup, get bool, snap *GroupSnapshot, now time.Time, rnd *rand.Rand) Decision {
+	switch {
+	case !onGroup && hostMatches(req.Host, rules.Host):
+		return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonOwnHost}
+	case !onGroup:
+		return Decision{Action: Refuse, Status: http.StatusMisdirectedRequest, Reason: ReasonMisdirected}
+	case !get:
+		return Decision{Action: Refuse, Status: http.StatusMethodNotAllowed, Reason: ReasonMethod}
+	case snap == nil:
+		return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoView}
+	case snap.Expired(now):
+		return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
+	}
+	var holds func(string) bool
+	if h, _ := holdingsOf(req); h.Known {
+		if !h.Anyone() {
+			return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonNoCopy}
+		}
+		holds = h.Holds
+	}
+	host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds, anyRoom: true})
+	if !ok {
+		return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
+	}
+	return Decision{Action: Redirect, Target: host, Member: member, Reason: ReasonDispatch}
 }
 
 // holdingsOf asks req for its Holdings (none: not Known).
