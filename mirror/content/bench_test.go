@@ -1,0 +1,158 @@
+package content
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchFiles is the tree's size for BenchmarkIndexMillion: generating a
+// million files takes a few minutes and about 1 GB of disk (the files
+// are empty or sparse: inodes and directory entries only).
+var benchFiles = flag.Int("content.files", 1_000_000, "files of BenchmarkIndexMillion's generated tree")
+
+// BenchmarkIndexMillion scans a generated tree of -content.files files
+// (a Debian-like pool: 1,000 directories of 1,000 files) and reports the
+// scan's wall and CPU time, the index's bytes per file (its arrays, and
+// the heap it holds after a GC), the peak heap during a scan, the full
+// index's wire size (and gzipped), and the change set's after 1% of the
+// files changed (a new mtime).
+func BenchmarkIndexMillion(b *testing.B) {
+	root := b.TempDir()
+	start := time.Now()
+	files := genTree(b, root, *benchFiles)
+	b.Logf("generated %d files in %s", len(files), time.Since(start).Round(time.Second))
+	ctx := context.Background()
+	var s *Scanner
+	var cpu time.Duration
+	var peak, held uint64
+	b.ResetTimer()
+	for range b.N {
+		s = nil
+		before := heapAlloc()
+		s = NewScanner(root, ScanOptions{})
+		cpu0 := cpuTime()
+		peak = peakHeap(func() {
+			if _, err := s.Scan(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+		cpu += cpuTime() - cpu0
+		held = heapAlloc() - min(before, heapAlloc())
+	}
+	b.StopTimer()
+	x := s.Current()
+	n := float64(x.Len())
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/scan")
+	b.ReportMetric(float64(x.Bytes())/n, "index-B/file")
+	b.ReportMetric(float64(held)/n, "heap-B/file")
+	b.ReportMetric(float64(peak)/n, "peak-heap-B/file")
+	full := encodeIndex(b, x)
+	b.ReportMetric(float64(len(full)), "full-wire-B")
+	b.ReportMetric(float64(gzipLen(full)), "full-gzip-B")
+	changed := touchPercent(b, root, files)
+	if _, err := s.Scan(ctx); err != nil {
+		b.Fatal(err)
+	}
+	ch, _, ok := s.Since(x.Version())
+	if !ok || len(ch.Changes) != changed {
+		b.Fatalf("since: ok %v, %d changes, want %d", ok, len(ch.Changes), changed)
+	}
+	wire := encodeChanges(b, ch)
+	b.ReportMetric(float64(len(wire)), "1%-changes-wire-B")
+	b.ReportMetric(float64(gzipLen(wire)), "1%-changes-gzip-B")
+}
+
+// genTree makes n empty files under root, 1,000 to a directory, with
+// names like a mirror's pool, and returns their paths.
+func genTree(b *testing.B, root string, n int) []string {
+	files := make([]string, 0, n)
+	at := time.Unix(1700000000, 0)
+	for d := 0; len(files) < n; d++ {
+		dir := fmt.Sprintf("pool/main/%c/pkg%05d", 'a'+d%26, d)
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < 1000 && len(files) < n; i++ {
+			p := fmt.Sprintf("%s/pkg%05d_%d.%d-1_amd64.deb", dir, d, i/10, i%10)
+			f, err := os.Create(filepath.Join(root, p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+			os.Chtimes(filepath.Join(root, p), at, at)
+			files = append(files, p)
+		}
+	}
+	return files
+}
+
+// touchPercent gives every hundredth file a new mtime and returns how
+// many it changed.
+func touchPercent(b *testing.B, root string, files []string) int {
+	at := time.Unix(1700086400, 0)
+	n := 0
+	for i := 0; i < len(files); i += 100 {
+		if err := os.Chtimes(filepath.Join(root, files[i]), at, at); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakHeap runs f and returns the most heap its objects held meanwhile,
+// above what they held before (sampled every 2ms).
+func peakHeap(f func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	base, peak := read(), uint64(0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return peak - min(base, peak)
+		case <-tick.C:
+			peak = max(peak, read())
+		}
+	}
+}
+
+// heapAlloc is the heap that live objects hold, after a GC.
+func heapAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func gzipLen(p []byte) int {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write(p)
+	w.Close()
+	return b.Len()
+}

@@ -1,0 +1,123 @@
+package content
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Response headers of the Handler besides ETag.
+const (
+	// KindHeader says what the body is: "full" or "changes".
+	KindHeader = "Transmirror-Index"
+	// VersionHeader is the version the body brings its reader to.
+	VersionHeader = "Transmirror-Index-Version"
+)
+
+// Source is what the Handler serves: the changes since a version with
+// the index they lead to, or false when only the full index will do.
+// *Scanner is one.
+type Source interface {
+	Since(v uint64) (Changes, *Index, bool)
+}
+
+var _ Source = (*Scanner)(nil)
+
+// HandlerOptions configure NewHandler; a zero field takes its default.
+type HandlerOptions struct {
+	// Limit is the per-client rate limit (see LimitOptions).
+	Limit LimitOptions
+}
+
+// Handler serves GET ?since=V: the changes since version V, or the full
+// index when V is absent, 0, too old or unknown. KindHeader says which;
+// ETag is the version that the body leads to, and an If-None-Match of the
+// current version is answered 304. Each body is encoded once and kept
+// while its version is current; each client is rate limited (429 with
+// Retry-After). Only paths and their metadata leave: nothing outside the
+// root and no file contents.
+type Handler struct {
+	src   Source
+	limit *limiter
+
+	mu      sync.Mutex
+	version uint64            // of what the cache holds
+	full    []byte            // nil until asked for
+	changes map[uint64][]byte // by from-version
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns the Handler of src.
+func NewHandler(src Source, o HandlerOptions) *Handler {
+	return &Handler{src: src, limit: newLimiter(o.Limit), changes: map[uint64][]byte{}}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if wait, ok := h.limit.allow(r.RemoteAddr); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1)))
+		http.Error(w, "content: rate limited", http.StatusTooManyRequests)
+		return
+	}
+	var since uint64
+	if s := r.URL.Query().Get("since"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			http.Error(w, "content: since: not a version: "+strconv.Quote(s), http.StatusBadRequest)
+			return
+		}
+		since = v
+	}
+	body, kind, version := h.body(since)
+	etag := `"` + strconv.FormatUint(version, 10) + `"`
+	hd := w.Header()
+	hd.Set("ETag", etag)
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set(KindHeader, kind)
+	hd.Set(VersionHeader, strconv.FormatUint(version, 10))
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd.Set("Content-Type", "text/plain; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// body returns the encoded answer to since, its kind and version, from
+// the cache when it was encoded for the current version already.
+func (h *Handler) body(since uint64) ([]byte, string, uint64) {
+	ch, x, ok := h.src.Since(since)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.version != x.Version() {
+		h.version, h.full = x.Version(), nil
+		clear(h.changes)
+	}
+	if !ok || since == 0 {
+		if h.full == nil {
+			var b bytes.Buffer
+			EncodeIndex(&b, x) // a bytes.Buffer does not fail
+			h.full = b.Bytes()
+		}
+		return h.full, kindFull, x.Version()
+	}
+	if b, ok := h.changes[since]; ok {
+		return b, kindChanges, x.Version()
+	}
+	var b bytes.Buffer
+	EncodeChanges(&b, ch)
+	if len(h.changes) >= maxCachedChanges {
+		clear(h.changes)
+	}
+	h.changes[since] = b.Bytes()
+	return b.Bytes(), kindChanges, x.Version()
+}
+
+// maxCachedChanges bounds the change sets the Handler keeps encoded.
+const maxCachedChanges = DefaultHistory
