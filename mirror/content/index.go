@@ -103,13 +103,6 @@ func (b *builder) add(e Entry) {
 	b.mtimes = append(b.mtimes, e.MTime)
 }
 
-func (b *builder) last() string {
-	if len(b.offs) == 0 {
-		return ""
-	}
-	return b.arena.String()[b.offs[len(b.offs)-1]:]
-}
-
 func (b *builder) index(version uint64) *Index {
 	return &Index{version: version, arena: b.arena.String(),
 		offs: b.offs[:len(b.offs):len(b.offs)], sizes: b.sizes, mtimes: b.mtimes}
