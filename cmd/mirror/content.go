@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/transmirror/transmirror/mirror"
+	contentindex "github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/serve"
 )
@@ -18,6 +19,7 @@ type content struct {
 	site        mirror.SiteStatusSource // a site front end; nil for a document root
 	serving     func() bool             // nil: always serving
 	release     func() error
+	index       *contentindex.Scanner // with content.index; nil otherwise
 }
 
 // rootContent opens the document root: a memory cache in front of the
@@ -34,7 +36,20 @@ func rootContent(cfg *mirror.Config, d deps) (content, error) {
 		return content{}, err
 	}
 	completions := frontend.NewCompletions()
-	return content{handler: completions.Wrap(files), files: files, completions: completions, release: files.Close}, nil
+	c := content{handler: completions.Wrap(files), files: files, completions: completions, release: files.Close}
+	if cfg.Content.Index {
+		c.index = contentindex.NewScanner(cfg.Root, contentindex.ScanOptions{Clock: d.clock, Logger: d.logger})
+	}
+	return c, nil
+}
+
+// indexHandler is the admin API's handler of the content index, nil
+// without one.
+func (c content) indexHandler(d deps) http.Handler {
+	if c.index == nil {
+		return nil
+	}
+	return contentindex.NewHandler(c.index, contentindex.HandlerOptions{Limit: contentindex.LimitOptions{Clock: d.clock}})
 }
 
 // newSite builds the site front end over the config's back ends.
