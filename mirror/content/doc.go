@@ -7,7 +7,9 @@
 // next version from a scan of the root when anything changed, with the
 // Changes against the previous one, and keeps the last change sets so
 // that Since answers "what changed since version V" without the whole
-// index; a version it does not keep is answered with the full index. The
+// index; a version it does not keep is answered with the full index.
+// Rescans come on an interval, and early after inotify told of a change,
+// never so often that scanning takes more than a tenth of the time. The
 // Handler serves both on the admin API, encoded once per version and
 // rate limited per client.
 //
@@ -28,7 +30,7 @@
 // is at most a path's escaped bytes), truncated, out of order, with a
 // duplicate, a path with ".." or NUL, a change set that does not start at
 // the copy's version, adds a path that the copy has or modifies or removes
-// one that it has not. Every refusal names the line:
+// one that it has not. Every refusal of the decoder names the line:
 //
 //	content: line 12: path "a/../b": element ".."
 //

@@ -30,7 +30,9 @@ func TestRun(t *testing.T) {
 		}
 		return ticks
 	}
-	s := NewScanner(root, ScanOptions{After: after, watcher: func(string, int) watcher { return fw }})
+	// The clock stands still: every scan takes no time, so an early
+	// rescan waits DefaultSettle.
+	s := NewScanner(root, ScanOptions{After: after, Clock: fixedClock(t0), watcher: func(string, int) watcher { return fw }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -59,6 +61,24 @@ func TestRun(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSettle(t *testing.T) {
+	tests := []struct {
+		name            string
+		min, last, want time.Duration
+	}{
+		{"a quick scan waits the minimum", 2 * time.Second, 10 * time.Millisecond, 2 * time.Second},
+		{"a slow scan waits nine times its time", 2 * time.Second, 7 * time.Second, 63 * time.Second},
+		{"no scan yet", 2 * time.Second, 0, 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := settle(tc.min, tc.last); got != tc.want {
+				t.Fatalf("settle(%v, %v) = %v, want %v", tc.min, tc.last, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -39,8 +39,8 @@ type ScanOptions struct {
 	Clock func() time.Time
 	// Interval is the time between Run's rescans (DefaultInterval).
 	Interval time.Duration
-	// Settle is how long Run waits after the watcher told of a change
-	// before it rescans (DefaultSettle).
+	// Settle is the least that Run waits after the watcher told of a
+	// change before it rescans (DefaultSettle; see settle).
 	Settle time.Duration
 	// MaxWatches bounds the directories that Run watches
 	// (DefaultMaxWatches).
