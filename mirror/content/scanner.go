@@ -81,6 +81,8 @@ type Scanner struct {
 	root string
 	o    ScanOptions
 
+	scanning sync.Mutex // held by Scan
+
 	mu      sync.Mutex
 	cur     *Index
 	history []Changes // oldest first, each From the previous one's To
@@ -103,22 +105,26 @@ func (s *Scanner) Current() *Index {
 }
 
 // Scan scans the root and, when anything changed, makes the next version
-// and returns its changes; with nothing changed the version stays.
+// and returns its changes; with nothing changed the version stays. Scans
+// run one at a time; the index and Since stay served meanwhile.
 func (s *Scanner) Scan(ctx context.Context) (Changes, error) {
+	s.scanning.Lock()
+	defer s.scanning.Unlock()
 	res, err := scanTree(ctx, s.root, s.o.Workers, s.o.MaxFiles)
 	if err != nil {
 		return Changes{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dirs = res.dirs
-	next, err := indexOf(s.cur.Version()+1, res.files)
+	cur := s.Current() // only Scan replaces it, and scans take turns
+	next, err := indexOf(cur.Version()+1, res.files)
 	if err != nil {
 		return Changes{}, err
 	}
-	ch := Diff(s.cur, next)
+	ch := Diff(cur, next)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dirs = res.dirs
 	if len(ch.Changes) == 0 {
-		return Changes{From: s.cur.Version(), To: s.cur.Version()}, nil
+		return Changes{From: cur.Version(), To: cur.Version()}, nil
 	}
 	s.cur = next
 	s.history = trimHistory(append(s.history, ch), s.o.History, next.Len())

@@ -2,9 +2,11 @@ package content
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -127,5 +129,36 @@ func TestTrimHistory(t *testing.T) {
 				t.Fatalf("kept %+v, want from %d", got, tc.first)
 			}
 		})
+	}
+}
+
+// TestScanWhileServing: scans and the Handler's answers at the same time
+// (for the race detector), each answer one that a Replica takes.
+func TestScanWhileServing(t *testing.T) {
+	root := t.TempDir()
+	s := NewScanner(root, ScanOptions{})
+	h := NewHandler(s, HandlerOptions{Limit: LimitOptions{Rate: 1e9, Burst: 1e9}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20 {
+			write(t, root, filepath.Join("d", string(rune('a'+i))), i, t0)
+			if _, err := s.Scan(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	r := NewReplica(Limits{})
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/content/index?since="+strconv.FormatUint(r.Version(), 10), nil))
+		if err := r.Update(rec.Body); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
