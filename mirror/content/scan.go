@@ -9,7 +9,8 @@ import (
 	"math"
 	"os"
 	"path"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -40,16 +41,17 @@ type walk struct {
 }
 
 // scanTree lists the regular files under root with workers goroutines, at
-// most maxFiles of them. Symbolic links count when they resolve to a
+// most maxFiles of them; hint is how many it expects (the last scan's). Symbolic links count when they resolve to a
 // regular file inside the root (os.Root refuses the others) and are never
 // followed to a directory; other file types are skipped.
-func scanTree(ctx context.Context, root string, workers, maxFiles int) (scanResult, error) {
+func scanTree(ctx context.Context, root string, workers, maxFiles, hint int) (scanResult, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return scanResult{}, fmt.Errorf("content: %w", err)
 	}
 	defer r.Close()
 	w := &walk{ctx: ctx, root: r, maxFiles: maxFiles, queue: []string{"."}, pending: 1}
+	w.res.files = make([]Entry, 0, hint+hint/32) // no doubling when the tree grew a little
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
@@ -59,7 +61,7 @@ func scanTree(ctx context.Context, root string, workers, maxFiles int) (scanResu
 	if w.err != nil {
 		return scanResult{}, w.err
 	}
-	sort.Slice(w.res.files, func(i, j int) bool { return w.res.files[i].Path < w.res.files[j].Path })
+	slices.SortFunc(w.res.files, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	return w.res, nil
 }
 

@@ -55,7 +55,7 @@ func TestScanTree(t *testing.T) {
 	}
 	write(t, root, "bad\xffname", 1, t0)
 	for _, workers := range []int{1, 4} {
-		res, err := scanTree(context.Background(), root, workers, 0)
+		res, err := scanTree(context.Background(), root, workers, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestScanTreeBounds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := scanTree(tc.ctx(), tc.root, 2, tc.maxFiles)
+			_, err := scanTree(tc.ctx(), tc.root, 2, tc.maxFiles, 1)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("scanTree = %v, want %q", err, tc.err)
 			}

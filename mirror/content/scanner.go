@@ -110,11 +110,11 @@ func (s *Scanner) Current() *Index {
 func (s *Scanner) Scan(ctx context.Context) (Changes, error) {
 	s.scanning.Lock()
 	defer s.scanning.Unlock()
-	res, err := scanTree(ctx, s.root, s.o.Workers, s.o.MaxFiles)
+	cur := s.Current() // only Scan replaces it, and scans take turns
+	res, err := scanTree(ctx, s.root, s.o.Workers, s.o.MaxFiles, cur.Len())
 	if err != nil {
 		return Changes{}, err
 	}
-	cur := s.Current() // only Scan replaces it, and scans take turns
 	next, err := indexOf(cur.Version()+1, res.files)
 	if err != nil {
 		return Changes{}, err
