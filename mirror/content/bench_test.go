@@ -1,8 +1,6 @@
 package content
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"flag"
 	"fmt"
@@ -173,10 +171,8 @@ func heapAlloc() uint64 {
 	return m.HeapAlloc
 }
 
+// gzipLen is the size of p gzipped as the Handler gzips it.
 func gzipLen(p []byte) int {
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	w.Write(p)
-	w.Close()
-	return b.Len()
+	e := &encoded{plain: p}
+	return len(e.gzipped())
 }

@@ -60,10 +60,32 @@ func TestHandler(t *testing.T) {
 	t.Run("encoded once per version", func(t *testing.T) {
 		a, _, _ := h.body(0)
 		b, _, _ := h.body(0)
-		if &a[0] != &b[0] {
+		if a != b || &a.gzipped()[0] != &b.gzipped()[0] {
 			t.Fatal("the full index was encoded twice")
 		}
 	})
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{"", false},
+		{"gzip", true},
+		{"br, gzip;q=0.5", true},
+		{"gzip; q=0", false},
+		{"*", true},
+		{"identity", false},
+		{"deflate, gzipx", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.accept, func(t *testing.T) {
+			if got := acceptsGzip(tc.accept); got != tc.want {
+				t.Fatalf("acceptsGzip(%q) = %v", tc.accept, got)
+			}
+		})
+	}
 }
 
 func TestHandlerRateLimit(t *testing.T) {
@@ -133,6 +155,9 @@ func TestHandlerServesWhatDecodes(t *testing.T) {
 	r := NewReplica(Limits{})
 	if err := r.Update(resp.Body); err != nil {
 		t.Fatal(err)
+	}
+	if !resp.Uncompressed {
+		t.Error("the client asked for gzip (as Go's does) and did not get it")
 	}
 	if !reflect.DeepEqual(entries(r.Index()), entries(s.Current())) || !strings.Contains(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("replica %v, scanner %v", entries(r.Index()), entries(s.Current()))
