@@ -94,7 +94,7 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 		Files: c.files, Site: c.site, Serving: c.serving, Started: d.clock(),
 	})
 	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher),
-		index: c.indexHandler(d), release: c.release}
+		index: c.indexAPI, release: c.release}
 	if c.index != nil {
 		w.loops = append(w.loops, c.index.Run)
 	}

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
 	"github.com/transmirror/transmirror/mirror"
 	contentindex "github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/webtest"
@@ -44,7 +48,8 @@ func TestContentIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := build(cfg, deps{runQueue: func() (float64, error) { return 0, nil }})
+			reg := prometheus.NewPedanticRegistry()
+			m, err := build(cfg, deps{reg: reg, runQueue: func() (float64, error) { return 0, nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,6 +81,20 @@ func TestContentIndex(t *testing.T) {
 				}
 				return ""
 			})
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+			}
+			if got := testutil.CollectAndCount(reg, "transmirror_mirror_content_index_files"); got != map[bool]int{true: 1}[tc.index] {
+				t.Errorf("%d content_index_files series", got)
+			}
 		})
 	}
 }

@@ -31,6 +31,8 @@ var _ Source = (*Scanner)(nil)
 type HandlerOptions struct {
 	// Limit is the per-client rate limit (see LimitOptions).
 	Limit LimitOptions
+	// Metrics, when set, count the answers (see NewMetrics).
+	Metrics *Metrics
 }
 
 // Handler serves GET ?since=V: the changes since version V, or the full
@@ -42,8 +44,9 @@ type HandlerOptions struct {
 // Retry-After). Only paths and their metadata leave: nothing outside the
 // root and no file contents.
 type Handler struct {
-	src   Source
-	limit *limiter
+	src     Source
+	limit   *limiter
+	metrics *Metrics
 
 	mu      sync.Mutex
 	version uint64              // of what the cache holds
@@ -55,13 +58,14 @@ var _ http.Handler = (*Handler)(nil)
 
 // NewHandler returns the Handler of src.
 func NewHandler(src Source, o HandlerOptions) *Handler {
-	return &Handler{src: src, limit: newLimiter(o.Limit), changes: map[uint64]*encoded{}}
+	return &Handler{src: src, limit: newLimiter(o.Limit), metrics: o.Metrics, changes: map[uint64]*encoded{}}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if wait, ok := h.limit.allow(r.RemoteAddr); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1)))
 		http.Error(w, "content: rate limited", http.StatusTooManyRequests)
+		h.metrics.answered("rate_limited")
 		return
 	}
 	var since uint64
@@ -69,6 +73,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			http.Error(w, "content: since: not a version: "+strconv.Quote(s), http.StatusBadRequest)
+			h.metrics.answered("bad_request")
 			return
 		}
 		since = v
@@ -83,8 +88,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set(VersionHeader, strconv.FormatUint(version, 10))
 	if r.Header.Get("If-None-Match") == etag {
 		w.WriteHeader(http.StatusNotModified)
+		h.metrics.answered("not_modified")
 		return
 	}
+	h.metrics.answered(kind)
 	body := enc.plain
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		body = enc.gzipped()

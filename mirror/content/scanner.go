@@ -49,6 +49,8 @@ type ScanOptions struct {
 	After func(time.Duration) <-chan time.Time
 	// Logger gets Run's failed scans at Warn (default: discard).
 	Logger *slog.Logger
+	// Metrics, when set, get each scan (see NewMetrics).
+	Metrics *Metrics
 
 	watcher func(root string, max int) watcher // tests replace it
 }
@@ -110,25 +112,33 @@ func (s *Scanner) Current() *Index {
 func (s *Scanner) Scan(ctx context.Context) (Changes, error) {
 	s.scanning.Lock()
 	defer s.scanning.Unlock()
+	start := s.o.Clock()
+	ch, skipped, err := s.scan(ctx)
+	s.o.Metrics.scanned(s.Current(), skipped, s.o.Clock().Sub(start).Seconds(), err)
+	return ch, err
+}
+
+// scan is Scan (s.scanning held), with the names it skipped.
+func (s *Scanner) scan(ctx context.Context) (Changes, int, error) {
 	cur := s.Current() // only Scan replaces it, and scans take turns
 	res, err := scanTree(ctx, s.root, s.o.Workers, s.o.MaxFiles, cur.Len())
 	if err != nil {
-		return Changes{}, err
+		return Changes{}, 0, err
 	}
 	next, err := indexOf(cur.Version()+1, res.files)
 	if err != nil {
-		return Changes{}, err
+		return Changes{}, 0, err
 	}
 	ch := Diff(cur, next)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dirs = res.dirs
 	if len(ch.Changes) == 0 {
-		return Changes{From: cur.Version(), To: cur.Version()}, nil
+		return Changes{From: cur.Version(), To: cur.Version()}, res.skipped, nil
 	}
 	s.cur = next
 	s.history = trimHistory(append(s.history, ch), s.o.History, next.Len())
-	return ch, nil
+	return ch, res.skipped, nil
 }
 
 // trimHistory drops the oldest change sets past n, or past holding more
