@@ -10,8 +10,9 @@
 // index; a version it does not keep is answered with the full index.
 // Rescans come on an interval, and early after inotify told of a change,
 // never so often that scanning takes more than a tenth of the time. The
-// Handler serves both on the admin API, encoded once per version and
-// rate limited per client.
+// Handler serves both on the admin API (KindHeader says which, ETag
+// names the version), each body encoded once per version and gzipped
+// once for a client that accepts gzip, each client rate limited.
 //
 // # What leaves the mirror
 //

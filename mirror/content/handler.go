@@ -61,6 +61,7 @@ func NewHandler(src Source, o HandlerOptions) *Handler {
 	return &Handler{src: src, limit: newLimiter(o.Limit), metrics: o.Metrics, changes: map[uint64]*encoded{}}
 }
 
+// ServeHTTP answers GET and HEAD of the index (see Handler).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if wait, ok := h.limit.allow(r.RemoteAddr); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1)))

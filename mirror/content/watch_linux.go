@@ -83,6 +83,7 @@ func (w *inotify) read() {
 	}
 }
 
+// Events has a value after any change in a watched directory.
 func (w *inotify) Events() <-chan struct{} { return w.events }
 
 // Close ends the watches and the read.
