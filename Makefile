@@ -11,7 +11,8 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # runs for a few seconds.
 FUZZ_EXECS    ?= 20000
 FUZZ_EXECS_BY ?= FuzzReadRows=60000 FuzzClientPrefix=60000 \
-	FuzzAddMember=4000 FuzzPushLoad=4000 FuzzPushRedirects=4000
+	FuzzAddMember=4000 FuzzPushLoad=4000 FuzzPushRedirects=4000 \
+	FuzzDecodeIndex=30000 FuzzDecodeChanges=30000
 # fuzz-long gives every target FUZZ_LONG_TIME, a -fuzztime value: a duration
 # (an interactive run; see above for why smoke runs never use one) or a count
 # such as 2000000x. FUZZ_ONLY limits fuzz and fuzz-long to the targets it
@@ -108,6 +109,9 @@ done; \
 if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
 endef
 
+# bench runs every benchmark once over, BenchmarkIndexMillion among them:
+# it generates a tree of a million empty files first (about a minute and a
+# few hundred MB of disk for the inodes; see mirror/content/bench_test.go).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 

@@ -25,6 +25,9 @@ type AdminOptions struct {
 	// SiteReport, when set, serves api.SiteReport (a back end's report to
 	// its site front end).
 	SiteReport http.Handler
+	// ContentIndex, when set, serves api.ContentIndex (the content
+	// package's Handler).
+	ContentIndex http.Handler
 	// Serving, when set and false, makes api.LoadReport and api.Healthy
 	// answer 503 (a site front end with no back end up, SiteServing).
 	Serving func() bool
@@ -32,7 +35,8 @@ type AdminOptions struct {
 
 // NewAdminHandler returns the admin server's handler: api.LoadReport (the
 // load report, LOAD-QUERY), api.Metrics, api.Healthy and, with o.Status,
-// the status page (GET /, GET /status.css, api.MirrorStatus).
+// the status page (GET /, GET /status.css, api.MirrorStatus) and, with
+// o.ContentIndex, api.ContentIndex.
 func NewAdminHandler(o AdminOptions) http.Handler {
 	log := o.Logger
 	if log == nil {
@@ -57,6 +61,9 @@ func NewAdminHandler(o AdminOptions) http.Handler {
 	}
 	if o.SiteReport != nil {
 		mux.Handle(api.SiteReport.Pattern(), o.SiteReport)
+	}
+	if o.ContentIndex != nil {
+		mux.Handle(api.ContentIndex.Pattern(), o.ContentIndex)
 	}
 	if o.Status != nil {
 		for _, p := range statusPatterns() {

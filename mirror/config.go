@@ -120,6 +120,9 @@ type Config struct {
 	// Site configures the site front end and the back-end memory cache
 	// (see frontend.Config).
 	Site frontend.Config `yaml:"site"`
+	// Content is what the mirror knows of its content and serves to its
+	// siblings (see ContentConfig).
+	Content ContentConfig `yaml:"content"`
 
 	// File is the path the config was read from.
 	File string `yaml:"-"`
@@ -127,6 +130,17 @@ type Config struct {
 	// by group or others), each "FILE:LINE:COL: what"; the mirror logs
 	// them at Warn, at start, on -check and on each reload.
 	Warnings []string `yaml:"-"`
+}
+
+// ContentConfig is what the mirror knows of the content it serves.
+type ContentConfig struct {
+	// Index keeps an index of the document root (every regular file's
+	// path, size and mtime; see content.Scanner), rescanned every
+	// content.DefaultInterval and early on inotify's word where there is
+	// inotify, and serves it on the admin listener (api.ContentIndex: the
+	// changes since a version, or the whole index). Default off; it needs
+	// root. A restart applies it.
+	Index bool `yaml:"index"`
 }
 
 // Values of dnsd.push.
@@ -377,6 +391,7 @@ func (v *validator) validate() {
 	v.dnsd()
 	v.join()
 	v.content()
+	v.contentIndex()
 	v.timeouts()
 	v.redirect()
 	if !v.written("capacity") {
@@ -622,6 +637,14 @@ func (v *validator) content() {
 			v.rootSafe(c.Root, root)
 			c.Root = root
 		}
+	}
+}
+
+// contentIndex validates the content block: an index needs a document
+// root (a site front end's back ends index their own).
+func (v *validator) contentIndex() {
+	if v.c.Content.Index && v.c.Root == "" {
+		v.errorf("content.index", "needs root: only a document root is indexed")
 	}
 }
 

@@ -252,6 +252,12 @@ func TestParseConfigInline(t *testing.T) {
 		{"join check_interval", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], check_interval: 100ms}\n", "join.check_interval: must be in 1s..1h, got 100ms"},
 		{"join check_interval without enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {check_interval: 10s}\n", "join.enabled: the join settings are written but enabled is not true"},
 		{"join settings not enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {addresses: [192.0.2.1]}\n", "join.enabled: the join settings are written but enabled is not true"},
+		{"content index", head + "root: .\ncontent: {index: true}\n", ""},
+		{"content index off", head + "root: .\ncontent: {index: false}\n", ""},
+		{"content index of a front end", head + "backends: [{name: b1, url: 'http://10.0.0.1:8080'}]\ncontent: {index: true}\n", "mirror.yaml:6:11: content.index: needs root: only a document root is indexed"},
+		{"content index of a dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\ncontent: {index: true}\n", "mirror.yaml:7:11: content.index: needs root"},
+		{"content typo", head + "root: .\ncontent: {indx: true}\n", "mirror.yaml:6:11: content.indx: unknown field"},
+		{"content index not a bool", head + "root: .\ncontent: {index: maybe}\n", "content.index"},
 		{"join dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "join.enabled: a dispatcher is no member: it can not join"},
 	}
 	for _, tt := range tests {

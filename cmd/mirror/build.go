@@ -22,6 +22,7 @@ type wired struct {
 	handler  http.Handler       // the public chain, without the server's request metrics
 	public   *serve.Server
 	admin    http.Handler
+	index    http.Handler // the content index's admin API; nil without content.index
 	release  func() error // releases the content, once nothing serves
 }
 
@@ -62,7 +63,8 @@ func role(cfg *mirror.Config) string {
 
 // buildMember wires a member around c: the load meters, the group view,
 // the push of its load, the join, the redirect decision in front of c,
-// then the public server and the admin handler.
+// the rescans of its content index (with content.index), then the public
+// server and the admin handler.
 func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	d = d.withDefaults()
 	flows := group.NewFlowMeter(cfg.Redirect.TimeConstant.D())
@@ -91,7 +93,11 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 		Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Joiner: joiner,
 		Files: c.files, Site: c.site, Serving: c.serving, Started: d.clock(),
 	})
-	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher), release: c.release}
+	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher),
+		index: c.indexAPI, release: c.release}
+	if c.index != nil {
+		w.loops = append(w.loops, c.index.Run)
+	}
 	if err := w.front(cfg, d, redirect, c.serving, siteReport(m, c.completions, d.clock)); err != nil {
 		return nil, err
 	}
@@ -133,7 +139,8 @@ func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
 // front builds what both roles serve around the redirect decision: the
 // public chain (the health path, the load Reporter, the Redirector) and
 // its Server, the status page and the admin handler (with siteReport,
-// when set, a back end's report to its front end).
+// when set, a back end's report to its front end, and w.index, when set,
+// the content index).
 func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving func() bool, siteReport http.Handler) error {
 	w.handler = mirror.WithHealth(serving, w.reporter.Wrap(redirect))
 	so := mirror.ServerOptionsFromConfig(cfg, w.handler)
@@ -148,6 +155,7 @@ func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving
 	}
 	w.admin = http.MaxBytesHandler(mirror.NewAdminHandler(mirror.AdminOptions{
 		Reporter: w.reporter, Gatherer: d.reg, Logger: d.logger, Status: status, SiteReport: siteReport, Serving: serving,
+		ContentIndex: w.index,
 	}), serve.DefaultMaxBodyBytes)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/transmirror/transmirror/mirror"
+	contentindex "github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/serve"
 )
@@ -18,11 +19,14 @@ type content struct {
 	site        mirror.SiteStatusSource // a site front end; nil for a document root
 	serving     func() bool             // nil: always serving
 	release     func() error
+	index       *contentindex.Scanner // with content.index; nil otherwise
+	indexAPI    http.Handler          // its admin API; nil without it
 }
 
 // rootContent opens the document root: a memory cache in front of the
 // disk, so that a locality-aware front end makes the site's caches add
-// up, with what it serves reported to its front end.
+// up, with what it serves reported to its front end, and with
+// content.index the root's index.
 func rootContent(cfg *mirror.Config, d deps) (content, error) {
 	cache, err := serve.NewCache(cfg.Site.Cache, serve.CacheOptions{Registerer: d.reg})
 	if err != nil {
@@ -34,7 +38,28 @@ func rootContent(cfg *mirror.Config, d deps) (content, error) {
 		return content{}, err
 	}
 	completions := frontend.NewCompletions()
-	return content{handler: completions.Wrap(files), files: files, completions: completions, release: files.Close}, nil
+	c := content{handler: completions.Wrap(files), files: files, completions: completions, release: files.Close}
+	if cfg.Content.Index {
+		if err := c.newIndex(cfg, d); err != nil {
+			files.Close()
+			return content{}, err
+		}
+	}
+	return c, nil
+}
+
+// newIndex builds the content index of the document root and its admin
+// API (content.index).
+func (c *content) newIndex(cfg *mirror.Config, d deps) error {
+	m, err := contentindex.NewMetrics(d.reg)
+	if err != nil {
+		return err
+	}
+	c.index = contentindex.NewScanner(cfg.Root, contentindex.ScanOptions{Clock: d.clock, Logger: d.logger, Metrics: m})
+	c.indexAPI = contentindex.NewHandler(c.index, contentindex.HandlerOptions{
+		Limit: contentindex.LimitOptions{Clock: d.clock}, Metrics: m,
+	})
+	return nil
 }
 
 // newSite builds the site front end over the config's back ends.

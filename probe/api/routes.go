@@ -78,6 +78,11 @@ const (
 	// SiteReport is a back end's report to its site front end (in flight,
 	// cache, completed requests after ?after=N), a frontend.BackendReport.
 	SiteReport Route = "GET /v1/site"
+	// ContentIndex is the mirror's index of its document root (with
+	// content.index): ?since=V answers the changes since version V, or the
+	// whole index when V is absent, too old or unknown (the content
+	// package's wire format).
+	ContentIndex Route = "GET /v1/content/index"
 )
 
 // Routes of both admin servers.
@@ -93,7 +98,7 @@ func Routes() []Route {
 	return []Route{
 		ListGroups, GetGroup, ExplainGroup, AddMember, RemoveMember, PushLoad, PushRedirects,
 		DrainMember, UndrainMember, Dashboard, Stream, Ready, Reload,
-		LoadReport, MirrorStatus, SiteReport, Healthy, Metrics,
+		LoadReport, MirrorStatus, SiteReport, ContentIndex, Healthy, Metrics,
 	}
 }
 
