@@ -67,6 +67,9 @@ type Config struct {
 	// Root is the document root served; relative to the config file's
 	// directory. Exactly one of Root, Backends and Dispatcher is given.
 	Root string `yaml:"root"`
+	// Content says what the mirror knows of the tree under Root (see
+	// ContentConfig); it needs root.
+	Content ContentConfig `yaml:"content"`
 	// Dispatcher makes this mirror a pure 302 dispatcher: it serves no
 	// content and answers every request on the group name with a redirect
 	// to the best member for the client. It needs dnsd (for the group view)
@@ -127,6 +130,27 @@ type Config struct {
 	// by group or others), each "FILE:LINE:COL: what"; the mirror logs
 	// them at Warn, at start, on -check and on each reload.
 	Warnings []string `yaml:"-"`
+}
+
+// ContentConfig is what a mirror knows of its tree beyond serving it.
+type ContentConfig struct {
+	// Trace is the trace file that gives the mirror's generation, the
+	// time its last complete sync was taken from the master: a path
+	// relative to root (project/trace/master, as Debian's ftpsync writes
+	// it), read again for every load report; its first line is the time
+	// (probe.ParseTrace: date -u output, RFC 3339 or a Unix timestamp).
+	// Absent: the reports carry no generation. A file that can not be
+	// read or parsed gives no generation for that report, and is counted
+	// and warned of. A restart applies it.
+	Trace string `yaml:"trace"`
+}
+
+// TracePath returns the trace file's path, "" without one.
+func (c *Config) TracePath() string {
+	if c.Content.Trace == "" || c.Root == "" {
+		return ""
+	}
+	return filepath.Join(c.Root, filepath.FromSlash(c.Content.Trace))
 }
 
 // Values of dnsd.push.
@@ -622,6 +646,21 @@ func (v *validator) content() {
 			v.rootSafe(c.Root, root)
 			c.Root = root
 		}
+	}
+	v.trace()
+}
+
+// trace checks content.trace: a local path under root.
+func (v *validator) trace() {
+	c := v.c
+	switch t := c.Content.Trace; {
+	case t == "" && v.written("content.trace"):
+		v.errorf("content.trace", "must not be empty (leave it out for no trace)")
+	case t == "":
+	case c.Root == "":
+		v.errorf("content.trace", "needs root: the trace is a file of the document root")
+	case !filepath.IsLocal(filepath.FromSlash(t)):
+		v.errorf("content.trace", "%q must be a path relative to root, inside it", t)
 	}
 }
 

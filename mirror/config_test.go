@@ -252,6 +252,11 @@ func TestParseConfigInline(t *testing.T) {
 		{"join check_interval", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1], check_interval: 100ms}\n", "join.check_interval: must be in 1s..1h, got 100ms"},
 		{"join check_interval without enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {check_interval: 10s}\n", "join.enabled: the join settings are written but enabled is not true"},
 		{"join settings not enabled", head + "root: .\ndnsd: {url: 'http://a', secret: x}\njoin: {addresses: [192.0.2.1]}\n", "join.enabled: the join settings are written but enabled is not true"},
+		{"content trace", head + "root: .\ncontent: {trace: project/trace/master}\n", ""},
+		{"content trace absolute", head + "root: .\ncontent: {trace: /etc/passwd}\n", `mirror.yaml:6:11: content.trace: "/etc/passwd" must be a path relative to root, inside it`},
+		{"content trace outside", head + "root: .\ncontent: {trace: ../trace}\n", `content.trace: "../trace" must be a path relative to root`},
+		{"content trace empty", head + "root: .\ncontent: {trace: ''}\n", "content.trace: must not be empty"},
+		{"content trace without root", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\ncontent: {trace: t}\n", "content.trace: needs root"},
 		{"join dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "join.enabled: a dispatcher is no member: it can not join"},
 	}
 	for _, tt := range tests {
