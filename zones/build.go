@@ -591,9 +591,30 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	case static <= MaxGroupMembers && static+g.MaxRuntimeMembers > MaxGroupMembers:
 		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d and %d members in the file are more than %d, the most a group may have", obj, g.MaxRuntimeMembers, static, MaxGroupMembers)
 	}
+	b.maxLag(path, obj, g)
 	b.secret(path+".secret", obj+": secret", g.SecretSource, &g.Secret)
 	b.secret(path+".previous_secret", obj+": previous_secret", g.PreviousSecretSource, &g.PreviousSecret)
 	b.previousSecret(path, obj, g)
+}
+
+// The bounds of a group's max_lag.
+const (
+	// MinMaxLag is the shortest max_lag: a sync of a mirror's tree takes
+	// minutes, and its generation moves only when one is complete.
+	MinMaxLag = time.Minute
+	// MaxMaxLag is the longest max_lag, a year.
+	MaxMaxLag = 365 * 24 * time.Hour
+)
+
+// maxLag checks the group's max_lag: absent is off, written it is in
+// MinMaxLag..MaxMaxLag.
+func (b *builder) maxLag(path, obj string, g *GroupConfig) {
+	if !b.written(path+".max_lag") && g.MaxLag == 0 {
+		return
+	}
+	if d := g.MaxLag.D(); d < MinMaxLag || d > MaxMaxLag {
+		b.errorf(path+".max_lag", "%s: max_lag %s must be in %s..%s (leave it out for off)", obj, d, MinMaxLag, MaxMaxLag)
+	}
 }
 
 // secret sets *secret from src when the file has the key at path (a
