@@ -224,6 +224,12 @@ type GroupConfig struct {
 	// would be answered lags, the freshest of them are (fail open). A
 	// written 0 is an error.
 	MaxLag Duration `yaml:"max_lag"`
+	// Master is the URL (http or https) of the master's trace file, whose
+	// first line is the newest generation under max_lag (the formats of
+	// a mirror's content.trace); fetched every 30 s, its last good answer
+	// kept while it fails. Absent: the newest is the freshest member's.
+	// It needs max_lag.
+	Master string `yaml:"master"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
 }

@@ -62,6 +62,11 @@ func TestZeroRule(t *testing.T) {
 				t.Errorf("max_lag %s, want 1h", c.Groups[0].MaxLag.D())
 			}
 		}},
+		{name: "master without max_lag", yaml: head + strings.Replace(group, "%s", "", 1) + "    master: http://master.example.org/trace\n", wantErr: `group "www.example.org.": master needs max_lag`},
+		{name: "master empty", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: ''\n", wantErr: "master must not be empty"},
+		{name: "master not http", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: ftp://master.example.org/trace\n", wantErr: `master "ftp://master.example.org/trace": want an http or https URL`},
+		{name: "master with user", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: http://u:p@master.example.org/trace\n", wantErr: "master: the URL must not carry user information"},
+		{name: "master", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: https://master.example.org/debian/project/trace/master\n"},
 		{name: "weight 0", yaml: head + strings.Replace(group, "%s", ", weight: 0", 1), wantErr: `member "a": weight 0 must be > 0`},
 		{name: "health rise 0", yaml: head + "health: {rise: 0}\n", wantErr: "health: rise 0 must be in 1..100"},
 		{name: "health jitter 0 is none", yaml: head + "health: {jitter: 0s}\n", check: func(t *testing.T, c *Config) {

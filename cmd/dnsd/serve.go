@@ -60,6 +60,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
+	masters, err := newMasters(ctl.Current, disp, logger, reg)
+	if err != nil {
+		return err
+	}
 	reports, err := intake.New(intake.Options{Groups: ctl.Current, Watcher: watcher, Redirects: disp, Registry: reg})
 	if err != nil {
 		return err
@@ -86,7 +90,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
-	components := []daemon.Component{watcher.Run, adm.dash.Run,
+	components := []daemon.Component{watcher.Run, masters.Run, adm.dash.Run,
 		func(ctx context.Context) error {
 			return disp.RunScopeSaver(ctx, scopesFile, dispatch.DefaultScopeSaveInterval)
 		}}

@@ -1,11 +1,15 @@
 package dispatch
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
@@ -88,3 +92,27 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 var _ prometheus.Collector = (*freshnessCollector)(nil)
+
+// SetMaster makes gen the generation of group's master, the newest under
+// its freshness rule (zero: the freshest member's), and judges the
+// members again. An unknown group is an error and changes nothing.
+func (d *Dispatcher) SetMaster(group string, gen time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur := d.snap.Load()
+	g := cur.groups[dns.CanonicalName(group)]
+	if g == nil {
+		return fmt.Errorf("%w: %s", dnsd.ErrUnknownGroup, group)
+	}
+	if g.fresh.Master.Equal(gen) {
+		return nil
+	}
+	ng := *g
+	ng.states = slices.Clone(g.states)
+	ng.fresh.Master = gen
+	ng.build(g, d.now())
+	next := maps.Clone(cur.groups)
+	next[g.cfg.Name] = &ng
+	d.snap.Store(&dsnap{loc: cur.loc, groups: next})
+	return nil
+}

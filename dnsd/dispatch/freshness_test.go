@@ -164,3 +164,53 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, member string) float64 
 	t.Fatalf("no %s for %s", name, member)
 	return 0
 }
+
+// TestDispatcherMaster: with a master, the newest is the master's
+// generation: members all 2 h behind it lag (the freshest answered, fail
+// open), and the master's going away makes the freshest member the newest.
+func TestDispatcherMaster(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	d, err := New(Options{Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Load(freshSet(t)); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"fra1", "ams1", "nyc1", "sfo1", "sin1", "tyo1"}
+	for i, m := range all {
+		gen := now.Add(-2 * time.Hour)
+		if i > 0 {
+			gen = gen.Add(-time.Minute) // fra1 is the freshest
+		}
+		if err := d.SetHealth("www.example.org.", m, Health{State: probe.StateUp, Reported: now, Generation: gen}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		name     string
+		master   time.Time
+		want     []string
+		failOpen bool
+	}{
+		{"no master", time.Time{}, all, false},
+		{"master 2h ahead", now, []string{"fra1"}, true},
+		{"master within max_lag", now.Add(-90 * time.Minute), all, false},
+		{"master gone", time.Time{}, all, false},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			if err := d.SetMaster("www.example.org", step.master); err != nil {
+				t.Fatal(err)
+			}
+			if got := answered(t, d); !slices.Equal(got, sorted(step.want)) {
+				t.Errorf("answered %v, want %v", got, sorted(step.want))
+			}
+			if d.LaggingFailOpen("www.example.org.") != step.failOpen {
+				t.Errorf("lag fail-open %v, want %v", !step.failOpen, step.failOpen)
+			}
+		})
+	}
+	if err := d.SetMaster("nope.example.org", now); err == nil {
+		t.Error("SetMaster of an unknown group: no error")
+	}
+}
