@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,34 +39,8 @@ type lagMember struct {
 // they are the worst case: the next push, a full interval later.
 func TestLaggingMirror(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ms := []*lagMember{{name: "a", ip: "127.0.71.1"}, {name: "b", ip: "127.0.71.2"}, {name: "c", ip: "127.0.71.3"}}
-	d := startDNSD(t, true, "-config", lagDNSD(t, dir, ms))
-	formats := []func(time.Time) string{
-		func(t time.Time) string { return t.UTC().Format("Mon Jan _2 15:04:05 UTC 2006") },
-		func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		func(t time.Time) string { return fmt.Sprint(t.Unix()) },
-	}
-	for i, m := range ms {
-		root := filepath.Join(dir, m.name+"-root")
-		m.trace = filepath.Join(root, "project", "trace", "master")
-		if err := os.MkdirAll(filepath.Dir(m.trace), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		lagWriteTrace(t, m.trace, formats[i](time.Now())+"\nUsed ftpsync version: e2e\n")
-		cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
-admin: 127.0.0.1:0
-group: %s
-member: %s
-host: %s.mirrors.example.test
-dnsd: {url: "http://%s", secret: %q}
-root: %s
-content: {trace: project/trace/master}
-capacity: 1000
-run_queue: none
-`, faultGroup, m.name, m.name, d.Admin, faultSecret, root)
-		m.admin = runMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name).Admin
-	}
+	now := time.Now()
+	d, ms := startLagCluster(t, "127.0.71", "", now, now, now)
 	all := []string{ms[0].ip, ms[1].ip, ms[2].ip}
 	probetest.Until(t, 3*lagPushInterval+5*time.Second, func() string {
 		st := lagView(t, d.Admin)
@@ -80,7 +55,7 @@ run_queue: none
 
 	c := ms[2]
 	aged := time.Now()
-	lagWriteTrace(t, c.trace, formats[2](aged.Add(-2*time.Hour))+"\n")
+	lagWriteTrace(t, c.trace, lagFormats[2](aged.Add(-2*time.Hour))+"\n")
 	lagWaitAnswers(t, d, all[:2], []string{c.ip}, lagPushInterval+lagSlack)
 	left := time.Since(aged)
 	st := lagView(t, d.Admin)
@@ -92,7 +67,7 @@ run_queue: none
 	}
 
 	synced := time.Now()
-	lagWriteTrace(t, c.trace, formats[2](synced)+"\n")
+	lagWriteTrace(t, c.trace, lagFormats[2](synced)+"\n")
 	lagWaitAnswers(t, d, all, nil, lagPushInterval+lagSlack)
 	back := time.Since(synced)
 	if v, err := metric(d.Admin, "transmirror_dnsd_member_lagging", `member="c"`); err != nil || v != 0 {
@@ -100,6 +75,78 @@ run_queue: none
 	}
 	t.Logf("figures: c left every answer %v after its trace went 2h behind (max_lag 1h) and was back in every answer %v after a fresh trace; push interval %v, bound %v",
 		left.Round(time.Millisecond), back.Round(time.Millisecond), lagPushInterval, lagPushInterval+lagSlack)
+}
+
+// TestLaggingMirrorMaster: a group with a master: the newest generation
+// is the master's, 2 h ahead of every mirror, so every member lags and
+// dnsd fails open to the freshest one (a), in every answer, saying so in
+// the view and counting it.
+func TestLaggingMirrorMaster(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	master := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s\nUsed ftpsync version: e2e\n", lagFormats[0](now))
+	}))
+	defer master.Close()
+	old := now.Add(-2 * time.Hour)
+	d, ms := startLagCluster(t, "127.0.72", master.URL+"/debian/project/trace/master", old, old.Add(-time.Minute), old.Add(-time.Minute))
+	lagWaitAnswers(t, d, []string{ms[0].ip}, []string{ms[1].ip, ms[2].ip}, lagPushInterval+lagSlack)
+	st := lagView(t, d.Admin)
+	if st["a"].State == "lagging" || st["b"].State != "lagging" || st["c"].State != "lagging" || st["a"].Lag < 7100 {
+		t.Errorf("view: %+v, want b and c lagging, a answered though 2 h behind the master", st)
+	}
+	if v, err := metric(d.Admin, "transmirror_dnsd_group_lag_fail_open_total"); err != nil || v == 0 {
+		t.Errorf("group_lag_fail_open_total = %v, %v; want > 0", v, err)
+	}
+}
+
+// lagFormats are the trace formats of the three mirrors: ftpsync's date
+// -u, RFC 3339 and a Unix timestamp.
+var lagFormats = []func(time.Time) string{
+	func(t time.Time) string { return t.UTC().Format("Mon Jan _2 15:04:05 UTC 2006") },
+	func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	func(t time.Time) string { return fmt.Sprint(t.Unix()) },
+}
+
+// startLagCluster starts dnsd (lagDNSD, with master unless "") and the
+// three mirrors a, b, c (at net.1, net.2, net.3 in dnsd's answers), each
+// with a trace file of the generation gens gives, pushing at the default
+// interval, and waits until the view has every member's generation.
+func startLagCluster(t *testing.T, net, master string, gens ...time.Time) (*dnsdProc, []*lagMember) {
+	t.Helper()
+	dir := t.TempDir()
+	ms := []*lagMember{{name: "a", ip: net + ".1"}, {name: "b", ip: net + ".2"}, {name: "c", ip: net + ".3"}}
+	d := startDNSD(t, true, "-config", lagDNSD(t, dir, master, ms))
+	for i, m := range ms {
+		root := filepath.Join(dir, m.name+"-root")
+		m.trace = filepath.Join(root, "project", "trace", "master")
+		if err := os.MkdirAll(filepath.Dir(m.trace), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		lagWriteTrace(t, m.trace, lagFormats[i](gens[i])+"\nUsed ftpsync version: e2e\n")
+		cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+group: %s
+member: %s
+host: %s.mirrors.example.test
+dnsd: {url: "http://%s", secret: %q}
+root: %s
+content: {trace: project/trace/master}
+capacity: 1000
+run_queue: none
+`, faultGroup, m.name, m.name, d.Admin, faultSecret, root)
+		m.admin = runMirror(t, writeFile(t, dir, m.name+".yaml", cfg), m.name).Admin
+	}
+	probetest.Until(t, 3*lagPushInterval+5*time.Second, func() string {
+		st := lagView(t, d.Admin)
+		for _, m := range ms {
+			if st[m.name].Generation.IsZero() {
+				return fmt.Sprintf("view %+v, want every member with a generation", st)
+			}
+		}
+		return ""
+	})
+	return d, ms
 }
 
 // lagWriteTrace writes a trace file whole (a new file renamed over the
@@ -118,8 +165,8 @@ func lagWriteTrace(t *testing.T, path, content string) {
 
 // lagDNSD writes dnsd's config and zone for TestLaggingMirror into dir and
 // returns the config's path: the group answers with all three members
-// (weighted, answers: 3), TTL 1 s, max_lag 1h.
-func lagDNSD(t *testing.T, dir string, ms []*lagMember) string {
+// (weighted, answers: 3), TTL 1 s, max_lag 1h, and master when not "".
+func lagDNSD(t *testing.T, dir, master string, ms []*lagMember) string {
 	t.Helper()
 	zone := readFileT(t, filepath.Join("testdata", "example.test.zone"))
 	var mb strings.Builder
@@ -128,6 +175,10 @@ func lagDNSD(t *testing.T, dir string, ms []*lagMember) string {
 		fmt.Fprintf(&mb, "      - {name: %s, host: %s.mirrors.example.test., addresses: [%s], capacity: 1000}\n", m.name, m.name, m.ip)
 	}
 	writeFile(t, dir, "example.test.zone", zone)
+	masterKey := ""
+	if master != "" {
+		masterKey = fmt.Sprintf("    master: %q\n", master)
+	}
 	return writeFile(t, dir, "dnsd.yaml", fmt.Sprintf(`# e2e: a lagging mirror leaves the answers
 listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
@@ -140,9 +191,9 @@ groups:
     answers: 3
     policy: {name: weighted}
     max_lag: 1h
-    secret: %s
+%s    secret: %s
     members:
-%s`, faultGroup, faultSecret, mb.String()))
+%s`, faultGroup, masterKey, faultSecret, mb.String()))
 }
 
 // lagSubnets are the client subnets of lagWaitAnswers's queries, besides
