@@ -38,7 +38,7 @@ func TestFreshnessRuleJudge(t *testing.T) {
 			[]Content{{Generation: h(0)}, {Answerable: true}, {Generation: h(2), Answerable: true}},
 			[]bool{false, false, true}, []float64{0, -1, 2}, false},
 		{"off", FreshnessRule{MaxSkew: time.Second}, up(h(0), h(10)), []bool{false, false}, []float64{0, 10}, false},
-		{"master", FreshnessRule{MaxLag: time.Hour, Master: h(-0.0), MaxSkew: time.Second}, up(h(0.5), h(2)), []bool{false, true}, []float64{0.5, 2}, false},
+		{"master", FreshnessRule{MaxLag: time.Hour, Master: h(0), MaxSkew: time.Second}, up(h(0.5), h(2)), []bool{false, true}, []float64{0.5, 2}, false},
 		{"master ahead of all", FreshnessRule{MaxLag: time.Hour, Master: h(0), MaxSkew: time.Second}, up(h(2), h(3)), []bool{false, true}, []float64{2, 3}, true},
 		{"generation from the future is not believed", rule, up(now.Add(time.Hour), h(2)), []bool{false, false}, []float64{-1, 0}, false},
 		{"nobody answerable", rule, []Content{{Generation: h(0)}, {Generation: h(3)}}, []bool{false, true}, []float64{0, 3}, false},
