@@ -41,10 +41,10 @@ func ParseTrace(line string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if t.Year() < 1970 || t.Year() > 9999 {
+	if t = t.UTC(); t.Year() < 1970 || t.Year() > 9999 {
 		return time.Time{}, fmt.Errorf("probe: trace: %q: year %d out of range", s, t.Year())
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 func parseTraceTime(s string) (time.Time, error) {
