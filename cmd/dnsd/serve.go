@@ -37,7 +37,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	events, flows := admin.NewEventLog(0, nil), admin.NewAnswerFlows(0, nil)
-	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg, OnAnswer: flows.Add, OnFailOpen: events.FailOpen})
+	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg, OnAnswer: flows.Add, OnFailOpen: events.FailOpen, OnLagging: events.Lagging})
 	if err != nil {
 		return err
 	}

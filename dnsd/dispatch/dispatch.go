@@ -113,6 +113,11 @@ type Options struct {
 	// OnFailOpen, when set, is called once when a group starts answering
 	// with all members because none is up (on) and once when that ends.
 	OnFailOpen func(group string, on bool)
+	// OnLagging, when set, is called when a member starts lagging (on:
+	// its generation is more than the group's max_lag behind the newest)
+	// and when it catches up, with its lag. It is called with the
+	// dispatcher's writers held: it must not block nor call back.
+	OnLagging func(group, member string, on bool, lag time.Duration)
 }
 
 // Dispatcher answers group names with the scheduler's policies: it locates
@@ -142,6 +147,8 @@ type Dispatcher struct {
 
 	onAnswer   func(group, member string, client scheduler.Location)
 	onFailOpen func(group string, on bool)
+	onLagging  func(group, member string, on bool, lag time.Duration)
+	lagChanges *prometheus.CounterVec
 }
 
 var _ dnsd.GroupAnswerer = (*Dispatcher)(nil)
@@ -231,7 +238,7 @@ const (
 // nothing until the first Load.
 func New(o Options) (*Dispatcher, error) {
 	d := &Dispatcher{log: o.Logger, now: o.Now, maxScopes: o.MaxScopes, seed: o.Seed,
-		onAnswer: o.OnAnswer, onFailOpen: o.OnFailOpen}
+		onAnswer: o.OnAnswer, onFailOpen: o.OnFailOpen, onLagging: o.OnLagging}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -263,6 +270,10 @@ func New(o Options) (*Dispatcher, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "group_lag_fail_open_total",
 		Help: "Group answers given from the freshest lagging members because every member that could be answered lagged by more than max_lag.",
 	}, []string{"group"})
+	d.lagChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "member_lag_changes_total",
+		Help: "Members that started lagging (to=lagging) or caught up (to=caught_up) under their group's max_lag, by group.",
+	}, []string{"group", "to"})
 	d.ecs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "ecs_queries_total",
 		Help: "Group queries by EDNS Client Subnet use: none, used, opt_out, untrusted.",
@@ -275,7 +286,7 @@ func New(o Options) (*Dispatcher, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.lagFailOpen, d.ecs, d.lookups, newScopeCollector(d), newFreshnessCollector(d)} {
+	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.lagFailOpen, d.lagChanges, d.ecs, d.lookups, newScopeCollector(d), newFreshnessCollector(d)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("dispatch: register metrics: %w", err)
 		}
@@ -376,7 +387,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			}
 			for i, m := range g.cfg.Members {
 				if j := prev.member(m.Name); j >= 0 {
-					g.states[i].Health = prev.states[j].Health
+					g.states[i].Health, g.states[i].Freshness = prev.states[j].Health, prev.states[j].Freshness
 				}
 			}
 		} else {
@@ -389,7 +400,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
 			d.lagFailOpen.WithLabelValues(name)
 		}
-		g.build(prev, now)
+		d.noteLagging(g, g.build(prev, now))
 		g.applyRemote() // on estimators made anew, the other nodes' share
 		g.answered = make([]prometheus.Counter, len(g.cfg.Members))
 		for i, m := range g.cfg.Members {
@@ -407,6 +418,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 		if ng == nil {
 			d.failOpen.DeleteLabelValues(name)
 			d.lagFailOpen.DeleteLabelValues(name)
+			d.lagChanges.DeletePartialMatch(prometheus.Labels{"group": name})
 		}
 	}
 	d.snap.Store(&dsnap{loc: loc, groups: next})
@@ -437,11 +449,12 @@ func (g *dgroup) member(name string) int {
 	return -1
 }
 
-// build makes the per-family snapshots from cfg and states. Estimators are
-// kept from prev when the family's members are the same, else rebuilt from
-// the last reports.
-func (g *dgroup) build(prev *dgroup, now time.Time) {
-	g.judge(now)
+// build judges the members' freshness and makes the per-family snapshots
+// from cfg and states. Estimators are kept from prev when the family's
+// members are the same, else rebuilt from the last reports. It returns the
+// members whose lagging changed.
+func (g *dgroup) build(prev *dgroup, now time.Time) []lagFlip {
+	flips := g.judge(now)
 	for fi := range g.fam {
 		f := &family{pos: make([]int, len(g.cfg.Members))}
 		var members []scheduler.Member
@@ -486,6 +499,7 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 		}
 		g.fam[fi] = f
 	}
+	return flips
 }
 
 // report gives member k's report to the sources its window ramps out:
@@ -551,7 +565,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	ng.states = slices.Clone(g.states)
 	ng.states[i].Health = h
 	if changed {
-		ng.build(g, now)
+		d.noteLagging(&ng, ng.build(g, now))
 	}
 	if reported {
 		for _, f := range ng.fam {

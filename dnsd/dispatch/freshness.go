@@ -13,19 +13,50 @@ import (
 	"github.com/transmirror/transmirror/scheduler"
 )
 
+// lagFlip is a member whose lagging changed, and its new verdict.
+type lagFlip struct {
+	member int
+	f      scheduler.Freshness
+}
+
 // judge applies the group's freshness rule at now to its members' states
 // (their generations, drains and health), before the families are built
-// from them: a member the rule finds lagging is not answered.
-func (g *dgroup) judge(now time.Time) {
+// from them: a member the rule finds lagging is not answered. It returns
+// the members whose lagging changed from what their states held.
+func (g *dgroup) judge(now time.Time) []lagFlip {
 	content := make([]scheduler.Content, len(g.states))
 	for i, st := range g.states {
 		content[i] = scheduler.Content{Generation: st.Generation, Answerable: st.answerable()}
 	}
 	verdicts, failOpen := g.fresh.Judge(now, content, nil)
+	var flips []lagFlip
 	for i := range g.states {
+		if verdicts[i].Lagging != g.states[i].Freshness.Lagging {
+			flips = append(flips, lagFlip{member: i, f: verdicts[i]})
+		}
 		g.states[i].Freshness = verdicts[i]
 	}
 	g.lagOpen = failOpen
+	return flips
+}
+
+// noteLagging logs, counts and reports (Options.OnLagging) each member of
+// g whose lagging changed.
+func (d *Dispatcher) noteLagging(g *dgroup, flips []lagFlip) {
+	for _, fl := range flips {
+		name := g.cfg.Members[fl.member].Name
+		to := "caught_up"
+		if fl.f.Lagging {
+			to = StateLagging
+			d.log.Warn("member lagging: out of the answers", "group", g.cfg.Name, "member", name, "lag", fl.f.Lag, "max_lag", g.fresh.MaxLag)
+		} else {
+			d.log.Info("member caught up: back in the answers", "group", g.cfg.Name, "member", name, "lag", fl.f.Lag, "max_lag", g.fresh.MaxLag)
+		}
+		d.lagChanges.WithLabelValues(g.cfg.Name, to).Inc()
+		if d.onLagging != nil {
+			d.onLagging(g.cfg.Name, name, fl.f.Lagging, fl.f.Lag)
+		}
+	}
 }
 
 // noteLagFailOpen counts the answers given while every answerable member
@@ -110,7 +141,7 @@ func (d *Dispatcher) SetMaster(group string, gen time.Time) error {
 	ng := *g
 	ng.states = slices.Clone(g.states)
 	ng.fresh.Master = gen
-	ng.build(g, d.now())
+	d.noteLagging(&ng, ng.build(g, d.now()))
 	next := maps.Clone(cur.groups)
 	next[g.cfg.Name] = &ng
 	d.snap.Store(&dsnap{loc: cur.loc, groups: next})

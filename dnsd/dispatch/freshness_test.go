@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,7 +52,10 @@ func TestDispatcherLagging(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	reg := prometheus.NewRegistry()
-	d, err := New(Options{Registry: reg, Now: clock, Seed: 42})
+	var flips []string
+	d, err := New(Options{Registry: reg, Now: clock, Seed: 42, OnLagging: func(g, m string, on bool, lag time.Duration) {
+		flips = append(flips, fmt.Sprintf("%s %v %s", m, on, lag))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +116,17 @@ func TestDispatcherLagging(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(d.lagFailOpen.WithLabelValues("www.example.org.")); n == 0 {
 		t.Error("lag fail-open answers not counted")
+	}
+	// Each flip reported once, as the reports come one by one: fra1 out
+	// with the report that put it 2 h behind, back with its next; every
+	// member that went out came back by the end.
+	if len(flips) < 2 || flips[0] != "fra1 true 2h0m1s" || !strings.HasPrefix(flips[1], "fra1 false") {
+		t.Errorf("flips reported: %q", flips)
+	}
+	out := testutil.ToFloat64(d.lagChanges.WithLabelValues("www.example.org.", StateLagging))
+	back := testutil.ToFloat64(d.lagChanges.WithLabelValues("www.example.org.", "caught_up"))
+	if out < 5 || out != back || int(out+back) != len(flips) {
+		t.Errorf("member_lag_changes_total: %v lagging, %v caught up, %d flips reported", out, back, len(flips))
 	}
 }
 

@@ -453,7 +453,7 @@
 
   const KIND_TEXT = {
     member_state: "state", drain: "drain", undrain: "undrain", member_add: "member added", member_remove: "member removed",
-    reload: "reload", reload_failed: "reload failed", fail_open: "fail-open", fail_open_over: "fail-open over", start: "start",
+    reload: "reload", reload_failed: "reload failed", fail_open: "fail-open", fail_open_over: "fail-open over", lagging: "lagging", caught_up: "caught up", start: "start",
   };
   let lastEventSeq = -1;
   function renderEvents(evs) {
