@@ -10,7 +10,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # sizes targets that are much faster or slower than that, so that each one
 # runs for a few seconds.
 FUZZ_EXECS    ?= 20000
-FUZZ_EXECS_BY ?= FuzzReadRows=60000 FuzzClientPrefix=60000 \
+FUZZ_EXECS_BY ?= FuzzReadRows=60000 FuzzClientPrefix=60000 FuzzParseTrace=60000 \
 	FuzzAddMember=4000 FuzzPushLoad=4000 FuzzPushRedirects=4000 \
 	FuzzDecodeIndex=30000 FuzzDecodeChanges=30000
 # fuzz-long gives every target FUZZ_LONG_TIME, a -fuzztime value: a duration

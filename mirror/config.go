@@ -67,6 +67,9 @@ type Config struct {
 	// Root is the document root served; relative to the config file's
 	// directory. Exactly one of Root, Backends and Dispatcher is given.
 	Root string `yaml:"root"`
+	// Content says what the mirror knows of the tree under Root (see
+	// ContentConfig); it needs root.
+	Content ContentConfig `yaml:"content"`
 	// Dispatcher makes this mirror a pure 302 dispatcher: it serves no
 	// content and answers every request on the group name with a redirect
 	// to the best member for the client. It needs dnsd (for the group view)
@@ -120,9 +123,6 @@ type Config struct {
 	// Site configures the site front end and the back-end memory cache
 	// (see frontend.Config).
 	Site frontend.Config `yaml:"site"`
-	// Content is what the mirror knows of its content and serves to its
-	// siblings (see ContentConfig).
-	Content ContentConfig `yaml:"content"`
 
 	// File is the path the config was read from.
 	File string `yaml:"-"`
@@ -132,7 +132,7 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 }
 
-// ContentConfig is what the mirror knows of the content it serves.
+// ContentConfig is what a mirror knows of its tree beyond serving it.
 type ContentConfig struct {
 	// Index keeps an index of the document root (every regular file's
 	// path, size and mtime; see content.Scanner), rescanned every
@@ -141,6 +141,23 @@ type ContentConfig struct {
 	// changes since a version, or the whole index). Default off; it needs
 	// root. A restart applies it.
 	Index bool `yaml:"index"`
+	// Trace is the trace file that gives the mirror's generation, the
+	// time its last complete sync was taken from the master: a path
+	// relative to root (project/trace/master, as Debian's ftpsync writes
+	// it), read again for every load report; its first line is the time
+	// (probe.ParseTrace: date -u output, RFC 3339 or a Unix timestamp).
+	// Absent: the reports carry no generation. A file that can not be
+	// read or parsed gives no generation for that report, and is counted
+	// and warned of. A restart applies it.
+	Trace string `yaml:"trace"`
+}
+
+// TracePath returns the trace file's path, "" without one.
+func (c *Config) TracePath() string {
+	if c.Content.Trace == "" || c.Root == "" {
+		return ""
+	}
+	return filepath.Join(c.Root, filepath.FromSlash(c.Content.Trace))
 }
 
 // Values of dnsd.push.
@@ -637,6 +654,21 @@ func (v *validator) content() {
 			v.rootSafe(c.Root, root)
 			c.Root = root
 		}
+	}
+	v.trace()
+}
+
+// trace checks content.trace: a local path under root.
+func (v *validator) trace() {
+	c := v.c
+	switch t := c.Content.Trace; {
+	case t == "" && v.written("content.trace"):
+		v.errorf("content.trace", "must not be empty (leave it out for no trace)")
+	case t == "":
+	case c.Root == "":
+		v.errorf("content.trace", "needs root: the trace is a file of the document root")
+	case !filepath.IsLocal(filepath.FromSlash(t)):
+		v.errorf("content.trace", "%q must be a path relative to root, inside it", t)
 	}
 }
 

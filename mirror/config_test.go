@@ -258,6 +258,11 @@ func TestParseConfigInline(t *testing.T) {
 		{"content index of a dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\ncontent: {index: true}\n", "mirror.yaml:7:11: content.index: needs root"},
 		{"content typo", head + "root: .\ncontent: {indx: true}\n", "mirror.yaml:6:11: content.indx: unknown field"},
 		{"content index not a bool", head + "root: .\ncontent: {index: maybe}\n", "content.index"},
+		{"content trace", head + "root: .\ncontent: {trace: project/trace/master}\n", ""},
+		{"content trace absolute", head + "root: .\ncontent: {trace: /etc/passwd}\n", `mirror.yaml:6:11: content.trace: "/etc/passwd" must be a path relative to root, inside it`},
+		{"content trace outside", head + "root: .\ncontent: {trace: ../trace}\n", `content.trace: "../trace" must be a path relative to root`},
+		{"content trace empty", head + "root: .\ncontent: {trace: ''}\n", "content.trace: must not be empty"},
+		{"content trace without root", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\ncontent: {trace: t}\n", "content.trace: needs root"},
 		{"join dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "join.enabled: a dispatcher is no member: it can not join"},
 	}
 	for _, tt := range tests {

@@ -85,6 +85,7 @@ func (m *Mirror) Status(now time.Time) Status {
 		R: rep.R, M: rep.M, Conns: rep.Conns, BytesPerSecond: rep.BytesPerSecond,
 		RedirectsPerSecond: rep.RedirectsPerSecond, Load: rep.Load, Capacity: rep.Capacity, Bandwidth: rep.Bandwidth,
 		Utilization: group.ReportUtilization(rep), ServingUtilization: m.p.Meter.Utilization(now),
+		Generation: rep.Generation,
 	}
 
 	s.Redirect = redirectStatus(m.p.Redirector, rep.RedirectsPerSecond, now)

@@ -90,6 +90,9 @@ type LoadStatus struct {
 	// ServingUtilization leaves the redirects out (see
 	// LoadMeter.Utilization): what the redirect decision uses.
 	ServingUtilization float64 `json:"serving_utilization"`
+	// Generation is the report's generation, the time of the mirror's
+	// last complete sync as content.trace says (absent: none).
+	Generation time.Time `json:"generation,omitzero"`
 }
 
 // RedirectStatus describes the 302 correction.

@@ -56,6 +56,7 @@ func TestStatusPageGolden(t *testing.T) {
 	}
 	root := base
 	root.Role = RoleRoot
+	root.Load.Generation = at.Add(-2 * time.Hour) // content.trace
 	root.Join = &group.JoinStatus{State: group.JoinJoined, Joined: 2, DNSD: 2}
 	root.Cache = &serve.CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
 	front := base

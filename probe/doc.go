@@ -2,7 +2,10 @@
 // load report type (JSON, the same for pull and push), the mirror-side
 // Reporter that measures it, the pull prober ProbeLoad, the Health state
 // machine with rise/fall hysteresis, and the dnsd-side Watcher that
-// schedules probes, takes pushed reports and keeps every member's state.
+// schedules probes, takes pushed reports and keeps every member's state;
+// and a mirror's generation, the time of its last complete sync: the first
+// line of a trace file (ParseTrace, read by Trace for the mirror's reports,
+// fetched by MasterWatcher for dnsd's masters), carried in the report.
 // The admin API that carries reports and views between the daemons, with
 // its request signing, is package api.
 //
@@ -47,6 +50,11 @@
 //     load is a failed probe (reason "validate"); one whose time is outside
 //     the limits is taken, timed by dnsd's clock (the figures are as fresh
 //     as the probe), and counted: its member's clock is off.
+//   - A trace's first line is read, at most MaxTraceLine (256) bytes, for
+//     every report: it is one small file, and a generation read when the
+//     report is made is never older than the report. A trace that gives no
+//     generation leaves the report's out (never a failed report) and is
+//     counted (transmirror_mirror_trace_errors_total).
 //   - The Watcher runs one scheduler goroutine over a timer heap, at most one
 //     probe per member in flight and at most MaxInFlight (default 256)
 //     probes in all; each probe gets its member's timeout (default 80 % of

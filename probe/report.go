@@ -63,6 +63,10 @@ const (
 //	                      weighted rate of served requests (time constant about
 //	                      1 s): the fast figure of the 302 correction; optional,
 //	                      absent or 0: take load − 10·redirects_per_second
+//	generation            when the member's last complete sync was taken from
+//	                      its master (its trace file), RFC 3339; optional,
+//	                      absent: the member does not say (an older mirror,
+//	                      no trace configured or readable)
 type Report struct {
 	// Group is the group the member belongs to.
 	Group string `json:"group"`
@@ -103,6 +107,10 @@ type Report struct {
 	// it served rather than redirected (time constant about a second).
 	// 0 is left out: a reader then takes Load − 10·RedirectsPerSecond.
 	ServingLoad float64 `json:"serving_load,omitempty"`
+	// Generation is when the member's last complete sync was taken from
+	// its master, as its trace file says (ParseTrace); zero is left out:
+	// the member does not say.
+	Generation time.Time `json:"generation,omitzero"`
 }
 
 // Served returns the load of what the member serves: ServingLoad when
@@ -134,6 +142,7 @@ var reportFields = [...]struct {
 	{"bytes_per_second", false}, {"redirects_per_second", false},
 	{"load", false}, {"capacity", false}, {"bandwidth", true},
 	{"group_requests_per_second", true}, {"window_seconds", true}, {"serving_load", true},
+	{"generation", true},
 }
 
 // LoadOf returns the server-group load figure 10·(r + m).
@@ -157,6 +166,9 @@ func (r Report) Validate() error {
 	}
 	if r.Time.IsZero() {
 		errs = append(errs, errors.New("time: missing"))
+	}
+	if y := r.Generation.Year(); !r.Generation.IsZero() && (y < 1970 || y > 9999) {
+		errs = append(errs, fmt.Errorf("generation: year %d out of range", y))
 	}
 	if r.Conns < 0 {
 		errs = append(errs, fmt.Errorf("conns: %d is negative", r.Conns))

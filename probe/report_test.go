@@ -215,3 +215,39 @@ func TestSameGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeReportGeneration checks the optional generation field: a
+// report without it (an older mirror) decodes with none, one with it
+// round-trips, and a malformed one is refused.
+func TestDecodeReportGeneration(t *testing.T) {
+	gen := time.Date(2026, 12, 1, 12, 0, 1, 0, time.UTC)
+	withGen := strings.TrimSuffix(goodJSON, "}") + `,"generation":"2026-12-01T12:00:01Z"}`
+	for _, tc := range []struct {
+		name, body string
+		want       time.Time
+		err        string
+	}{
+		{"absent", goodJSON, time.Time{}, ""},
+		{"present", withGen, gen, ""},
+		{"not a time", strings.TrimSuffix(goodJSON, "}") + `,"generation":"yesterday"}`, time.Time{}, "malformed"},
+		{"null", strings.TrimSuffix(goodJSON, "}") + `,"generation":null}`, time.Time{}, "null"},
+		{"twice", strings.TrimSuffix(withGen, "}") + `,"generation":"2026-12-01T12:00:01Z"}`, time.Time{}, "duplicate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := DecodeReport(strings.NewReader(tc.body), 0)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("DecodeReport = %v; want error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !r.Generation.Equal(tc.want) {
+				t.Fatalf("DecodeReport = %v (generation %v); want %v", err, r.Generation, tc.want)
+			}
+			b, _ := json.Marshal(r)
+			if got := strings.Contains(string(b), `"generation"`); got != !tc.want.IsZero() {
+				t.Errorf("marshal %s: generation present %v", b, got)
+			}
+		})
+	}
+}

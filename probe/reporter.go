@@ -43,6 +43,9 @@ type ReporterConfig struct {
 	// redirected) at now, exponentially weighted over about a second: the
 	// report's serving_load is 10·(Serving + m). Nil leaves it out.
 	Serving func(now time.Time) float64
+	// Generation, when set, gives the member's generation for each report
+	// (Trace.Generation); zero, or nil, leaves it out.
+	Generation func() time.Time
 	// Clock returns the time of a completed request and of a report served
 	// over HTTP (default time.Now).
 	Clock func() time.Time
@@ -246,6 +249,9 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 		if s := r.cfg.Serving(now); s >= 0 && s < 1e300 {
 			rep.ServingLoad = LoadOf(s, rep.M)
 		}
+	}
+	if r.cfg.Generation != nil {
+		rep.Generation = r.cfg.Generation()
 	}
 	return rep
 }

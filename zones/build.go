@@ -591,9 +591,53 @@ func (b *builder) group(path, obj string, g *GroupConfig) {
 	case static <= MaxGroupMembers && static+g.MaxRuntimeMembers > MaxGroupMembers:
 		b.errorf(path+".max_runtime_members", "%s: max_runtime_members %d and %d members in the file are more than %d, the most a group may have", obj, g.MaxRuntimeMembers, static, MaxGroupMembers)
 	}
+	b.maxLag(path, obj, g)
+	b.master(path, obj, g)
 	b.secret(path+".secret", obj+": secret", g.SecretSource, &g.Secret)
 	b.secret(path+".previous_secret", obj+": previous_secret", g.PreviousSecretSource, &g.PreviousSecret)
 	b.previousSecret(path, obj, g)
+}
+
+// The bounds of a group's max_lag.
+const (
+	// MinMaxLag is the shortest max_lag: a sync of a mirror's tree takes
+	// minutes, and its generation moves only when one is complete.
+	MinMaxLag = time.Minute
+	// MaxMaxLag is the longest max_lag, a year.
+	MaxMaxLag = 365 * 24 * time.Hour
+)
+
+// maxLag checks the group's max_lag: absent is off, written it is in
+// MinMaxLag..MaxMaxLag.
+func (b *builder) maxLag(path, obj string, g *GroupConfig) {
+	if !b.written(path+".max_lag") && g.MaxLag == 0 {
+		return
+	}
+	if d := g.MaxLag.D(); d < MinMaxLag || d > MaxMaxLag {
+		b.errorf(path+".max_lag", "%s: max_lag %s must be in %s..%s (leave it out for off)", obj, d, MinMaxLag, MaxMaxLag)
+	}
+}
+
+// hasUserInfo reports whether the URL v carries user information.
+func hasUserInfo(v string) bool {
+	u, err := url.Parse(v)
+	return err == nil && u.User != nil
+}
+
+// master checks the group's master: absent, or an http or https URL of
+// a trace file, which only means something with max_lag.
+func (b *builder) master(path, obj string, g *GroupConfig) {
+	switch {
+	case g.Master == "" && b.written(path+".master"):
+		b.errorf(path+".master", "%s: master must not be empty (leave it out for the freshest member)", obj)
+	case g.Master == "":
+	case g.MaxLag == 0:
+		b.errorf(path+".master", "%s: master needs max_lag", obj)
+	case hasUserInfo(g.Master):
+		b.errorf(path+".master", "%s: master: the URL must not carry user information (it is logged)", obj)
+	default:
+		b.httpURL(path, obj, "master", g.Master)
+	}
 }
 
 // secret sets *secret from src when the file has the key at path (a
@@ -698,15 +742,21 @@ func (b *builder) member(path, gobj string, m *MemberConfig) {
 		b.errorf(path+".weight", "%s: weight %g must be > 0", obj, m.Weight)
 	}
 	if m.Probe != "" {
-		u, err := url.Parse(m.Probe)
-		switch {
-		case len(m.Probe) > MaxProbeLen:
-			b.errorf(path+".probe", "%s: probe is %d bytes long, at most %d", obj, len(m.Probe), MaxProbeLen)
-		case strings.IndexFunc(m.Probe, notURLChar) >= 0:
-			b.errorf(path+".probe", "%s: probe %q: want the characters of RFC 3986 (escape the others with %%XX)", obj, m.Probe)
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			b.errorf(path+".probe", "%s: probe %q: want an http or https URL", obj, m.Probe)
-		}
+		b.httpURL(path, obj, "probe", m.Probe)
+	}
+}
+
+// httpURL checks the value v of key, an http or https URL: at most
+// MaxProbeLen bytes, of the characters of RFC 3986, with a host.
+func (b *builder) httpURL(path, obj, key, v string) {
+	u, err := url.Parse(v)
+	switch {
+	case len(v) > MaxProbeLen:
+		b.errorf(path+"."+key, "%s: %s is %d bytes long, at most %d", obj, key, len(v), MaxProbeLen)
+	case strings.IndexFunc(v, notURLChar) >= 0:
+		b.errorf(path+"."+key, "%s: %s %q: want the characters of RFC 3986 (escape the others with %%XX)", obj, key, v)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		b.errorf(path+"."+key, "%s: %s %q: want an http or https URL", obj, key, v)
 	}
 }
 

@@ -214,6 +214,22 @@ type GroupConfig struct {
 	// GROUP-ADD is refused). The file's members plus MaxRuntimeMembers
 	// may be at most MaxGroupMembers.
 	MaxRuntimeMembers int `yaml:"max_runtime_members"`
+	// MaxLag is how far a member's generation (the time of its last
+	// complete sync, from its trace file, in its load reports) may be
+	// behind the group's newest and still be answered, in
+	// MinMaxLag..MaxMaxLag; absent: off (every member is answered
+	// whatever its generation). A member further behind leaves the
+	// answers as "lagging" and comes back when a report shows it caught
+	// up; members without a generation never lag; when every member that
+	// would be answered lags, the freshest of them are (fail open). A
+	// written 0 is an error.
+	MaxLag Duration `yaml:"max_lag"`
+	// Master is the URL (http or https) of the master's trace file, whose
+	// first line is the newest generation under max_lag (the formats of
+	// a mirror's content.trace); fetched every 30 s, its last good answer
+	// kept while it fails. Absent: the newest is the freshest member's.
+	// It needs max_lag.
+	Master string `yaml:"master"`
 	// Members are the static members of the group.
 	Members []MemberConfig `yaml:"members"`
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestZeroRule: a key left out takes its default; a key written is taken
@@ -54,6 +55,18 @@ func TestZeroRule(t *testing.T) {
 		{name: "ttl min 0", yaml: head + strings.Replace(group, "%s", "", 1) + "    ttl: {min: 0}\n", wantErr: `group "www.example.org.": ttl min 0 must be >= 1`},
 		{name: "ttl unseen 0", yaml: head + strings.Replace(group, "%s", "", 1) + "    ttl: {unseen: 0}\n", wantErr: `group "www.example.org.": ttl unseen 0 must be within [min 20, max 300]`},
 		{name: "low_watermark 0", yaml: head + strings.Replace(group, "%s", "", 1) + "    policy: {low_watermark: 0}\n", wantErr: "want 0 < low_watermark (0)"},
+		{name: "max_lag 0", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 0s\n", wantErr: `group "www.example.org.": max_lag 0s must be in 1m0s..8760h0m0s (leave it out for off)`},
+		{name: "max_lag 10s", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 10s\n", wantErr: "max_lag 10s must be in 1m0s..8760h0m0s"},
+		{name: "max_lag 1h", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n", check: func(t *testing.T, c *Config) {
+			if c.Groups[0].MaxLag.D() != time.Hour {
+				t.Errorf("max_lag %s, want 1h", c.Groups[0].MaxLag.D())
+			}
+		}},
+		{name: "master without max_lag", yaml: head + strings.Replace(group, "%s", "", 1) + "    master: http://master.example.org/trace\n", wantErr: `group "www.example.org.": master needs max_lag`},
+		{name: "master empty", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: ''\n", wantErr: "master must not be empty"},
+		{name: "master not http", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: ftp://master.example.org/trace\n", wantErr: `master "ftp://master.example.org/trace": want an http or https URL`},
+		{name: "master with user", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: http://u:p@master.example.org/trace\n", wantErr: "master: the URL must not carry user information"},
+		{name: "master", yaml: head + strings.Replace(group, "%s", "", 1) + "    max_lag: 1h\n    master: https://master.example.org/debian/project/trace/master\n"},
 		{name: "weight 0", yaml: head + strings.Replace(group, "%s", ", weight: 0", 1), wantErr: `member "a": weight 0 must be > 0`},
 		{name: "health rise 0", yaml: head + "health: {rise: 0}\n", wantErr: "health: rise 0 must be in 1..100"},
 		{name: "health jitter 0 is none", yaml: head + "health: {jitter: 0s}\n", check: func(t *testing.T, c *Config) {

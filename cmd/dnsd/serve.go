@@ -37,7 +37,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	events, flows := admin.NewEventLog(0, nil), admin.NewAnswerFlows(0, nil)
-	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg, OnAnswer: flows.Add, OnFailOpen: events.FailOpen})
+	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg, OnAnswer: flows.Add, OnFailOpen: events.FailOpen, OnLagging: events.Lagging})
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		return err
 	}
 	ctl, err := newRegistry(set, logger, reg, disp, srv, watcher, shared)
+	if err != nil {
+		return err
+	}
+	masters, err := newMasters(ctl.Current, disp, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
-	components := []daemon.Component{watcher.Run, adm.dash.Run,
+	components := []daemon.Component{watcher.Run, masters.Run, adm.dash.Run,
 		func(ctx context.Context) error {
 			return disp.RunScopeSaver(ctx, scopesFile, dispatch.DefaultScopeSaveInterval)
 		}}

@@ -305,12 +305,18 @@ func (g *global) status(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(g.stdout, "group %s: policy %s, %d per answer, TTL %d..%d s, watermarks %.2f/%.2f",
 		v.Name, v.Policy, v.Answers, v.TTL.Min, v.TTL.Max, v.Watermarks.Low, v.Watermarks.High)
+	if v.MaxLag > 0 {
+		fmt.Fprintf(g.stdout, ", max lag %s", time.Duration(v.MaxLag)*time.Second)
+	}
 	if v.FailOpen {
 		fmt.Fprint(g.stdout, ", FAIL-OPEN")
 	}
+	if v.LagFailOpen {
+		fmt.Fprint(g.stdout, ", LAG-FAIL-OPEN (every member lags: the freshest answer)")
+	}
 	fmt.Fprintln(g.stdout)
 	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE")
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE\tGENERATION\tLAG")
 	for _, m := range v.Members {
 		age := "-"
 		if m.LastReport != nil {
@@ -324,11 +330,22 @@ func (g *global) status(ctx context.Context, args []string) error {
 		if m.Joined {
 			source = "joined" // a run-time member that added itself
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\n",
+		gen, lag := generation(m)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\t%s\t%s\n",
 			m.Name, m.State, source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
-			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age)
+			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age, gen, lag)
 	}
 	return tw.Flush()
+}
+
+// generation returns a member's generation and its lag behind the
+// group's newest as status shows them, "-" for a member that reports
+// none.
+func generation(m api.MemberView) (gen, lag string) {
+	if m.Generation.IsZero() {
+		return "-", "-"
+	}
+	return m.Generation.UTC().Format(time.RFC3339), (time.Duration(m.Lag) * time.Second).String()
 }
 
 func (g *global) add(ctx context.Context, args []string, stderr io.Writer) error {

@@ -34,7 +34,7 @@ func testView() api.GroupView {
 	return api.GroupView{
 		Name: "www.example.org.", Policy: "geo-load", Answers: 2, Time: t,
 		TTL:        api.TTLView{Min: 20, Max: 300},
-		Watermarks: api.Watermarks{Low: 0.7, High: 0.9},
+		Watermarks: api.Watermarks{Low: 0.7, High: 0.9}, MaxLag: 3600,
 		Members: []api.MemberView{
 			{
 				MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.mirrors.example.org.", Addresses: []string{"192.0.2.10", "2001:db8::10"},
@@ -42,6 +42,12 @@ func testView() api.GroupView {
 				Source: "config", State: "up", Since: t.Add(-time.Hour),
 				Load: 305, Reported: rep.Time, Pending: 20, Utilization: 0.8, LoadUtilization: 0.325, BandwidthUtilization: 0.8, BytesPerSecond: 1e6,
 				LastReport: &rep, ReportAge: 2, AnswerShare: 0.75, CapacityShare: 0.667,
+				Generation: t.Add(-30 * time.Minute),
+			},
+			{
+				MemberInfo: api.MemberInfo{Name: "nyc1", Host: "nyc1.mirrors.example.org.", Addresses: []string{"192.0.2.30"},
+					Location: api.LocationView{Country: "US", Continent: "NA"}, Capacity: 500},
+				Source: "config", State: "lagging", Generation: t.Add(-150 * time.Minute), Lag: 7200,
 			},
 			{
 				MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.mirrors.example.org.", Addresses: []string{"192.0.2.20"},

@@ -16,13 +16,21 @@ import (
 )
 
 // loadMeters builds the load Reporter (registered in d.reg), which counts
-// the requests that flows says were served, and the LoadMeter over it.
+// the requests that flows says were served and reports the generation of
+// content.trace, and the LoadMeter over it.
 func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter) (*probe.Reporter, *group.LoadMeter, error) {
 	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: d.reportWindow, RunQueue: d.runQueue, Serving: flows.Served, Clock: d.clock, Logger: d.logger,
 	}
 	cfg.RunQueue.Apply(&rc)
+	if path := cfg.TracePath(); path != "" {
+		trace, err := probe.NewTrace(probe.TraceConfig{Path: path, Subsystem: "mirror", Registerer: d.reg, Clock: d.clock, Logger: d.logger})
+		if err != nil {
+			return nil, nil, fmt.Errorf("mirror: %w", err)
+		}
+		rc.Generation = trace.Generation
+	}
 	reporter, err := probe.NewReporter(rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mirror: reporter: %w", err)

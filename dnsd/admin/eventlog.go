@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -38,6 +39,11 @@ const (
 	// them; EventFailOpenOver: members are up again.
 	EventFailOpen     EventKind = "fail_open"
 	EventFailOpenOver EventKind = "fail_open_over"
+	// EventLagging: a member's generation is more than its group's
+	// max_lag behind the newest, it left the answers; EventCaughtUp: it
+	// is back.
+	EventLagging  EventKind = "lagging"
+	EventCaughtUp EventKind = "caught_up"
 	// EventStart: dnsd started.
 	EventStart EventKind = "start"
 )
@@ -139,6 +145,16 @@ func (l *EventLog) FailOpen(group string, on bool) {
 		return
 	}
 	l.Add(Event{Kind: EventFailOpenOver, Group: group, Message: "members are up again"})
+}
+
+// Lagging records a member of group that started lagging (on) or caught
+// up, with its lag (dispatch.Options.OnLagging).
+func (l *EventLog) Lagging(group, member string, on bool, lag time.Duration) {
+	if on {
+		l.Add(Event{Kind: EventLagging, Group: group, Member: member, Message: fmt.Sprintf("%s behind the newest generation: out of the answers", lag.Round(time.Second))})
+		return
+	}
+	l.Add(Event{Kind: EventCaughtUp, Group: group, Member: member, Message: fmt.Sprintf("%s behind the newest generation: back in the answers", lag.Round(time.Second))})
 }
 
 // ReloadFailedMessage is the message of an EventReloadFailed. The event

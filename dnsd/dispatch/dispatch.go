@@ -43,6 +43,9 @@ type Health struct {
 	// not say); Window is the report's window (0: the default 10 s).
 	Requests, GroupRequests float64
 	Window                  time.Duration
+	// Generation is the report's generation, when the member's last
+	// complete sync was taken from the master (zero: it does not say).
+	Generation time.Time
 }
 
 // usage is what the estimator takes of a report.
@@ -50,27 +53,43 @@ func (h Health) usage() scheduler.Usage {
 	return scheduler.Usage{Load: h.Load, BytesPerSecond: h.BytesPerSecond}
 }
 
-// MemberState is the live state of one member: the prober's verdict and
-// the operator's drain.
+// MemberState is the live state of one member: the prober's verdict, the
+// operator's drain and the group's freshness rule.
 type MemberState struct {
 	Health
 	// Drained: an operator took the member out of the answers; it keeps
 	// being probed.
 	Drained bool
+	// Freshness is the freshness rule's verdict (scheduler.FreshnessRule):
+	// the member's lag behind the group's newest generation and whether
+	// it leaves the answers for it.
+	Freshness scheduler.Freshness
 }
 
-// Answered reports whether the member goes into answers: it is not down
-// and not drained.
-func (s MemberState) Answered() bool { return !s.Drained && s.State != probe.StateDown }
+// answerable reports whether the member would go into answers but for its
+// lag: it is not down and not drained.
+func (s MemberState) answerable() bool { return !s.Drained && s.State != probe.StateDown }
+
+// Answered reports whether the member goes into answers: it is not down,
+// not drained and not lagging.
+func (s MemberState) Answered() bool { return s.answerable() && !s.Freshness.Lagging }
 
 // Name is the state as shown to operators: "draining" for a drained
-// member, else the prober's "unknown", "up" or "down".
+// member, "lagging" for one the freshness rule takes out, else the
+// prober's "unknown", "up" or "down".
 func (s MemberState) Name() string {
-	if s.Drained {
+	switch {
+	case s.Drained:
 		return "draining"
+	case s.Freshness.Lagging && s.State != probe.StateDown:
+		return StateLagging
 	}
 	return s.State.String()
 }
+
+// StateLagging is the state name of a member that the freshness rule
+// takes out of the answers (MemberState.Name).
+const StateLagging = "lagging"
 
 // Options configure a Dispatcher.
 type Options struct {
@@ -94,6 +113,11 @@ type Options struct {
 	// OnFailOpen, when set, is called once when a group starts answering
 	// with all members because none is up (on) and once when that ends.
 	OnFailOpen func(group string, on bool)
+	// OnLagging, when set, is called when a member starts lagging (on:
+	// its generation is more than the group's max_lag behind the newest)
+	// and when it catches up, with its lag. It is called with the
+	// dispatcher's writers held: it must not block nor call back.
+	OnLagging func(group, member string, on bool, lag time.Duration)
 }
 
 // Dispatcher answers group names with the scheduler's policies: it locates
@@ -112,16 +136,19 @@ type Dispatcher struct {
 	mu   sync.Mutex // serialises writers: commits and SetHealth
 	snap atomic.Pointer[dsnap]
 
-	answers  *prometheus.CounterVec
-	failOpen *prometheus.CounterVec
-	ecs      *prometheus.CounterVec
-	lookups  *prometheus.CounterVec
+	answers     *prometheus.CounterVec
+	failOpen    *prometheus.CounterVec
+	lagFailOpen *prometheus.CounterVec
+	ecs         *prometheus.CounterVec
+	lookups     *prometheus.CounterVec
 	// ecsBy and lookupsBy are the series of ecs and lookups by label,
 	// read-only after New.
 	ecsBy, lookupsBy map[string]prometheus.Counter
 
 	onAnswer   func(group, member string, client scheduler.Location)
 	onFailOpen func(group string, on bool)
+	onLagging  func(group, member string, on bool, lag time.Duration)
+	lagChanges *prometheus.CounterVec
 }
 
 var _ dnsd.GroupAnswerer = (*Dispatcher)(nil)
@@ -157,6 +184,12 @@ type dgroup struct {
 	remote   *remotePending       // the other nodes' pending load, as last shared
 	failOpen *atomic.Bool         // an episode is in progress (for logging once)
 	answered []prometheus.Counter // group_answers_total by member index
+	// fresh is the group's freshness rule (its master's generation
+	// carried over) and lagOpen whether it fails open in this snapshot;
+	// lagEpisode is lagOpen as last logged.
+	fresh      scheduler.FreshnessRule
+	lagOpen    bool
+	lagEpisode *atomic.Bool
 }
 
 // family is the members of a group that have addresses of one family.
@@ -205,7 +238,7 @@ const (
 // nothing until the first Load.
 func New(o Options) (*Dispatcher, error) {
 	d := &Dispatcher{log: o.Logger, now: o.Now, maxScopes: o.MaxScopes, seed: o.Seed,
-		onAnswer: o.OnAnswer, onFailOpen: o.OnFailOpen}
+		onAnswer: o.OnAnswer, onFailOpen: o.OnFailOpen, onLagging: o.OnLagging}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -233,6 +266,14 @@ func New(o Options) (*Dispatcher, error) {
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "group_fail_open_total",
 		Help: "Group answers given from all members because none was up.",
 	}, []string{"group"})
+	d.lagFailOpen = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "group_lag_fail_open_total",
+		Help: "Group answers given from the freshest lagging members because every member that could be answered lagged by more than max_lag.",
+	}, []string{"group"})
+	d.lagChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "member_lag_changes_total",
+		Help: "Members that started lagging (to=lagging) or caught up (to=caught_up) under their group's max_lag, by group.",
+	}, []string{"group", "to"})
 	d.ecs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "ecs_queries_total",
 		Help: "Group queries by EDNS Client Subnet use: none, used, opt_out, untrusted.",
@@ -245,7 +286,7 @@ func New(o Options) (*Dispatcher, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.ecs, d.lookups, newScopeCollector(d)} {
+	for _, c := range []prometheus.Collector{d.answers, d.failOpen, d.lagFailOpen, d.lagChanges, d.ecs, d.lookups, newScopeCollector(d), newFreshnessCollector(d)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("dispatch: register metrics: %w", err)
 		}
@@ -310,7 +351,8 @@ func (d *Dispatcher) prepare(set *zones.Set, drained map[string][]string, loc *g
 		if err != nil {
 			return nil, fmt.Errorf("dispatch: group %s: %w", name, err)
 		}
-		g := &dgroup{cfg: gc, policy: policy, states: make([]MemberState, len(gc.Members))}
+		g := &dgroup{cfg: gc, policy: policy, states: make([]MemberState, len(gc.Members)),
+			fresh: scheduler.FreshnessRule{MaxLag: gc.MaxLag.D(), MaxSkew: set.Config.Health.ReportMaxSkew.D()}}
 		for i, m := range gc.Members {
 			g.states[i].Drained = slices.Contains(drained[name], m.Name)
 		}
@@ -333,6 +375,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 		prev := cur.groups[name]
 		if prev != nil {
 			g.rates, g.failOpen, g.shares, g.sent, g.remote = prev.rates, prev.failOpen, prev.shares, prev.sent, prev.remote
+			g.lagEpisode, g.fresh.Master = prev.lagEpisode, prev.fresh.Master
 			to := make([]int, len(prev.cfg.Members)) // old member index → new
 			moved := len(prev.cfg.Members) != len(g.cfg.Members)
 			for j, m := range prev.cfg.Members {
@@ -344,7 +387,7 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			}
 			for i, m := range g.cfg.Members {
 				if j := prev.member(m.Name); j >= 0 {
-					g.states[i].Health = prev.states[j].Health
+					g.states[i].Health, g.states[i].Freshness = prev.states[j].Health, prev.states[j].Freshness
 				}
 			}
 		} else {
@@ -353,9 +396,11 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 			g.shares = newAnswerCounts()
 			g.sent = newDispatcherRates()
 			g.remote = newRemotePending()
+			g.lagEpisode = new(atomic.Bool)
 			d.failOpen.WithLabelValues(name) // exported as 0 until the first episode
+			d.lagFailOpen.WithLabelValues(name)
 		}
-		g.build(prev, now)
+		d.noteLagging(g, g.build(prev, now))
 		g.applyRemote() // on estimators made anew, the other nodes' share
 		g.answered = make([]prometheus.Counter, len(g.cfg.Members))
 		for i, m := range g.cfg.Members {
@@ -372,6 +417,8 @@ func (d *Dispatcher) commit(next map[string]*dgroup, loc *geo.Locator) {
 		}
 		if ng == nil {
 			d.failOpen.DeleteLabelValues(name)
+			d.lagFailOpen.DeleteLabelValues(name)
+			d.lagChanges.DeletePartialMatch(prometheus.Labels{"group": name})
 		}
 	}
 	d.snap.Store(&dsnap{loc: loc, groups: next})
@@ -402,10 +449,12 @@ func (g *dgroup) member(name string) int {
 	return -1
 }
 
-// build makes the per-family snapshots from cfg and states. Estimators are
-// kept from prev when the family's members are the same, else rebuilt from
-// the last reports.
-func (g *dgroup) build(prev *dgroup, now time.Time) {
+// build judges the members' freshness and makes the per-family snapshots
+// from cfg and states. Estimators are kept from prev when the family's
+// members are the same, else rebuilt from the last reports. It returns the
+// members whose lagging changed.
+func (g *dgroup) build(prev *dgroup, now time.Time) []lagFlip {
+	flips := g.judge(now)
 	for fi := range g.fam {
 		f := &family{pos: make([]int, len(g.cfg.Members))}
 		var members []scheduler.Member
@@ -450,6 +499,7 @@ func (g *dgroup) build(prev *dgroup, now time.Time) {
 		}
 		g.fam[fi] = f
 	}
+	return flips
 }
 
 // report gives member k's report to the sources its window ramps out:
@@ -481,6 +531,7 @@ func (d *Dispatcher) Observe(u probe.Update) {
 		r := u.Report
 		h.Load, h.BytesPerSecond, h.Reported = r.Load, r.BytesPerSecond, r.Time
 		h.Requests, h.GroupRequests, h.Window = r.R, r.GroupRequestsPerSecond, r.WindowOrDefault()
+		h.Generation = r.Generation
 	}
 	_ = d.SetHealth(u.Group, u.Member, h)
 }
@@ -504,7 +555,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 		return fmt.Errorf("%w: %s in %s", ErrUnknownMember, member, group)
 	}
 	prev := g.states[i].Health
-	changed := h.State != prev.State
+	changed := h.State != prev.State || !h.Generation.Equal(prev.Generation)
 	reported := !h.Reported.IsZero() && h.Reported.After(prev.Reported)
 	if !changed && !reported {
 		return nil
@@ -514,7 +565,7 @@ func (d *Dispatcher) SetHealth(group, member string, h Health) error {
 	ng.states = slices.Clone(g.states)
 	ng.states[i].Health = h
 	if changed {
-		ng.build(g, now)
+		d.noteLagging(&ng, ng.build(g, now))
 	}
 	if reported {
 		for _, f := range ng.fam {
@@ -610,6 +661,7 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 		}
 	}
 	d.noteFailOpen(g, failOpen)
+	d.noteLagFailOpen(g)
 	return ans, nil
 }
 

@@ -14,6 +14,11 @@
 // nodes' shares in an NS set (SetRemotePending); a pick sums them
 // (scheduler.Query.Also), and only the first is shared (LocalPending).
 //
+// A group with max_lag leaves out its lagging members, those whose
+// generation (in their reports) is more than max_lag behind the newest (the
+// master's, SetMaster, or the freshest member's): scheduler.FreshnessRule,
+// failing open to the freshest when every member lags.
+//
 // Member health arrives as events (Observe, from the prober's updates) and
 // goes into the answers at once; configuration and membership arrive as
 // Prepare (everything that can fail) and its commit (a swap that cannot).

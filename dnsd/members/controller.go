@@ -49,6 +49,7 @@ type Answers interface {
 	PrepareMembers(set *zones.Set, drained map[string][]string) (commit func(), err error)
 	Live(group string) (map[string]dispatch.MemberLive, bool)
 	FailingOpen(group string) bool
+	LaggingFailOpen(group string) bool
 }
 
 // Snapshotter is what the Controller needs from the DNS server: prepare the

@@ -64,6 +64,7 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 		TTL:        api.TTLView{Min: g.TTL.Min, Max: g.TTL.Max},
 		Watermarks: api.Watermarks{Low: g.Policy.LowWatermark, High: g.Policy.HighWatermark},
 		FailOpen:   c.disp.FailingOpen(g.Name),
+		MaxLag:     g.MaxLag.D().Seconds(), LagFailOpen: c.disp.LaggingFailOpen(g.Name),
 	}
 	var answers uint64
 	var capAnswered float64
@@ -92,6 +93,9 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 		}
 		mv.Load, mv.Reported, mv.Pending = l.State.Load, l.State.Reported, l.Pending
 		mv.BytesPerSecond = l.State.BytesPerSecond
+		if f := l.State.Freshness; f.Known {
+			mv.Generation, mv.Lag = l.State.Generation, math.Round(f.Lag.Seconds())
+		}
 		fig := scheduler.Figures{
 			Load: mv.Load, Pending: mv.Pending, Capacity: m.Capacity,
 			BytesPerSecond: mv.BytesPerSecond, Bandwidth: m.Bandwidth.BytesPerSecond(),
@@ -131,7 +135,7 @@ func (c *Controller) List() api.GroupList {
 		live, _ := c.disp.Live(g.Name)
 		s := api.GroupSummary{Name: g.Name, Policy: g.Policy.Name, Members: len(g.Members), FailOpen: c.disp.FailingOpen(g.Name)}
 		for _, m := range g.Members {
-			if st := live[m.Name].State; st.State == probe.StateUp && !st.Drained {
+			if st := live[m.Name].State; st.State == probe.StateUp && st.Answered() {
 				s.Up++
 			}
 		}

@@ -118,6 +118,7 @@ groups:
 	v.Policy, v.Answers, v.FailOpen, v.Time = "least-load", math.MaxInt64, true, last
 	v.TTL = api.TTLView{Min: math.MaxUint32, Max: math.MaxUint32}
 	v.Watermarks = api.Watermarks{Low: longest, High: longest}
+	v.MaxLag, v.LagFailOpen = longest, true
 	for i := range v.Members {
 		m := &v.Members[i]
 		m.State, m.Since, m.Reported = "draining", last, last
@@ -125,10 +126,11 @@ groups:
 		m.Utilization, m.LoadUtilization, m.BandwidthUtilization = longest, longest, longest
 		m.ReportAge, m.AnswerShare, m.CapacityShare = longest, longest, longest
 		m.Capacity, m.Bandwidth, m.Weight, m.Joined = longest, longest, longest, true
+		m.Generation, m.Lag = last, longest
 		m.LastReport = &probe.Report{Group: group, Member: m.Name, Seq: math.MaxUint64, Time: last,
 			R: longest, M: longest, Conns: math.MinInt64, BytesPerSecond: longest, RedirectsPerSecond: longest,
 			Load: longest, Capacity: longest, Bandwidth: longest, GroupRequestsPerSecond: longest,
-			Window: longest, ServingLoad: longest}
+			Window: longest, ServingLoad: longest, Generation: last}
 	}
 	if len(v.Members) != zones.MaxGroupMembers {
 		t.Fatalf("%d members, want %d", len(v.Members), zones.MaxGroupMembers)

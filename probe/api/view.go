@@ -35,6 +35,11 @@ type GroupView struct {
 	Watermarks Watermarks `json:"watermarks"`
 	// FailOpen is true while no member is up and dnsd answers with all.
 	FailOpen bool `json:"fail_open"`
+	// MaxLag is the group's max_lag in seconds (absent: off); LagFailOpen
+	// is true while every member that could be answered lags more and
+	// dnsd answers with the freshest of them.
+	MaxLag      float64 `json:"max_lag_seconds,omitempty"`
+	LagFailOpen bool    `json:"lag_fail_open,omitempty"`
 	// Time is when the view was made.
 	Time time.Time `json:"time"`
 	// Members are the members, config file ones first.
@@ -86,7 +91,9 @@ type MemberView struct {
 	// Source is "config" (the config file) or "runtime" (GROUP-ADD; a
 	// member that added itself also has Joined).
 	Source string `json:"source"`
-	// State is unknown, up, down or draining.
+	// State is unknown, up, down, draining or lagging (its generation is
+	// more than the group's max_lag behind the newest: out of the
+	// answers until a report shows it caught up).
 	State string `json:"state"`
 	// Since is when the member entered State (zero if never changed).
 	Since time.Time `json:"since,omitzero"`
@@ -119,6 +126,12 @@ type MemberView struct {
 	// members that are answered.
 	AnswerShare   float64 `json:"answer_share"`
 	CapacityShare float64 `json:"capacity_share"`
+	// Generation is the member's generation as its last report said (when
+	// its last complete sync was taken from the master; absent: it does
+	// not say), and Lag how far, in seconds, it is behind the group's
+	// newest (absent with a generation: 0, the newest).
+	Generation time.Time `json:"generation,omitzero"`
+	Lag        float64   `json:"lag_seconds,omitempty"`
 }
 
 // GroupSummary is one group in the list of ListGroups.

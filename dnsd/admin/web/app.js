@@ -129,12 +129,13 @@
   // ---- group sections --------------------------------------------------
   const COLUMNS = [
     { key: "name", label: "Member", get: (m) => m.name },
-    { key: "state", label: "State", get: (m) => ({ up: 0, unknown: 1, draining: 2, down: 3 }[m.state] ?? 4) },
+    { key: "state", label: "State", get: (m) => ({ up: 0, unknown: 1, lagging: 2, draining: 3, down: 4 }[m.state] ?? 5) },
     { key: "util", label: "Utilization", get: (m) => m.utilization },
     { key: "rps", label: "Req/s", num: true, get: (m) => (m.last_report ? m.last_report.r : -1) },
     { key: "redir", label: "Redir/s", num: true, get: (m) => (m.last_report ? m.last_report.redirects_per_second : -1) },
     { key: "bytes", label: "Bytes/s", num: true, get: (m) => (m.last_report ? m.bytes_per_second || 0 : -1) },
     { key: "share", label: "DNS / cap. share", get: (m) => m.answer_share },
+    { key: "lag", label: "Lag", num: true, get: (m) => (m.generation ? m.lag_seconds || 0 : 1e12) },
     { key: "loc", label: "Where", get: (m) => (m.location.continent || "") + (m.location.country || "") },
     { key: "age", label: "Report", num: true, get: (m) => (m.last_report ? m.report_age_seconds || 0 : 1e12) },
     { key: "act", label: "", nosort: true },
@@ -226,16 +227,17 @@
   }
 
   function renderSummary(s) {
-    let members = 0, up = 0, down = 0, draining = 0;
+    let members = 0, up = 0, down = 0, draining = 0, lagging = 0;
     for (const g of s.groups) for (const m of g.members) {
       members++;
-      if (m.state === "up") up++; else if (m.state === "down") down++; else if (m.state === "draining") draining++;
+      if (m.state === "up") up++; else if (m.state === "down") down++; else if (m.state === "draining") draining++; else if (m.state === "lagging") lagging++;
     }
     $("#summary").innerHTML =
       "<span><b>" + s.groups.length + "</b> groups</span>" +
       "<span><b>" + up + "</b>/" + members + " members up</span>" +
       (down ? '<span class="state down">' + down + " down</span>" : "") +
       (draining ? '<span class="state draining">' + draining + " draining</span>" : "") +
+      (lagging ? '<span class="state lagging">' + lagging + " lagging</span>" : "") +
       '<span class="mono">' + esc(fmtTime(s.time)) + "</span>";
   }
 
@@ -250,7 +252,9 @@
       '<span class="tag">TTL ' + g.ttl.min + "–" + g.ttl.max + "s</span> " +
       '<span class="tag">watermarks ' + fmtPct(g.watermarks.low) + " / " + fmtPct(g.watermarks.high) + "</span> " +
       '<span class="tag ' + (up === g.members.length ? "ok" : up === 0 ? "bad" : "") + '">' + up + "/" + g.members.length + " up</span>" +
-      (g.fail_open ? ' <span class="tag failopen" data-failopen="true">FAIL-OPEN</span>' : "");
+      (g.max_lag_seconds ? ' <span class="tag">max lag ' + esc(fmtAge(g.max_lag_seconds)) + "</span>" : "") +
+      (g.fail_open ? ' <span class="tag failopen" data-failopen="true">FAIL-OPEN</span>' : "") +
+      (g.lag_fail_open ? ' <span class="tag failopen" data-lag-failopen="true" title="every member lags more than max lag: answering with the freshest">LAG FAIL-OPEN</span>' : "");
     renderMembers(ref, g);
     renderMap(ref, g);
     renderCharts(ref, g);
@@ -296,6 +300,8 @@
         (m.bandwidth ? '<span class="util-parts"> of ' + esc(fmtRate(m.bandwidth, true)) + "</span>" : "") + "</td>" +
         '<td><span class="share" title="DNS answers last minute / capacity share"><span class="dns" data-w="' + Math.min(100, m.answer_share * 100) + '"></span><span class="cap" data-w="' + Math.min(100, m.capacity_share * 100) + '"></span></span>' +
         '<span class="share-text num">' + fmtPct(m.answer_share) + ' <span class="muted">/ ' + fmtPct(m.capacity_share) + "</span></span></td>" +
+        '<td class="num" data-role="lag" title="' + esc(m.generation ? "generation " + new Date(m.generation).toISOString() : "no generation reported") + '">' +
+        (m.generation ? (m.lag_seconds ? esc(fmtAge(m.lag_seconds)) + " behind" : "newest") : '<span class="muted">–</span>') + "</td>" +
         '<td title="' + esc(coords) + '">' + esc([loc.country, loc.continent].filter(Boolean).join(" · ") || "–") + "</td>" +
         '<td class="num">' + (r ? fmtAge(m.report_age_seconds || 0) : '<span class="muted">never</span>') + "</td>" +
         "<td>" + act + "</td></tr>";
@@ -447,7 +453,7 @@
 
   const KIND_TEXT = {
     member_state: "state", drain: "drain", undrain: "undrain", member_add: "member added", member_remove: "member removed",
-    reload: "reload", reload_failed: "reload failed", fail_open: "fail-open", fail_open_over: "fail-open over", start: "start",
+    reload: "reload", reload_failed: "reload failed", fail_open: "fail-open", fail_open_over: "fail-open over", lagging: "lagging", caught_up: "caught up", start: "start",
   };
   let lastEventSeq = -1;
   function renderEvents(evs) {
