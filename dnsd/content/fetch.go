@@ -111,4 +111,3 @@ func retryAfter(s string, least time.Duration) time.Duration {
 	}
 	return min(max(time.Duration(n)*time.Second, least), time.Hour)
 }
-
