@@ -11,7 +11,8 @@
 // member is polled every Interval plus a random jitter with ?since= its
 // copy's version and If-None-Match of it, so a member that changed
 // nothing answers 304 and one that changed sends only the change set; at
-// most Concurrency fetches are in flight. A 404 means the member keeps
+// most Concurrency fetches are in flight, at most one a member, and a
+// slow member delays no other. A 404 means the member keeps
 // no index (content.index off): it is asked again only after
 // NotFoundBackoff. A 429 is asked again after its Retry-After. Any other
 // failure, and an index that the Replica refuses (malformed, hostile,

@@ -104,6 +104,7 @@ func cmp(d, def time.Duration) time.Duration {
 type Map struct {
 	o       Options
 	metrics *metrics
+	sem     chan struct{} // a slot of each fetch in flight
 
 	mu      sync.Mutex
 	members map[key]*member
@@ -132,7 +133,7 @@ func New(o Options) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Map{o: o, metrics: met, members: map[key]*member{}}, nil
+	return &Map{o: o, metrics: met, sem: make(chan struct{}, o.Concurrency), members: map[key]*member{}}, nil
 }
 
 // IndexURL is the index URL of a member with probe URL probe: its path's
@@ -179,38 +180,24 @@ func (m *Map) sync() {
 	}
 }
 
-// Poll brings the members up to date with o.Members and fetches every
-// member that is due, at most Concurrency at once; it returns when they
+// Poll brings the members up to date with o.Members, fetches every
+// member that is due, at most Concurrency at once, and returns when they
 // are done.
 func (m *Map) Poll(ctx context.Context) {
-	m.sync()
-	now := m.o.Now()
-	var due []*member
-	m.mu.Lock()
-	for _, mb := range m.members {
-		if mb.url != "" && !mb.busy && !now.Before(mb.next) {
-			mb.busy = true
-			due = append(due, mb)
-		}
-	}
-	m.mu.Unlock()
-	sem := make(chan struct{}, m.o.Concurrency)
 	var wg sync.WaitGroup
-	for _, mb := range due {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			m.fetch(ctx, mb)
-		})
-	}
+	m.start(ctx, &wg)
 	wg.Wait()
 }
 
 // Run polls until ctx is done, waking at least every few seconds to
-// follow the members.
+// follow the members; a slow member delays no other's fetch (each member
+// has at most one in flight). It returns when the fetches in flight have
+// ended.
 func (m *Map) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		m.Poll(ctx)
+		m.start(ctx, &wg)
 		t := time.NewTimer(min(maxWait, m.o.Interval))
 		select {
 		case <-ctx.Done():
@@ -218,5 +205,33 @@ func (m *Map) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// start brings the members up to date with o.Members and starts a fetch
+// of every member that is due and has none in flight, each waiting for
+// one of Concurrency slots.
+func (m *Map) start(ctx context.Context, wg *sync.WaitGroup) {
+	m.sync()
+	now := m.o.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mb := range m.members {
+		if mb.url == "" || mb.busy || now.Before(mb.next) {
+			continue
+		}
+		mb.busy = true
+		wg.Go(func() {
+			select {
+			case m.sem <- struct{}{}:
+			case <-ctx.Done():
+				m.mu.Lock()
+				mb.busy = false
+				m.mu.Unlock()
+				return
+			}
+			defer func() { <-m.sem }()
+			m.fetch(ctx, mb)
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -283,5 +284,32 @@ func TestMapMembership(t *testing.T) {
 	got := m.Lookup("g.", "x")
 	if len(got.Copies) != 1 || !got.Indexed["b"] || got.Indexed["a"] {
 		t.Errorf("after a changed membership Lookup = %+v, want b only", got)
+	}
+}
+
+// TestMapRun: Run fetches a member as soon as it appears, while another
+// member's fetch hangs, and returns once ctx is done.
+func TestMapRun(t *testing.T) {
+	a := newMirror(t)
+	a.put(t, "x", 1, t0)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hang.Close)
+	members := []Member{{Group: "g.", Name: "slow", Probe: hang.URL + api.LoadReport.Path()}, {Group: "g.", Name: "a", Probe: a.probeURL()}}
+	m, err := New(Options{Client: http.DefaultClient, Members: func() []Member { return members }, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	probetest.Until(t, 10*time.Second, func() string {
+		if got := m.Lookup("g.", "x"); len(got.Copies) != 1 {
+			return fmt.Sprintf("Lookup = %+v, want a holding x", got)
+		}
+		return ""
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
 	}
 }
