@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/probe/api"
@@ -268,6 +269,13 @@ func TestMapRefusedAndNotFound(t *testing.T) {
 	if got := m.Lookup("www.example.org.", "pool/a.deb"); len(got.Copies) != 1 {
 		t.Errorf("after the backoff Lookup = %+v, want the index again", got)
 	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := promlint.NewWithMetricFamilies(mfs).Lint(); err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
+	}
 }
 
 func TestMapMembership(t *testing.T) {
@@ -276,14 +284,22 @@ func TestMapMembership(t *testing.T) {
 	b.put(t, "x", 1, t0)
 	clk := &clock{now: t0}
 	reg := prometheus.NewRegistry()
-	members := []Member{{Group: "g.", Name: "a", Probe: a.probeURL()}}
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	t.Cleanup(broken.Close)
+	members := []Member{{Group: "g.", Name: "a", Probe: a.probeURL()}, {Group: "old.", Name: "a", Probe: broken.URL + api.LoadReport.Path()}}
 	m := newMap(t, clk, reg, func() []Member { return members })
 	m.Poll(context.Background())
+	if n := testutil.CollectAndCount(m.metrics.errors); n != 1 {
+		t.Fatalf("%d error series, want old.'s", n)
+	}
 	members = []Member{{Group: "g.", Name: "b", Probe: b.probeURL()}}
 	m.Poll(context.Background())
 	got := m.Lookup("g.", "x")
 	if len(got.Copies) != 1 || !got.Indexed["b"] || got.Indexed["a"] {
 		t.Errorf("after a changed membership Lookup = %+v, want b only", got)
+	}
+	if n := testutil.CollectAndCount(m.metrics.errors); n != 0 {
+		t.Errorf("%d error series after the group left, want none", n)
 	}
 }
 
