@@ -118,7 +118,7 @@ func (a *whereAPI) mirrorList(w http.ResponseWriter, r *http.Request) {
 }
 
 // MirrorList is the mirror list of wh's best copy: the holders of it as
-// http://HOST/PATH, those in order (member names, the policy's order for
+// http://HOST/PATH (the group view says nothing of https), those in order (member names, the policy's order for
 // the client) first in that order, the others in wh's order; false when
 // nobody holds the file.
 func MirrorList(wh api.Where, order []string, now time.Time) (api.MirrorList, bool) {
@@ -140,7 +140,7 @@ func MirrorList(wh api.Where, order []string, now time.Time) (api.MirrorList, bo
 	slices.SortStableFunc(best, func(x, y api.WhereMember) int { return rank(x.Name) - rank(y.Name) })
 	l := api.MirrorList{Name: path.Base(wh.Path), Size: best[0].Size, Modified: best[0].ModTime, Published: now, Generator: "transmirror dnsd"}
 	for _, h := range best {
-		u := "http://" + h.Host + escapePath(wh.Path)
+		u := "http://" + strings.TrimSuffix(h.Host, ".") + escapePath(wh.Path) // a host name as a URL writes it
 		l.URLs = append(l.URLs, api.MirrorURL{URL: u})
 	}
 	return l, true

@@ -53,7 +53,7 @@ func whereFixture() (api.GroupView, dnscontent.Lookup) {
 		{MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.example.org"}, State: "up", Generation: whereT0, Lag: 0},
 		{MemberInfo: api.MemberInfo{Name: "nyc1", Host: "nyc1.example.org"}, State: "up", Generation: whereT0.Add(-time.Hour), Lag: 3600},
 		{MemberInfo: api.MemberInfo{Name: "sfo1", Host: "sfo1.example.org"}, State: "lagging"},
-		{MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.example.org"}, State: "up"},
+		{MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.example.org."}, State: "up"},
 		{MemberInfo: api.MemberInfo{Name: "push1", Host: "push1.example.org"}, State: "unknown"},
 	}}
 	lk := dnscontent.Lookup{
