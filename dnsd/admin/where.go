@@ -45,27 +45,26 @@ func (a *whereAPI) register(mux *http.ServeMux) {
 
 // lookup answers a request of a path in a group: the Where, or the
 // error reply already written.
-func (a *whereAPI) lookup(w http.ResponseWriter, r *http.Request) (api.Where, map[string]content.Copy, bool) {
+func (a *whereAPI) lookup(w http.ResponseWriter, r *http.Request) (api.Where, bool) {
 	asked := r.URL.Query().Get(api.PathParam)
 	rel, err := content.RequestPath(asked)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, api.ErrorReply{Error: fmt.Sprintf("%v (want a URL path such as /dists/stable/InRelease)", err)})
-		return api.Where{}, nil, false
+		return api.Where{}, false
 	}
 	v, err := a.m.View(r.PathValue(api.GroupParam))
 	if err != nil {
 		writeError(w, err)
-		return api.Where{}, nil, false
+		return api.Where{}, false
 	}
-	lk := a.c.Lookup(v.Name, rel)
-	return Where(v, "/"+rel, lk, a.now()), lk.Copies, true
+	return whereOf(v, "/"+rel, a.c.Lookup(v.Name, rel), a.now()), true
 }
 
-// Where is the answer of api.GroupWhere for the path p (an index path
+// whereOf is the answer of api.GroupWhere for the path p (an index path
 // with its leading "/") in the group of view v, from what the content
 // map knows (lk): the holders in the view's order, each marked Best when
 // its copy is the same as content.BestCopy of them all.
-func Where(v api.GroupView, p string, lk dnscontent.Lookup, now time.Time) api.Where {
+func whereOf(v api.GroupView, p string, lk dnscontent.Lookup, now time.Time) api.Where {
 	out := api.Where{Group: v.Name, Path: p, Time: now, Holders: []api.WhereMember{}, Lacking: []string{}, Unknown: []string{}}
 	best, _ := content.BestCopy(lk.Copies)
 	for _, m := range v.Members {
@@ -84,7 +83,7 @@ func Where(v api.GroupView, p string, lk dnscontent.Lookup, now time.Time) api.W
 }
 
 func (a *whereAPI) where(w http.ResponseWriter, r *http.Request) {
-	if wh, _, ok := a.lookup(w, r); ok {
+	if wh, ok := a.lookup(w, r); ok {
 		writeJSON(w, http.StatusOK, wh)
 	}
 }
@@ -93,12 +92,12 @@ func (a *whereAPI) where(w http.ResponseWriter, r *http.Request) {
 // ordered by the policy for the client (?client=IP, else the request's
 // address).
 func (a *whereAPI) mirrorList(w http.ResponseWriter, r *http.Request) {
-	wh, _, ok := a.lookup(w, r)
+	wh, ok := a.lookup(w, r)
 	if !ok {
 		return
 	}
 	order := a.order(wh.Group, clientOf(r))
-	l, ok := MirrorList(wh, order, a.now())
+	l, ok := mirrorListOf(wh, order, a.now())
 	if !ok {
 		writeJSON(w, http.StatusNotFound, api.ErrorReply{Error: fmt.Sprintf("%s: no member holds %s", wh.Group, wh.Path)})
 		return
@@ -117,11 +116,11 @@ func (a *whereAPI) mirrorList(w http.ResponseWriter, r *http.Request) {
 	w.Write(b.Bytes())
 }
 
-// MirrorList is the mirror list of wh's best copy: the holders of it as
+// mirrorListOf is the mirror list of wh's best copy: the holders of it as
 // http://HOST/PATH (the group view says nothing of https), those in order (member names, the policy's order for
 // the client) first in that order, the others in wh's order; false when
 // nobody holds the file.
-func MirrorList(wh api.Where, order []string, now time.Time) (api.MirrorList, bool) {
+func mirrorListOf(wh api.Where, order []string, now time.Time) (api.MirrorList, bool) {
 	var best []api.WhereMember
 	for _, h := range wh.Holders {
 		if h.Best {
