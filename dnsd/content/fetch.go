@@ -25,6 +25,12 @@ type outcome struct {
 // them, then schedules its next fetch.
 func (m *Map) fetch(ctx context.Context, mb *member) {
 	out := m.get(ctx, mb)
+	if ctx.Err() != nil { // dnsd stops: no error, no schedule
+		m.mu.Lock()
+		mb.busy = false
+		m.mu.Unlock()
+		return
+	}
 	if out.reason != "" {
 		m.metrics.failed(mb.spec.Group, out.reason)
 	}
@@ -36,11 +42,9 @@ func (m *Map) fetch(ctx context.Context, mb *member) {
 	defer m.mu.Unlock()
 	mb.busy = false
 	mb.known = mb.known || out.ok
-	if out.none {
-		mb.known, mb.noIndex = false, true
+	if out.none { // no index: its contents are unknown until it has one
+		mb.known = false
 		mb.replica = content.NewReplica(m.o.Limits)
-	} else if out.ok {
-		mb.noIndex = false
 	}
 	mb.next = m.o.Now().Add(wait + time.Duration(m.o.Rand.Int64N(int64(m.o.Jitter)+1)))
 }

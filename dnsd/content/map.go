@@ -120,7 +120,6 @@ type member struct {
 	next    time.Time
 	busy    bool // a fetch is in flight
 	known   bool // a fetch has succeeded: the copy is the member's index
-	noIndex bool // its last answer was 404
 }
 
 // New returns an empty Map; Run (or Poll) fills it.
