@@ -3,6 +3,7 @@ package content
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -74,7 +75,7 @@ type Options struct {
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Client == nil || o.Members == nil {
-		return o, ErrOptions
+		return o, fmt.Errorf("%w: Client and Members are required", ErrOptions)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
