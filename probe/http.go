@@ -152,6 +152,15 @@ func (p *publicTransport) CloseIdleConnections() {
 // publicOnlyKey marks the context of a probe of a PublicOnly member.
 type publicOnlyKey struct{}
 
+// PublicOnly returns ctx marked so that a request made with it through a
+// client of NewClient connects only to the addresses that
+// ClientOptions.Public accepts, as the probes of a PublicOnly member do
+// (for other requests to such a member, such as dnsd's fetch of its
+// content index).
+func PublicOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, publicOnlyKey{}, true)
+}
+
 // traceState records which phases of a request happened; the dial may call
 // back after client.Do returned, hence the mutex.
 type traceState struct {

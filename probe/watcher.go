@@ -602,7 +602,7 @@ func (w *Watcher) probe(ctx context.Context, m *member, spec MemberSpec) {
 	target := spec.URL
 	pctx, cancel := context.WithTimeout(ctx, spec.Timeout)
 	if spec.PublicOnly {
-		pctx = context.WithValue(pctx, publicOnlyKey{}, true)
+		pctx = PublicOnly(pctx)
 	}
 	res := ProbeLoad(pctx, w.cfg.Client, target, w.log)
 	cancel()

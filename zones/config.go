@@ -234,6 +234,14 @@ type GroupConfig struct {
 	Members []MemberConfig `yaml:"members"`
 }
 
+// PublicOnly reports whether dnsd reaches m, a member of g, on public
+// addresses only (its probes, its content index): a run-time member of a
+// group without allow_private; a nil g (a group that is gone) counts as
+// one without.
+func (g *GroupConfig) PublicOnly(m MemberConfig) bool {
+	return m.Runtime && (g == nil || !g.AllowPrivate)
+}
+
 // Secrets returns the secrets that signed writes for the group may be
 // made with at now: Secret, then PreviousSecret while now is before
 // PreviousSecretExpiry. Empty secrets are left out.

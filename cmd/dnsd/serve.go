@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +30,8 @@ import (
 // they depend on each other and then run as one flat list of components:
 // the answers (dispatch) and the DNS edge; the NS set's store (cluster)
 // when configured; the data plane: the watcher, fed by its probes and by
-// the intake, which takes the pushed reports of the admin API; the
+// the intake, which takes the pushed reports of the admin API, and the
+// content map of the members' indexes (through the probes' client); the
 // control plane: the member registry (members), fed by the admin API's
 // membership routes and the store, committing to the answers; the admin
 // server and the dashboard.
@@ -52,11 +54,19 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if shared != nil {
 		defer shared.Close()
 	}
-	watcher, err := newWatcher(set.Config.Health, logger, reg, events, shared, disp)
+	client, err := newProbeClient(set.Config.Health)
+	if err != nil {
+		return err
+	}
+	watcher, err := newWatcher(set.Config.Health, client, logger, reg, events, shared, disp)
 	if err != nil {
 		return err
 	}
 	ctl, err := newRegistry(set, logger, reg, disp, srv, watcher, shared)
+	if err != nil {
+		return err
+	}
+	contents, err := newContentMap(ctl.Current, client, reg)
 	if err != nil {
 		return err
 	}
@@ -90,26 +100,35 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
-	components := []daemon.Component{watcher.Run, masters.Run, adm.dash.Run,
-		func(ctx context.Context) error {
-			return disp.RunScopeSaver(ctx, scopesFile, dispatch.DefaultScopeSaveInterval)
-		}}
+	components := []daemon.Component{watcher.Run, contents.Run, masters.Run, adm.dash.Run, scopeSaver(disp, scopesFile)}
 	if shared != nil {
 		components = append(components, func(ctx context.Context) error { return shared.Run(ctx, ctl) })
 	}
 	components = append(components, dnsComponents(srv, socks)...)
 	if adminLn != nil {
-		components = append(components, adm.server(adminLn, set.Config, reg, logger, ctl, reports, disp, events))
+		components = append(components, adm.server(adminLn, set.Config, reg, logger, ctl, reports, disp, events, contents))
 	}
 	// SIGHUP is caught before "dnsd started" tells anyone that they may
 	// send it.
-	started := func() {
+	err = daemon.Run(ctx, adm.reload.Reload, announce(set, events, logger), components...)
+	logger.Info("dnsd stopped")
+	return err
+}
+
+// announce is what daemon.Run calls once dnsd serves: the event and the
+// log line of its start.
+func announce(set *zones.Set, events *admin.EventLog, logger *slog.Logger) func() {
+	return func() {
 		events.Add(admin.Event{Kind: admin.EventStart, Message: fmt.Sprintf("dnsd started: %d zones, %d groups", len(set.Zones), len(set.Groups))})
 		logger.Info("dnsd started", "zones", len(set.Zones), "groups", len(set.Groups))
 	}
-	err = daemon.Run(ctx, adm.reload.Reload, started, components...)
-	logger.Info("dnsd stopped")
-	return err
+}
+
+// scopeSaver saves the scope estimates to file() until ctx is done.
+func scopeSaver(disp *dispatch.Dispatcher, file func() string) daemon.Component {
+	return func(ctx context.Context) error {
+		return disp.RunScopeSaver(ctx, file, dispatch.DefaultScopeSaveInterval)
+	}
 }
 
 // newCluster is the NS set's store, nil for a single node (its state file
@@ -131,21 +150,14 @@ func newCluster(set *zones.Set, logger *slog.Logger, reg prometheus.Registerer, 
 
 // newWatcher is the watcher of the members; their states go to the
 // dispatcher, or through the NS set's quorum (shared, when not nil).
-func newWatcher(h zones.HealthConfig, logger *slog.Logger, reg prometheus.Registerer, events *admin.EventLog,
+func newWatcher(h zones.HealthConfig, client *http.Client, logger *slog.Logger, reg prometheus.Registerer, events *admin.EventLog,
 	shared *cluster.Store, disp *dispatch.Dispatcher) (*probe.Watcher, error) {
-	roots, err := certs.RootsWith(h.CAPEM())
-	if err != nil {
-		return nil, fmt.Errorf("dnsd: health.ca_file: %w", err)
-	}
 	health := disp.Observe
 	if shared != nil {
 		health = shared.Observe
 	}
 	return probe.NewWatcher(probe.WatcherConfig{
-		// A run-time member of a group without allow_private is probed
-		// on public addresses only, whatever its probe's host name
-		// resolves to.
-		Client:     probe.NewClient(probe.ClientOptions{Roots: roots, Public: zones.NotGlobal}),
+		Client:     client,
 		Registerer: reg,
 		Rand:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		Logger:     logger,
@@ -153,6 +165,18 @@ func newWatcher(h zones.HealthConfig, logger *slog.Logger, reg prometheus.Regist
 		OnEvent:    events.ProbeEvent,
 		OnUpdate:   health,
 	})
+}
+
+// newProbeClient is the client of the members' admin listeners, shared by
+// the watcher's probes and the content map: a run-time member of a group
+// without allow_private is reached on public addresses only, whatever
+// its probe's host name resolves to.
+func newProbeClient(h zones.HealthConfig) (*http.Client, error) {
+	roots, err := certs.RootsWith(h.CAPEM())
+	if err != nil {
+		return nil, fmt.Errorf("dnsd: health.ca_file: %w", err)
+	}
+	return probe.NewClient(probe.ClientOptions{Roots: roots, Public: zones.NotGlobal}), nil
 }
 
 // newRegistry is the member registry, loaded with set; its run-time state
@@ -287,11 +311,12 @@ func (a *adminSide) listen(cfg *zones.Config, reg prometheus.Registerer, logger 
 // server serves the admin API on ln: the membership routes to the
 // registry (ctl), the pushed reports to the intake (reports).
 func (a *adminSide) server(ln net.Listener, cfg *zones.Config, reg *prometheus.Registry, logger *slog.Logger,
-	ctl *members.Controller, reports *intake.Intake, disp *dispatch.Dispatcher, events *admin.EventLog) daemon.Component {
+	ctl *members.Controller, reports *intake.Intake, disp *dispatch.Dispatcher, events *admin.EventLog, contents admin.Contents) daemon.Component {
 	h := admin.NewHandler(admin.Options{
 		Logger: logger, Gatherer: reg, Reloader: a.reload, Explainer: disp,
 		Membership: events.Membership(ctl), Reports: reports, Verifier: a.verifier,
 		SignedRequests: a.signed, SignedRefused: a.signedRefused, AdminToken: a.token, Dashboard: a.dash,
+		Contents: contents,
 	})
 	hs := daemon.NewAdminServer(api.Guard(h, cfg.Admin, cfg.AdminHosts, a.keypair != nil), int(cfg.AdminLimits.MaxHeaderBytes), logger)
 	return daemon.ServeHTTP("dnsd: admin", ln, hs, daemon.AdminShutdownGrace)

@@ -42,6 +42,7 @@ commands:
   remove GROUP MEMBER           GROUP-EXIT (signed)
   drain GROUP MEMBER            stop answering with MEMBER, keep probing it (signed)
   undrain GROUP MEMBER          answer with MEMBER again (signed)
+  where GROUP PATH [-json]      which members hold the file PATH: size, mtime, best copy, state, generation, lag
   explain GROUP -client IP [-ecs PREFIX] [-type A|AAAA]
                                 why dnsd answers GROUP the way it does for this client
   load [-dns ADDR] [-subnet PREFIX] [-rate N] [-duration D] URL   bounded demo load, loopback only (load -h)
@@ -111,6 +112,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = g.list(ctx, rest)
 	case "status":
 		err = g.status(ctx, rest)
+	case "where":
+		err = g.where(ctx, rest, stderr)
 	case "add":
 		err = g.add(ctx, rest, stderr)
 	case "remove", "drain", "undrain":

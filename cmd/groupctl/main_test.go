@@ -120,6 +120,22 @@ func fakeDNSD(t *testing.T) *httptest.Server {
 			Why: "nearest member below the low watermark (utilization < 0.70)", Watermarks: api.Watermarks{Low: 0.7, High: 0.9},
 		})
 	})
+	mux.HandleFunc(api.GroupWhere.Pattern(), func(w http.ResponseWriter, r *http.Request) {
+		if !group(w, r) {
+			return
+		}
+		if p := r.URL.Query().Get(api.PathParam); !strings.HasPrefix(p, "/") {
+			reply(w, http.StatusBadRequest, api.ErrorReply{Error: fmt.Sprintf("path %q: must start with / (want a URL path such as /dists/stable/InRelease)", p)})
+			return
+		}
+		at := time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC)
+		reply(w, http.StatusOK, api.Where{Group: "www.example.org.", Path: r.URL.Query().Get(api.PathParam), Time: at.Add(time.Hour),
+			Holders: []api.WhereMember{
+				{Name: "fra1", Host: "fra1.mirrors.example.org.", Size: 2048, ModTime: at, Best: true, State: "up", Generation: at.Add(30 * time.Minute)},
+				{Name: "nyc1", Host: "nyc1.mirrors.example.org.", Size: 1024, ModTime: at.Add(-24 * time.Hour), State: "lagging", Generation: at.Add(-90 * time.Minute), Lag: 7200},
+			},
+			Lacking: []string{}, Unknown: []string{"ams1"}})
+	})
 	mux.HandleFunc(api.AddMember.Pattern(), signed(func(w http.ResponseWriter, r *http.Request, body []byte) {
 		var info api.MemberInfo
 		if err := json.Unmarshal(body, &info); err != nil {
@@ -159,6 +175,10 @@ func TestCommands(t *testing.T) {
 		{"status", "", []string{"status", "www.example.org"}},
 		{"status-json", "", []string{"-o", "json", "status", "www.example.org."}},
 		{"status-unknown-group", "", []string{"status", "ftp.example.org"}},
+		{"where", "", []string{"where", "www.example.org", "/dists/stable/InRelease"}},
+		{"where-json", "", []string{"where", "www.example.org", "/dists/stable/InRelease", "-json"}},
+		{"where-bad-path", "", []string{"where", "www.example.org", "dists/stable/InRelease"}},
+		{"where-usage", "", []string{"where", "www.example.org"}},
 		{"explain", "", []string{"explain", "www.example.org", "-client", "198.51.100.7", "-ecs", "198.51.100.0/24"}},
 		{"explain-json", "", []string{"-o", "json", "explain", "www.example.org", "-client", "198.51.100.7", "-type", "AAAA"}},
 		{"explain-bad-client", "", []string{"explain", "www.example.org", "-client", "not-an-ip"}},

@@ -60,6 +60,10 @@ type Options struct {
 	// undrain accept as "Authorization: Bearer TOKEN" instead of a
 	// signature; nil or "" accepts signatures only.
 	AdminToken func() string
+	// Contents serves api.GroupWhere and api.GroupMirrorList with
+	// Membership (the mirror list ordered by Explainer when set); nil
+	// leaves them out.
+	Contents Contents
 	// Dashboard serves the operator's page at / with api.Dashboard and
 	// api.Stream; nil leaves them out.
 	Dashboard *Dashboard
@@ -88,6 +92,9 @@ func NewHandler(o Options) http.Handler {
 		api := &groupsAPI{m: o.Membership, in: o.Reports, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests,
 			refused: newRefusals(o.SignedRefused, o.Logger, now)}
 		api.register(mux)
+		if o.Contents != nil {
+			(&whereAPI{m: o.Membership, c: o.Contents, ex: o.Explainer, now: now}).register(mux)
+		}
 	}
 	if o.Dashboard != nil {
 		o.Dashboard.register(mux)

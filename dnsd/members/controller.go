@@ -592,7 +592,7 @@ func (c *Controller) spec(group string, m zones.MemberConfig) probe.MemberSpec {
 	g := set.Group(group)
 	return probe.MemberSpec{Group: group, Member: m.Name, URL: m.Probe,
 		Interval: h.Interval.D(), Jitter: h.Jitter.D(), Timeout: h.Timeout.D(), Capacity: m.Capacity,
-		PublicOnly: m.Runtime && (g == nil || !g.AllowPrivate)}
+		PublicOnly: g.PublicOnly(m)}
 }
 
 // syncWatcher makes the watcher watch exactly the members of set: those

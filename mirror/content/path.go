@@ -2,6 +2,7 @@ package content
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"unicode/utf8"
 )
@@ -89,4 +90,27 @@ func unhex(c byte) int {
 		return int(c - 'A' + 10)
 	}
 	return -1
+}
+
+// RequestPath is the index path of p, a URL path that a client asks
+// for: p must start with "/", hold no NUL and no ".." element, and name
+// a file (not the root); it is cleaned of "." and empty elements and
+// returned without its leading "/", as an Index holds it.
+func RequestPath(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path %q: must start with /", p)
+	}
+	for elem := range strings.SplitSeq(p, "/") {
+		if elem == ".." {
+			return "", fmt.Errorf("path %q: element %q", p, elem)
+		}
+	}
+	rel := strings.Trim(path.Clean(p), "/")
+	if rel == "" {
+		return "", fmt.Errorf("path %q: names no file", p)
+	}
+	if err := checkPath(rel); err != nil {
+		return "", err
+	}
+	return rel, nil
 }

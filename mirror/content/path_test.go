@@ -79,3 +79,31 @@ func TestUnescapePathRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestPath(t *testing.T) {
+	tests := []struct {
+		name, in, want, err string
+	}{
+		{"a file", "/dists/stable/InRelease", "dists/stable/InRelease", ""},
+		{"cleaned", "//pool/./a.deb", "pool/a.deb", ""},
+		{"relative", "pool/a.deb", "", "must start with /"},
+		{"dot dot", "/pool/../etc/passwd", "", `element ".."`},
+		{"NUL", "/a\x00b", "", "NUL"},
+		{"the root", "/", "", "names no file"},
+		{"not UTF-8", "/\xff", "", "UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RequestPath(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("RequestPath(%q) = %q, %v; want an error with %q", tt.in, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("RequestPath(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}

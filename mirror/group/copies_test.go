@@ -6,61 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/scheduler"
 )
 
-func TestCopySame(t *testing.T) {
-	at := t0
-	tests := []struct {
-		name string
-		a, b Copy
-		want bool
-	}{
-		{"same size and time", Copy{Size: 10, ModTime: at}, Copy{Size: 10, ModTime: at}, true},
-		{"the same second", Copy{Size: 10, ModTime: at}, Copy{Size: 10, ModTime: at.Add(400 * time.Millisecond)}, true},
-		{"another second", Copy{Size: 10, ModTime: at}, Copy{Size: 10, ModTime: at.Add(time.Second)}, false},
-		{"another size", Copy{Size: 10, ModTime: at}, Copy{Size: 11, ModTime: at}, false},
-		{"hashes decide", Copy{Size: 10, ModTime: at, Hash: "x"}, Copy{Size: 10, ModTime: at, Hash: "y"}, false},
-		{"hashes decide over time", Copy{Size: 10, ModTime: at, Hash: "x"}, Copy{Size: 10, ModTime: at.Add(time.Hour), Hash: "x"}, true},
-		{"one hash: size and time", Copy{Size: 10, ModTime: at, Hash: "x"}, Copy{Size: 10, ModTime: at}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.a.Same(tt.b); got != tt.want {
-				t.Errorf("%+v.Same(%+v) = %t, want %t", tt.a, tt.b, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestBestCopy(t *testing.T) {
-	old, fresh := Copy{Size: 10, ModTime: t0}, Copy{Size: 12, ModTime: t0.Add(time.Hour)}
-	tests := []struct {
-		name   string
-		copies map[string]Copy
-		want   Copy
-		ok     bool
-	}{
-		{"nobody", nil, Copy{}, false},
-		{"the newest", map[string]Copy{"a": old, "b": fresh, "c": old}, fresh, true},
-		{"a tie of seconds: the larger", map[string]Copy{"a": {Size: 5, ModTime: t0}, "b": {Size: 9, ModTime: t0.Add(time.Millisecond)}}, Copy{Size: 9, ModTime: t0.Add(time.Millisecond)}, true},
-		{"a tie of both: the greater hash", map[string]Copy{"a": {Size: 5, ModTime: t0, Hash: "aa"}, "b": {Size: 5, ModTime: t0, Hash: "bb"}}, Copy{Size: 5, ModTime: t0, Hash: "bb"}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for range 20 { // the map's order varies: the answer must not
-				got, ok := BestCopy(tt.copies)
-				if ok != tt.ok || got != tt.want {
-					t.Fatalf("BestCopy = %+v, %t; want %+v, %t", got, ok, tt.want, tt.ok)
-				}
-			}
-		})
-	}
-}
-
 func TestHoldings(t *testing.T) {
-	old, fresh := Copy{Size: 10, ModTime: t0}, Copy{Size: 12, ModTime: t0.Add(time.Hour)}
-	copies := map[string]Copy{"ams1": fresh, "nyc1": old}
+	old, fresh := content.Copy{Size: 10, ModTime: t0}, content.Copy{Size: 12, ModTime: t0.Add(time.Hour)}
+	copies := map[string]content.Copy{"ams1": fresh, "nyc1": old}
 	tests := []struct {
 		name   string
 		h      Holdings
@@ -120,7 +72,7 @@ func TestDecidePartialContent(t *testing.T) {
 	europe := func() scheduler.Client {
 		return scheduler.Client{Loc: scheduler.Location{Lat: 50.9, Lon: 6.9, HasCoords: true, Continent: "EU"}}
 	}
-	old, fresh := Copy{Size: 10, ModTime: t0}, Copy{Size: 12, ModTime: t0.Add(time.Hour)}
+	old, fresh := content.Copy{Size: 10, ModTime: t0}, content.Copy{Size: 12, ModTime: t0.Add(time.Hour)}
 	member := RedirectRules{Group: "www.example.org", Host: "fra1.mirrors.example.org", Enabled: true, Law: LawFairShare,
 		LowWatermark: 0.7, HighWatermark: 0.9, MaxShare: 1, Never: []string{"/"}}
 	dispatcher := member
@@ -132,7 +84,7 @@ func TestDecidePartialContent(t *testing.T) {
 	expired := &GroupSnapshot{}
 	*expired = *snap
 	expired.Fetched = t0.Add(-time.Hour)
-	holding := func(copies map[string]Copy, self string, anyCopy bool) func() (Holdings, bool) {
+	holding := func(copies map[string]content.Copy, self string, anyCopy bool) func() (Holdings, bool) {
 		return func() (Holdings, bool) {
 			h := NewHoldings(copies, anyCopy)
 			return h, h.Holds(self)
@@ -154,31 +106,31 @@ func TestDecidePartialContent(t *testing.T) {
 	}{
 		{"nothing known: the nearest", member, "www.example.org", nil, overloaded, snap, Redirect, "ams1", ReasonOverload, 0},
 		{"the correction skips a member without it", member, "www.example.org",
-			holding(map[string]Copy{"fra1": fresh, "nyc1": fresh}, "fra1", false), overloaded, snap, Redirect, "nyc1", ReasonOverload, 0},
+			holding(map[string]content.Copy{"fra1": fresh, "nyc1": fresh}, "fra1", false), overloaded, snap, Redirect, "nyc1", ReasonOverload, 0},
 		{"the correction skips an older copy", member, "www.example.org",
-			holding(map[string]Copy{"fra1": fresh, "ams1": old, "nyc1": fresh}, "fra1", false), overloaded, snap, Redirect, "nyc1", ReasonOverload, 0},
+			holding(map[string]content.Copy{"fra1": fresh, "ams1": old, "nyc1": fresh}, "fra1", false), overloaded, snap, Redirect, "nyc1", ReasonOverload, 0},
 		{"with room, a mirror that has it serves it", member, "www.example.org",
-			holding(map[string]Copy{"fra1": fresh, "nyc1": fresh}, "fra1", false), within, snap, Serve, "", ReasonBelowTarget, 0},
+			holding(map[string]content.Copy{"fra1": fresh, "nyc1": fresh}, "fra1", false), within, snap, Serve, "", ReasonBelowTarget, 0},
 		{"a mirror without it rescues", member, "www.example.org",
-			holding(map[string]Copy{"nyc1": fresh}, "fra1", false), within, snap, Redirect, "nyc1", ReasonRescue, 0},
+			holding(map[string]content.Copy{"nyc1": fresh}, "fra1", false), within, snap, Redirect, "nyc1", ReasonRescue, 0},
 		{"a rescue goes to a holder however busy", member, "www.example.org",
-			holding(map[string]Copy{"nyc1": fresh}, "fra1", false), within, busy, Redirect, "nyc1", ReasonRescue, 0},
+			holding(map[string]content.Copy{"nyc1": fresh}, "fra1", false), within, busy, Redirect, "nyc1", ReasonRescue, 0},
 		{"a mirror with an older copy rescues", member, "www.example.org",
-			holding(map[string]Copy{"fra1": old, "ams1": fresh}, "fra1", false), within, snap, Redirect, "ams1", ReasonRescue, 0},
+			holding(map[string]content.Copy{"fra1": old, "ams1": fresh}, "fra1", false), within, snap, Redirect, "ams1", ReasonRescue, 0},
 		{"an older copy of a path that changes in place is served", member, "www.example.org",
-			holding(map[string]Copy{"fra1": old, "ams1": fresh}, "fra1", true), within, snap, Serve, "", ReasonBelowTarget, 0},
+			holding(map[string]content.Copy{"fra1": old, "ams1": fresh}, "fra1", true), within, snap, Serve, "", ReasonBelowTarget, 0},
 		{"nobody has it: served here (404)", member, "www.example.org",
-			holding(map[string]Copy{}, "fra1", false), overloaded, snap, Serve, "", ReasonNoCopy, 0},
+			holding(map[string]content.Copy{}, "fra1", false), overloaded, snap, Serve, "", ReasonNoCopy, 0},
 		{"only a member out of the view has it: served here", member, "www.example.org",
-			holding(map[string]Copy{"par1": fresh}, "fra1", false), overloaded, snap, Serve, "", ReasonNoCopy, 0},
+			holding(map[string]content.Copy{"par1": fresh}, "fra1", false), overloaded, snap, Serve, "", ReasonNoCopy, 0},
 		{"an expired view: no rescue", member, "www.example.org",
-			holding(map[string]Copy{"nyc1": fresh}, "fra1", false), within, expired, Serve, "", ReasonNoCopy, 0},
+			holding(map[string]content.Copy{"nyc1": fresh}, "fra1", false), within, expired, Serve, "", ReasonNoCopy, 0},
 		{"never on the own host name", member, "fra1.mirrors.example.org",
-			holding(map[string]Copy{"nyc1": fresh}, "fra1", false), overloaded, snap, Serve, "", ReasonOtherHost, 0},
+			holding(map[string]content.Copy{"nyc1": fresh}, "fra1", false), overloaded, snap, Serve, "", ReasonOtherHost, 0},
 		{"a dispatcher sends to a holder", dispatcher, "www.example.org",
-			holding(map[string]Copy{"nyc1": fresh}, "", false), nil, snap, Redirect, "nyc1", ReasonDispatch, 0},
+			holding(map[string]content.Copy{"nyc1": fresh}, "", false), nil, snap, Redirect, "nyc1", ReasonDispatch, 0},
 		{"a dispatcher: nobody has it, 404", dispatcher, "www.example.org",
-			holding(map[string]Copy{}, "", false), nil, snap, Refuse, "", ReasonNoCopy, http.StatusNotFound},
+			holding(map[string]content.Copy{}, "", false), nil, snap, Refuse, "", ReasonNoCopy, http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,14 +157,14 @@ func FuzzDecidePartialContent(f *testing.F) {
 	f.Add(uint8(0b0001), uint8(0), 3.0, 0.95, 0.9, false, true)
 	names := []string{"fra1", "ams1", "nyc1", "par1"}
 	f.Fuzz(func(t *testing.T, has, older uint8, uFra, uAms, uNyc float64, overloaded, ownHost bool) {
-		copies := make(map[string]Copy)
+		copies := make(map[string]content.Copy)
 		for i, n := range names {
 			if has&(1<<i) == 0 {
 				continue
 			}
-			c := Copy{Size: 12, ModTime: t0.Add(time.Hour)}
+			c := content.Copy{Size: 12, ModTime: t0.Add(time.Hour)}
 			if older&(1<<i) != 0 {
-				c = Copy{Size: 10, ModTime: t0}
+				c = content.Copy{Size: 10, ModTime: t0}
 			}
 			copies[n] = c
 		}

@@ -127,6 +127,14 @@ func (c *Client) Explain(ctx context.Context, group string, q ExplainQuery) (Exp
 	return e, err
 }
 
+// Where returns which members of group hold the file at the URL path p
+// (GroupWhere).
+func (c *Client) Where(ctx context.Context, group, p string) (Where, error) {
+	var wh Where
+	err := c.do(ctx, call{route: GroupWhere, values: []string{group}, query: url.Values{PathParam: {p}}}, &wh)
+	return wh, err
+}
+
 // AddMember adds info to group (AddMember, GROUP-ADD, signed) and returns
 // the member as dnsd added it.
 func (c *Client) AddMember(ctx context.Context, group string, info MemberInfo) (MemberInfo, error) {

@@ -28,6 +28,14 @@ const (
 	QtypeParam = "qtype"
 )
 
+// Query parameters of GroupWhere and GroupMirrorList.
+const (
+	// PathParam is the URL path of a file ("/dists/stable/InRelease").
+	PathParam = "path"
+	// FormatParam chooses GroupMirrorList's format: "metalink" or "text".
+	FormatParam = "format"
+)
+
 // HealthyPath is the path of Healthy, for the places that need a constant
 // (a site's default back-end health check).
 const HealthyPath = "/-/healthy"
@@ -41,6 +49,13 @@ const (
 	// ExplainGroup is why dnsd answers a group the way it does for one
 	// client (Explanation); see ExplainQuery.
 	ExplainGroup Route = "GET /v1/groups/{group}/explain"
+	// GroupWhere is which members hold a file, from dnsd's content map
+	// (?path=P): a Where.
+	GroupWhere Route = "GET /v1/groups/{group}/where"
+	// GroupMirrorList is the members that hold a file's best copy as a
+	// mirror list (?path=P): Metalink for Accept: application/metalink4+xml
+	// or ?format=metalink, else plain text; 404 when nobody holds it.
+	GroupMirrorList Route = "GET /v1/groups/{group}/mirrorlist"
 	// AddMember is GROUP-ADD (signed): a MemberInfo in, the member as
 	// added out, 201.
 	AddMember Route = "POST /v1/groups/{group}/members"
@@ -96,7 +111,7 @@ const (
 // Routes returns every route, dnsd's first.
 func Routes() []Route {
 	return []Route{
-		ListGroups, GetGroup, ExplainGroup, AddMember, RemoveMember, PushLoad, PushRedirects,
+		ListGroups, GetGroup, ExplainGroup, GroupWhere, GroupMirrorList, AddMember, RemoveMember, PushLoad, PushRedirects,
 		DrainMember, UndrainMember, Dashboard, Stream, Ready, Reload,
 		LoadReport, MirrorStatus, SiteReport, ContentIndex, Healthy, Metrics,
 	}

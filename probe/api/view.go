@@ -134,6 +134,41 @@ type MemberView struct {
 	Lag        float64   `json:"lag_seconds,omitempty"`
 }
 
+// Where is the JSON of GroupWhere: which members of a group hold a file,
+// as dnsd's content map knows their indexes.
+type Where struct {
+	// Group is the group's canonical name; Path the file's URL path as
+	// asked, cleaned.
+	Group string `json:"group"`
+	Path  string `json:"path"`
+	// Time is when the answer was made.
+	Time time.Time `json:"time"`
+	// Holders are the members whose index holds the file, in the group
+	// view's order.
+	Holders []WhereMember `json:"holders"`
+	// Lacking are the members whose index is known and lacks the file;
+	// Unknown those whose index dnsd does not know (push-only, content
+	// index off, not fetched yet).
+	Lacking []string `json:"lacking"`
+	Unknown []string `json:"unknown"`
+}
+
+// WhereMember is one member that holds a file.
+type WhereMember struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	// Size, in bytes, and ModTime are its copy's.
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mtime"`
+	// Best is true when its copy is the best one (the newest: see
+	// mirror/content's BestCopy), the one a request should get.
+	Best bool `json:"best"`
+	// State, Generation and Lag are the member's in the group view.
+	State      string    `json:"state"`
+	Generation time.Time `json:"generation,omitzero"`
+	Lag        float64   `json:"lag_seconds,omitempty"`
+}
+
 // GroupSummary is one group in the list of ListGroups.
 type GroupSummary struct {
 	Name     string `json:"name"`
