@@ -12,36 +12,17 @@ import (
 
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/group"
+	"github.com/transmirror/transmirror/mirror/webtest"
 )
 
-const reloadBaseYAML = `listen: ["127.0.0.1:8080"]
-admin: 127.0.0.1:9180
-group: www.example.test
-member: a
-host: a.mirrors.example.test
-root: root
-capacity: 100
-dnsd: {url: "http://127.0.0.1:8053", secret: s3cret}
-`
+// reloadBaseYAML is webtest.ReloadBaseYAML.
+const reloadBaseYAML = webtest.ReloadBaseYAML
 
-// reloadDir is a directory with two document roots (root, root2), a
-// corrupt GeoIP database (bad.mmdb) and, for each config written with
-// parse, a mirror.yaml.
+// reloadDir is a webtest.ReloadDir, where parse writes each config as
+// mirror.yaml.
 type reloadDir string
 
-func newReloadDir(t *testing.T) reloadDir {
-	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{"root", "root2"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bad.mmdb"), []byte("\x8a\x13 not a MaxMind database \xff\x00"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return reloadDir(dir)
-}
+func newReloadDir(t *testing.T) reloadDir { return reloadDir(webtest.ReloadDir(t)) }
 
 func (d reloadDir) parse(t *testing.T, yaml string) *mirror.Config {
 	t.Helper()
