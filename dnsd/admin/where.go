@@ -14,19 +14,19 @@ import (
 
 	"github.com/miekg/dns"
 
-	dnscontent "github.com/transmirror/transmirror/dnsd/content"
 	"github.com/transmirror/transmirror/mirror/content"
+	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
 // Contents is what the admin API needs of dnsd's content map
-// (implemented by dnsd/content's Map): what the members of a group hold
+// (implemented by mirror/contentmap's Map): what the members of a group hold
 // under an index path.
 type Contents interface {
-	Lookup(group, path string) dnscontent.Lookup
+	Lookup(group, path string) contentmap.Lookup
 }
 
-var _ Contents = (*dnscontent.Map)(nil)
+var _ Contents = (*contentmap.Map)(nil)
 
 // whereAPI serves api.GroupWhere and api.GroupMirrorList from the group
 // view (Membership), the content map (Contents) and, for the mirror
@@ -64,7 +64,7 @@ func (a *whereAPI) lookup(w http.ResponseWriter, r *http.Request) (api.Where, bo
 // with its leading "/") in the group of view v, from what the content
 // map knows (lk): the holders in the view's order, each marked Best when
 // its copy is the same as content.BestCopy of them all.
-func whereOf(v api.GroupView, p string, lk dnscontent.Lookup, now time.Time) api.Where {
+func whereOf(v api.GroupView, p string, lk contentmap.Lookup, now time.Time) api.Where {
 	out := api.Where{Group: v.Name, Path: p, Time: now, Holders: []api.WhereMember{}, Lacking: []string{}, Unknown: []string{}}
 	best, _ := content.BestCopy(lk.Copies)
 	for _, m := range v.Members {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	dnscontent "github.com/transmirror/transmirror/dnsd/content"
 	"github.com/transmirror/transmirror/mirror/content"
+	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -36,9 +36,9 @@ func (m viewMembership) View(group string) (api.GroupView, error) {
 	return m.v, nil
 }
 
-type fixedContents dnscontent.Lookup
+type fixedContents contentmap.Lookup
 
-func (f fixedContents) Lookup(string, string) dnscontent.Lookup { return dnscontent.Lookup(f) }
+func (f fixedContents) Lookup(string, string) contentmap.Lookup { return contentmap.Lookup(f) }
 
 // orderExplainer picks members in a fixed order.
 type orderExplainer []string
@@ -47,7 +47,7 @@ func (o orderExplainer) Explain(group string, _ uint16, _ netip.Addr, _ netip.Pr
 	return api.Explanation{Group: group, Answer: o[:1], Members: []api.ExplainedMember{{Name: "fra1"}, {Name: "nyc1"}, {Name: "sfo1"}, {Name: "ams1"}}}, nil
 }
 
-func whereFixture() (api.GroupView, dnscontent.Lookup) {
+func whereFixture() (api.GroupView, contentmap.Lookup) {
 	old, fresh := whereT0.Add(-time.Hour), whereT0
 	v := api.GroupView{Name: "www.example.org.", Members: []api.MemberView{
 		{MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.example.org"}, State: "up", Generation: whereT0, Lag: 0},
@@ -56,7 +56,7 @@ func whereFixture() (api.GroupView, dnscontent.Lookup) {
 		{MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.example.org."}, State: "up"},
 		{MemberInfo: api.MemberInfo{Name: "push1", Host: "push1.example.org"}, State: "unknown"},
 	}}
-	lk := dnscontent.Lookup{
+	lk := contentmap.Lookup{
 		Copies: map[string]content.Copy{
 			"fra1": {Size: 20, ModTime: fresh}, "nyc1": {Size: 10, ModTime: old}, "ams1": {Size: 20, ModTime: fresh},
 		},

@@ -1,4 +1,4 @@
-package content
+package contentmap
 
 import (
 	"context"
@@ -29,6 +29,9 @@ const (
 	// DefaultNotFoundBackoff is how long a member that answered 404
 	// (content.index off) is left alone.
 	DefaultNotFoundBackoff = 10 * time.Minute
+	// DefaultMinRefresh is the least time between two fetches of one
+	// member that Refresh starts.
+	DefaultMinRefresh = time.Second
 	// maxWait is the longest Run sleeps, so that a new member is fetched
 	// within it.
 	maxWait = 5 * time.Second
@@ -49,6 +52,10 @@ type Member struct {
 
 // Options configure New; a zero field takes its default.
 type Options struct {
+	// Subsystem is the daemon whose metrics these are ("dnsd",
+	// "mirror"): transmirror_<Subsystem>_content_fetch_errors_total
+	// (required).
+	Subsystem string
 	// Client fetches the indexes (required): dnsd's probe client.
 	Client *http.Client
 	// Members returns the members of every group (required).
@@ -67,6 +74,9 @@ type Options struct {
 	// NotFoundBackoff is how long a member that has no index is left
 	// alone (DefaultNotFoundBackoff).
 	NotFoundBackoff time.Duration
+	// MinRefresh is the least time between two fetches of one member
+	// that Refresh starts (DefaultMinRefresh).
+	MinRefresh time.Duration
 	// Concurrency bounds the fetches in flight (DefaultConcurrency).
 	Concurrency int
 	// Limits bound what one member's index may be.
@@ -74,8 +84,13 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Client == nil || o.Members == nil {
-		return o, fmt.Errorf("%w: Client and Members are required", ErrOptions)
+	switch {
+	case o.Client == nil:
+		return o, fmt.Errorf("%w: Client is required", ErrOptions)
+	case o.Members == nil:
+		return o, fmt.Errorf("%w: Members is required", ErrOptions)
+	case o.Subsystem == "":
+		return o, fmt.Errorf("%w: Subsystem is required", ErrOptions)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -87,6 +102,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.Jitter = cmp(o.Jitter, o.Interval/10)
 	o.Timeout = cmp(o.Timeout, DefaultTimeout)
 	o.NotFoundBackoff = cmp(o.NotFoundBackoff, DefaultNotFoundBackoff)
+	o.MinRefresh = cmp(o.MinRefresh, DefaultMinRefresh)
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
@@ -119,8 +135,9 @@ type member struct {
 	url     string // "" when it has no index URL
 	replica *content.Replica
 	next    time.Time
-	busy    bool // a fetch is in flight
-	known   bool // a fetch has succeeded: the copy is the member's index
+	last    time.Time     // when the last fetch started
+	done    chan struct{} // closed when the fetch in flight ends; nil: none
+	known   bool          // a fetch has succeeded: the copy is the member's index
 }
 
 // New returns an empty Map; Run (or Poll) fills it.
@@ -129,7 +146,7 @@ func New(o Options) (*Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	met, err := newMetrics(o.Registry)
+	met, err := newMetrics(o.Registry, o.Subsystem)
 	if err != nil {
 		return nil, err
 	}
@@ -217,21 +234,60 @@ func (m *Map) start(ctx context.Context, wg *sync.WaitGroup) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mb := range m.members {
-		if mb.url == "" || mb.busy || now.Before(mb.next) {
+		if mb.url == "" || mb.done != nil || now.Before(mb.next) {
 			continue
 		}
-		mb.busy = true
-		wg.Go(func() {
-			select {
-			case m.sem <- struct{}{}:
-			case <-ctx.Done():
-				m.mu.Lock()
-				mb.busy = false
-				m.mu.Unlock()
-				return
-			}
-			defer func() { <-m.sem }()
-			m.fetch(ctx, mb)
-		})
+		m.launch(ctx, wg, mb, now)
+	}
+}
+
+// launch starts a fetch of mb, which has none in flight; m.mu is held.
+func (m *Map) launch(ctx context.Context, wg *sync.WaitGroup, mb *member, now time.Time) {
+	done := make(chan struct{})
+	mb.done, mb.last = done, now
+	wg.Go(func() {
+		defer close(done)
+		select {
+		case m.sem <- struct{}{}:
+		case <-ctx.Done():
+			m.mu.Lock()
+			mb.done = nil
+			m.mu.Unlock()
+			return
+		}
+		defer func() { <-m.sem }()
+		m.fetch(ctx, mb)
+	})
+}
+
+// Refresh brings the copies of group's members up to date now, for a
+// request that no member's copy holds: it fetches every member of group
+// with an index URL whose last fetch started at least MinRefresh ago
+// (and joins a fetch in flight), and returns when they have ended or ctx
+// is done. However often it is called, a member is asked at most once per
+// MinRefresh, and mostly answers 304.
+func (m *Map) Refresh(ctx context.Context, group string) {
+	var wg sync.WaitGroup
+	var wait []chan struct{}
+	now := m.o.Now()
+	m.mu.Lock()
+	for k, mb := range m.members {
+		switch {
+		case k.group != group || mb.url == "":
+			continue
+		case mb.done == nil && now.Sub(mb.last) >= m.o.MinRefresh:
+			m.launch(ctx, &wg, mb, now)
+		}
+		if mb.done != nil {
+			wait = append(wait, mb.done)
+		}
+	}
+	m.mu.Unlock()
+	for _, d := range wait {
+		select {
+		case <-d:
+		case <-ctx.Done():
+			return
+		}
 	}
 }

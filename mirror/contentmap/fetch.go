@@ -1,4 +1,4 @@
-package content
+package contentmap
 
 import (
 	"compress/gzip"
@@ -27,7 +27,7 @@ func (m *Map) fetch(ctx context.Context, mb *member) {
 	out := m.get(ctx, mb)
 	if ctx.Err() != nil { // dnsd stops: no error, no schedule
 		m.mu.Lock()
-		mb.busy = false
+		mb.done = nil
 		m.mu.Unlock()
 		return
 	}
@@ -40,7 +40,7 @@ func (m *Map) fetch(ctx context.Context, mb *member) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mb.busy = false
+	mb.done = nil
 	mb.known = mb.known || out.ok
 	if out.none { // no index: its contents are unknown until it has one
 		mb.known = false

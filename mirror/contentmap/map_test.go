@@ -1,4 +1,4 @@
-package content
+package contentmap
 
 import (
 	"context"
@@ -131,7 +131,7 @@ func (c *clock) add(d time.Duration) {
 
 func newMap(t *testing.T, clk *clock, reg prometheus.Registerer, members func() []Member) *Map {
 	t.Helper()
-	m, err := New(Options{Client: http.DefaultClient, Members: members, Registry: reg, Now: clk.Now,
+	m, err := New(Options{Subsystem: "dnsd", Client: http.DefaultClient, Members: members, Registry: reg, Now: clk.Now,
 		Rand: rand.New(rand.NewPCG(1, 2)), Interval: 30 * time.Second, Jitter: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestMapRun(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(hang.Close)
 	members := []Member{{Group: "g.", Name: "slow", Probe: hang.URL + api.LoadReport.Path()}, {Group: "g.", Name: "a", Probe: a.probeURL()}}
-	m, err := New(Options{Client: http.DefaultClient, Members: func() []Member { return members }, Concurrency: 2})
+	m, err := New(Options{Subsystem: "mirror", Client: http.DefaultClient, Members: func() []Member { return members }, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,5 +327,46 @@ func TestMapRun(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
+	}
+}
+
+// TestMapRefresh: Refresh fetches the group's members before it returns,
+// so a file that appeared since the last poll is found, and asks a member
+// at most once per MinRefresh however often it is called.
+func TestMapRefresh(t *testing.T) {
+	a, other := newMirror(t), newMirror(t)
+	clk := &clock{now: t0}
+	members := []Member{{Group: "www.example.org.", Name: "a", Probe: a.probeURL()},
+		{Group: "other.example.org.", Name: "o", Probe: other.probeURL()}}
+	m := newMap(t, clk, nil, func() []Member { return members })
+	m.Poll(context.Background())
+	a.take()
+	other.take()
+
+	a.put(t, "pool/new.deb", 7, t0)
+	tests := []struct {
+		name  string
+		after time.Duration
+		asked int
+	}{
+		{"the first refresh asks", 2 * time.Second, 1},
+		{"again at once does not", 0, 0},
+		{"again within MinRefresh does not", 500 * time.Millisecond, 0},
+		{"after MinRefresh it asks again", time.Second, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk.add(tt.after)
+			m.Refresh(context.Background(), "www.example.org.")
+			if since, _ := a.take(); len(since) != tt.asked {
+				t.Errorf("a was asked %d times, want %d", len(since), tt.asked)
+			}
+			if got := m.Lookup("www.example.org.", "pool/new.deb"); got.Copies["a"].Size != 7 {
+				t.Errorf("Lookup = %+v, want a holding 7 bytes", got)
+			}
+		})
+	}
+	if since, _ := other.take(); len(since) != 0 {
+		t.Errorf("a refresh of one group asked a member of another %d times", len(since))
 	}
 }

@@ -1,11 +1,12 @@
-// Package content is dnsd's content map: for every member of every group
+// Package contentmap is the content map: for every member of every group
 // whose index it can reach, a copy (a mirror/content Replica) of the
 // member's index of its document root, kept current by polling the
-// member's admin listener, so that an operator, and later the mirrors,
-// ask dnsd which members hold a path instead of each sibling downloading
-// every other's index.
+// member's admin listener. dnsd keeps one of every group (groupctl where,
+// the mirror lists); a mirror keeps one of its siblings (which of them
+// hold the file a redirect would send them); a site front end one of its
+// back ends (which of them hold the file a request asks for).
 //
-// A member's index URL is its probe URL with the path /v1/load replaced
+// A member's index URL is its probe URL (or admin URL) with the path /v1/load replaced
 // by /v1/content/index (same scheme, host and port). A member without a
 // probe URL (push-only) has no index here: its contents are unknown. Each
 // member is polled every Interval plus a random jitter with ?since= its
@@ -23,4 +24,9 @@
 // The members follow the groups as the caller's Members function gives
 // them (config and run-time members): a member that appears is fetched
 // at once, one that leaves is forgotten with its copy.
-package content
+//
+// A request for a file that no copy holds may be a file that appeared
+// since the last poll: Refresh fetches the group's members at once (each
+// at most once per MinRefresh, joining a fetch in flight), so that the
+// caller can look again before it answers 404.
+package contentmap

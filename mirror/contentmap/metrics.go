@@ -1,4 +1,4 @@
-package content
+package contentmap
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Reasons of transmirror_dnsd_content_fetch_errors_total, a bounded set.
+// Reasons of transmirror_<daemon>_content_fetch_errors_total, a bounded set.
 const (
 	// ReasonConnect: the request failed (connection, TLS, timeout).
 	ReasonConnect = "connect"
@@ -25,9 +25,9 @@ type metrics struct {
 	errors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, subsystem string) (*metrics, error) {
 	m := &metrics{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "transmirror", Subsystem: "dnsd", Name: "content_fetch_errors_total",
+		Namespace: "transmirror", Subsystem: subsystem, Name: "content_fetch_errors_total",
 		Help: "Fetches of a member's content index that failed or were refused, by group and reason.",
 	}, []string{"group", "reason"})}
 	if reg != nil {

@@ -1,4 +1,4 @@
-package content
+package contentmap
 
 import "github.com/transmirror/transmirror/mirror/content"
 
