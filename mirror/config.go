@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,6 +151,16 @@ type ContentConfig struct {
 	// read or parsed gives no generation for that report, and is counted
 	// and warned of. A restart applies it.
 	Trace string `yaml:"trace"`
+	// InPlace are the paths whose files change in place by design, such
+	// as a distribution's metadata (dists/*/InRelease, repodata/): any
+	// member that holds a copy serves them, whatever its copy's time
+	// (a lagging member leaves DNS by max_lag, so what serves is fresh
+	// enough), where every other file goes only to members with its
+	// newest copy. A pattern that ends in "/" is a prefix of the path
+	// below the root; any other is a path.Match pattern of the whole
+	// path below the root, where * stays within one segment. Default:
+	// none.
+	InPlace []string `yaml:"in_place"`
 }
 
 // TracePath returns the trace file's path, "" without one.
@@ -678,6 +689,15 @@ func (v *validator) contentIndex() {
 	if v.c.Content.Index && v.c.Root == "" {
 		v.errorf("content.index", "needs root: only a document root is indexed")
 	}
+	for i, p := range v.c.Content.InPlace {
+		at := fmt.Sprintf("content.in_place[%d]", i)
+		switch _, err := path.Match(p, ""); {
+		case p == "" || strings.HasPrefix(p, "/"):
+			v.errorf(at, "%q: want a path below the root, without a leading /", p)
+		case err != nil:
+			v.errorf(at, "%q: %v", p, err)
+		}
+	}
 }
 
 // systemDirs are directories that are never a document root: a mirror
@@ -874,6 +894,6 @@ func RedirectRulesFromConfig(cfg *Config) group.RedirectRules {
 	return group.RedirectRules{
 		Group: cfg.Group, Host: cfg.Host, Dispatcher: cfg.Dispatcher, Enabled: r.Enabled, Law: r.Law,
 		MaxShare: r.MaxShare, MinSize: int64(r.MinSize), Never: slices.Clone(r.Never), Scheme: r.Scheme,
-		TrustedProxies: cfg.TrustedPrefixes(),
+		TrustedProxies: cfg.TrustedPrefixes(), InPlace: slices.Clone(cfg.Content.InPlace),
 	}
 }

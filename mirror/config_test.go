@@ -262,6 +262,9 @@ func TestParseConfigInline(t *testing.T) {
 		{"content trace absolute", head + "root: .\ncontent: {trace: /etc/passwd}\n", `mirror.yaml:6:11: content.trace: "/etc/passwd" must be a path relative to root, inside it`},
 		{"content trace outside", head + "root: .\ncontent: {trace: ../trace}\n", `content.trace: "../trace" must be a path relative to root`},
 		{"content trace empty", head + "root: .\ncontent: {trace: ''}\n", "content.trace: must not be empty"},
+		{"content in place", head + "root: .\ncontent: {in_place: [dists/*/InRelease, repodata/]}\n", ""},
+		{"content in place absolute", head + "root: .\ncontent: {in_place: [/dists/*/InRelease]}\n", `content.in_place[0]: "/dists/*/InRelease": want a path below the root`},
+		{"content in place bad pattern", head + "root: .\ncontent: {in_place: [ok/, 'dists/[/InRelease']}\n", `content.in_place[1]: "dists/[/InRelease": syntax error in pattern`},
 		{"content trace without root", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\ncontent: {trace: t}\n", "content.trace: needs root"},
 		{"join dispatcher", head + "dispatcher: true\ndnsd: {url: 'http://a', secret: x}\njoin: {enabled: true, addresses: [192.0.2.1]}\n", "join.enabled: a dispatcher is no member: it can not join"},
 	}

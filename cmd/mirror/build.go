@@ -6,6 +6,7 @@ import (
 
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
@@ -85,7 +86,11 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	redirect, err := newRedirector(cfg, d, c.handler, meter, flows, view, c.files)
+	siblings, err := newSiblings(d, view, cfg.Group, cfg.Member)
+	if err != nil {
+		return nil, err
+	}
+	redirect, err := newRedirector(cfg, d, c.handler, meter, flows, view, c.files, siblings)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +98,7 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 		Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Joiner: joiner,
 		Files: c.files, Site: c.site, Serving: c.serving, Started: d.clock(),
 	})
-	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher),
+	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher, siblings),
 		index: c.indexAPI, release: c.release}
 	if c.index != nil {
 		w.loops = append(w.loops, c.index.Run)
@@ -124,12 +129,16 @@ func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	redirect, err := newRedirector(cfg, d, nil, meter, flows, view, nil)
+	members, err := newSiblings(d, view, cfg.Group, "")
+	if err != nil {
+		return nil, err
+	}
+	redirect, err := newRedirector(cfg, d, nil, meter, flows, view, nil, members)
 	if err != nil {
 		return nil, err
 	}
 	m := mirror.New(cfg, mirror.Parts{Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Started: d.clock()})
-	w := &wired{Mirror: m, reporter: reporter, view: view, loops: loops(view, pusher), release: func() error { return nil }}
+	w := &wired{Mirror: m, reporter: reporter, view: view, loops: loops(view, pusher, members), release: func() error { return nil }}
 	if err := w.front(cfg, d, redirect, nil, nil); err != nil {
 		return nil, err
 	}
@@ -160,15 +169,18 @@ func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving
 	return nil
 }
 
-// loops are the Components of the group view and of the push, those that
-// are configured.
-func loops(view *group.ViewWatcher, pusher *group.Pusher) []daemon.Component {
+// loops are the Components of the group view, of the push and of the
+// siblings' content map, those that are configured.
+func loops(view *group.ViewWatcher, pusher *group.Pusher, siblings *contentmap.Map) []daemon.Component {
 	var cs []daemon.Component
 	if view != nil {
 		cs = append(cs, view.Run)
 	}
 	if pusher != nil {
 		cs = append(cs, pusher.Run)
+	}
+	if siblings != nil {
+		cs = append(cs, siblings.Run)
 	}
 	return cs
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
@@ -138,9 +139,10 @@ func joinRand(r *rand.Rand) *rand.Rand {
 // newRedirector builds the redirect decision in front of next (nil for a
 // dispatcher, which redirects every request): the config's rules, the
 // GeoIP database, the load and flow meters, the group view (nil without
-// dnsd) and the document root (nil without one).
+// dnsd), the document root (nil without one) and the siblings' content
+// map (nil without a view).
 func newRedirector(cfg *mirror.Config, d deps, next http.Handler, meter *group.LoadMeter, flows *group.FlowMeter,
-	view *group.ViewWatcher, files *serve.FileServer) (*group.Redirector, error) {
+	view *group.ViewWatcher, files *serve.FileServer, siblings *contentmap.Map) (*group.Redirector, error) {
 	loc, err := geo.FromConfig(cfg.Geo)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: %w", err)
@@ -154,6 +156,9 @@ func newRedirector(cfg *mirror.Config, d deps, next http.Handler, meter *group.L
 	}
 	if files != nil {
 		ro.Files = files
+	}
+	if siblings != nil {
+		ro.Contents = siblings
 	}
 	return group.NewRedirector(ro)
 }

@@ -8,38 +8,44 @@ import (
 )
 
 // Holdings answers, for one request path, which members may be sent the
-// request: those that hold the best copy (content.BestCopy; content.Copy.Same), or, for a
-// path that changes in place by design (AnyCopyPath), those that hold any
-// copy. Known false means the members' contents are not known at all
-// (no index of them): every member may be sent it, as before indexes.
+// request: those that hold the best copy (content.BestCopy;
+// content.Copy.Same), or, for a path that changes in place by design
+// (AnyCopyPath), those that hold any copy. Known false means the members'
+// contents are not known at all (no index of them): every member may be
+// sent it, as before indexes. With Unknown, a member whose index is not
+// known (it keeps none, or it was not fetched yet) may be sent it too:
+// fail open, as before indexes, rather than lose the member.
 type Holdings struct {
-	Known  bool
-	copies map[string]content.Copy
-	best   content.Copy
-	found  bool
-	any    bool
+	Known   bool
+	copies  map[string]content.Copy
+	indexed map[string]bool // nil: every member is indexed
+	best    content.Copy
+	any     bool
 }
 
 // NewHoldings is the Holdings of a path from the members' copies of it
 // (member → copy; a member absent from the map lacks the file). anyCopy
 // says the path is one that any copy serves (AnyCopyPath).
 func NewHoldings(copies map[string]content.Copy, anyCopy bool) Holdings {
-	best, found := content.BestCopy(copies)
-	return Holdings{Known: true, copies: copies, best: best, found: found, any: anyCopy}
+	best, _ := content.BestCopy(copies)
+	return Holdings{Known: true, copies: copies, best: best, any: anyCopy}
+}
+
+// Unknown returns h where the members not in indexed (those whose index
+// is known) count as holding every file.
+func (h Holdings) Unknown(indexed map[string]bool) Holdings {
+	h.indexed = indexed
+	return h
 }
 
 // Holds reports whether member may be sent the request.
 func (h Holdings) Holds(member string) bool {
-	if !h.Known {
+	if !h.Known || (h.indexed != nil && member != selfKey && !h.indexed[member]) {
 		return true
 	}
 	c, ok := h.copies[member]
 	return ok && (h.any || c.Same(h.best))
 }
-
-// Anyone reports whether some member holds the path (always true when
-// nothing is known).
-func (h Holdings) Anyone() bool { return !h.Known || h.found }
 
 // AnyCopyPath reports whether p (a request path) matches one of patterns:
 // paths whose files change in place by design, such as a distribution's

@@ -8,8 +8,9 @@
 // GROUP-ADD / GROUP-EXIT).
 //
 // It serves no content: the Redirector wraps whatever handler comes next
-// (a serve.FileServer, a site front end, or nothing for a dispatcher), and
-// reads file sizes through a Sizer.
+// (a serve.FileServer, a site front end, or nothing for a dispatcher),
+// reads what this mirror holds through Files and what its siblings hold
+// through a ContentMap (their content indexes, see Holdings).
 //
 // The 302 correction (Decide, Redirector) picks a sibling with the group's
 // own scheduler policy from a GroupSnapshot, the group view that a

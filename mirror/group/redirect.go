@@ -138,6 +138,9 @@ type RedirectRules struct {
 	// headers are believed, for the scheme and for the client's address
 	// that locates it (ForwardedOf); nil believes no one.
 	TrustedProxies []netip.Prefix
+	// InPlace are the paths whose files change in place by design
+	// (content.in_place, see AnyCopyPath): any member's copy serves them.
+	InPlace []string
 }
 
 // WithWatermarks returns rules with the group's watermarks of snap
@@ -322,14 +325,17 @@ func decideDispatch(rules RedirectRules, req RedirectRequest, onGroup, get bool,
 	case snap.Expired(now):
 		return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
 	}
-	var holds func(string) bool
+	q := pickQuery{client: clientOf(req), rnd: rnd, now: now, anyRoom: true}
 	if h, _ := holdingsOf(req); h.Known {
-		if !h.Anyone() {
+		q.holds = h.Holds
+	}
+	host, member, ok := snap.pick(q)
+	if !ok && q.holds != nil {
+		q.holds = nil
+		if _, _, someone := snap.pick(q); someone { // members, none with the file
 			return Decision{Action: Refuse, Status: http.StatusNotFound, Reason: ReasonNoCopy}
 		}
-		holds = h.Holds
 	}
-	host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds, anyRoom: true})
 	if !ok {
 		return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonNoSibling}
 	}
@@ -359,7 +365,7 @@ func rescue(req RedirectRequest, snap *GroupSnapshot, now time.Time, rnd *rand.R
 		return nil, Decision{}, false
 	case self:
 		return h.Holds, Decision{}, false
-	case snap == nil || snap.Expired(now) || !h.Anyone():
+	case snap == nil || snap.Expired(now):
 		return nil, Decision{Action: Serve, Reason: ReasonNoCopy}, true
 	}
 	host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: h.Holds, anyRoom: true})
@@ -424,11 +430,11 @@ var (
 	_ http.Handler = (*Redirector)(nil)
 )
 
-// Sizer gives the size of the file that an escaped request path names,
-// 0 for one that is bad, missing or not a regular file (serve.FileServer
-// is one).
-type Sizer interface {
-	Size(escapedPath string) int64
+// Files gives the size and modification time of the regular file that an
+// escaped request path names; ok is false for a path that is bad, missing
+// or not a regular file (serve.FileServer is one).
+type Files interface {
+	Stat(escapedPath string) (size int64, modTime time.Time, ok bool)
 }
 
 // RedirectorOptions configure a Redirector.
@@ -449,9 +455,15 @@ type RedirectorOptions struct {
 	// Locator tells where clients are; nil puts everyone at the unknown
 	// location.
 	Locator *geo.Locator
-	// Files, when set, gives file sizes for the min_size rule; nil skips
-	// the rule (a site front end, whose back ends hold the files).
-	Files Sizer
+	// Files, when set, gives file sizes for the min_size rule and what
+	// this mirror holds; nil skips the rule (a site front end, whose back
+	// ends hold the files).
+	Files Files
+	// Contents, when set, says which siblings hold a path (their content
+	// indexes, see Holdings): redirects go only to those with the best
+	// copy, and a request for a file this mirror lacks is rescued. Nil:
+	// every member holds every file.
+	Contents ContentMap
 	// Clock gives the time of a decision (default time.Now).
 	Clock func() time.Time
 	// Rand is the randomness of the decisions (default: seeded at
@@ -600,8 +612,9 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method: r.Method,
 		Host:   r.Host,
 		Path:   r.URL.Path,
-		Size:   rd.sizeFunc(r),
-		Client: func() scheduler.Client { return locateClient(fw.Client, cur.loc) },
+		Size:     rd.sizeFunc(r),
+		Client:   func() scheduler.Client { return locateClient(fw.Client, cur.loc) },
+		Holdings: rd.holdingsFunc(r, rules),
 	}, share, snap, now, rnd)
 	if d.Action == Redirect {
 		snap.Book(d.Member, now)
@@ -772,7 +785,10 @@ func (rd *Redirector) sizeFunc(r *http.Request) func() (int64, bool) {
 	if fs == nil {
 		return nil
 	}
-	return func() (int64, bool) { return fs.Size(r.URL.EscapedPath()), true }
+	return func() (int64, bool) {
+		size, _, _ := fs.Stat(r.URL.EscapedPath())
+		return size, true
+	}
 }
 
 // Counts returns the requests redirected and those skipped (served) since

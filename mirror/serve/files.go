@@ -423,13 +423,21 @@ func (s *FileServer) fail(w http.ResponseWriter, code int) {
 // names; a path that is bad, missing or a directory counts as size 0: it
 // is answered by a small error or listing.
 func (fs *FileServer) Size(escapedPath string) int64 {
+	size, _, _ := fs.Stat(escapedPath)
+	return size
+}
+
+// Stat returns the size and modification time of the regular file that
+// the escaped request path names; ok is false for a path that is bad,
+// missing or not a regular file.
+func (fs *FileServer) Stat(escapedPath string) (size int64, modTime time.Time, ok bool) {
 	name, isDir, err := CleanPath(escapedPath)
 	if err != nil || isDir {
-		return 0
+		return 0, time.Time{}, false
 	}
 	fi, err := fs.root.Stat(name)
 	if err != nil || !fi.Mode().IsRegular() {
-		return 0
+		return 0, time.Time{}, false
 	}
-	return fi.Size()
+	return fi.Size(), fi.ModTime(), true
 }
