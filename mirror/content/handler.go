@@ -18,10 +18,11 @@ const (
 	VersionHeader = "Transmirror-Index-Version"
 )
 
-// Source is what the Handler serves: the changes since a version with
-// the index they lead to, or false when only the full index will do.
-// *Scanner is one.
+// Source is what the Handler serves: the current index, and the changes
+// since a version with the index they lead to, or false when only the
+// full index will do. *Scanner is one.
 type Source interface {
+	Current() *Index
 	Since(v uint64) (Changes, *Index, bool)
 }
 
@@ -38,7 +39,8 @@ type HandlerOptions struct {
 // Handler serves GET ?since=V: the changes since version V, or the full
 // index when V is absent, 0, too old or unknown. KindHeader says which;
 // ETag is the version that the body leads to, and an If-None-Match of the
-// current version is answered 304. Each body is encoded once (and
+// current version is answered 304, without spending the client's rate
+// limit (a copy that is up to date costs nothing to confirm). Each body is encoded once (and
 // gzipped once, for a client that accepts gzip) and kept while its
 // version is current; each client is rate limited (429 with
 // Retry-After). Only paths and their metadata leave: nothing outside the
@@ -63,12 +65,6 @@ func NewHandler(src Source, o HandlerOptions) *Handler {
 
 // ServeHTTP answers GET and HEAD of the index (see Handler).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if wait, ok := h.limit.allow(r.RemoteAddr); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1)))
-		http.Error(w, "content: rate limited", http.StatusTooManyRequests)
-		h.metrics.answered("rate_limited")
-		return
-	}
 	var since uint64
 	if s := r.URL.Query().Get("since"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -79,21 +75,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		since = v
 	}
-	enc, kind, version := h.body(since)
-	etag := `"` + strconv.FormatUint(version, 10) + `"`
-	hd := w.Header()
-	hd.Set("ETag", etag)
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("Vary", "Accept-Encoding")
-	hd.Set(KindHeader, kind)
-	hd.Set(VersionHeader, strconv.FormatUint(version, 10))
-	if r.Header.Get("If-None-Match") == etag {
-		w.WriteHeader(http.StatusNotModified)
+	if v := h.src.Current().Version(); r.Header.Get("If-None-Match") == etagOf(v) {
+		kind := kindChanges
+		if since == 0 {
+			kind = kindFull
+		}
+		h.setHeaders(w, kind, v)
+		w.WriteHeader(http.StatusNotModified) // free: it costs no token
 		h.metrics.answered("not_modified")
 		return
 	}
+	enc, kind, version := h.body(since)
+	cost := 1.0
+	if kind == kindFull {
+		cost = FullCost
+	}
+	if wait, ok := h.limit.allow(r.RemoteAddr, cost); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(int((wait+time.Second-1)/time.Second), 1)))
+		http.Error(w, "content: rate limited", http.StatusTooManyRequests)
+		h.metrics.answered("rate_limited")
+		return
+	}
+	h.setHeaders(w, kind, version)
 	h.metrics.answered(kind)
 	body := enc.plain
+	hd := w.Header()
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		body = enc.gzipped()
 		hd.Set("Content-Encoding", "gzip")
@@ -104,6 +110,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
+}
+
+// etagOf is the ETag of version v.
+func etagOf(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
+
+// setHeaders sets the headers of every answer of an index at version.
+func (h *Handler) setHeaders(w http.ResponseWriter, kind string, version uint64) {
+	hd := w.Header()
+	hd.Set("ETag", etagOf(version))
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("Vary", "Accept-Encoding")
+	hd.Set(KindHeader, kind)
+	hd.Set(VersionHeader, strconv.FormatUint(version, 10))
 }
 
 // encoded is one answer, encoded once, and gzipped once when first asked

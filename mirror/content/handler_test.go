@@ -16,6 +16,8 @@ type fakeSource struct {
 	calls   int
 }
 
+func (f *fakeSource) Current() *Index { return f.cur }
+
 func (f *fakeSource) Since(v uint64) (Changes, *Index, bool) {
 	f.calls++
 	return since(f.history, f.cur, v)
@@ -88,38 +90,45 @@ func TestAcceptsGzip(t *testing.T) {
 	}
 }
 
+// TestHandlerRateLimit: a change set costs a token, a full index
+// FullCost, a 304 of an up-to-date copy none; buckets are per IPv4
+// address and per IPv6 /64.
 func TestHandlerRateLimit(t *testing.T) {
 	src := &fakeSource{cur: mustIndex(t, 1, e("a", 1, 1))}
 	now := t0
-	h := NewHandler(src, HandlerOptions{Limit: LimitOptions{Rate: 1, Burst: 2, Clock: func() time.Time { return now }}})
+	h := NewHandler(src, HandlerOptions{Limit: LimitOptions{Rate: 1, Burst: FullCost + 1, Clock: func() time.Time { return now }}})
 	steps := []struct {
-		name   string
-		client string
-		after  time.Duration
-		status int
+		name, client, query, inm string
+		after                    time.Duration
+		status                   int
 	}{
-		{"first", "192.0.2.1:1000", 0, 200},
-		{"second", "192.0.2.1:1001", 0, 200},
-		{"burst spent", "192.0.2.1:1002", 0, 429},
-		{"another client", "192.0.2.2:1000", 0, 200},
-		{"same /64", "[2001:db8::1]:1", 0, 200},
-		{"same /64 again", "[2001:db8::2]:1", 0, 200},
-		{"same /64 spent", "[2001:db8::3]:1", 0, 429},
-		{"a token back", "192.0.2.1:1003", time.Second, 200},
-		{"spent again", "192.0.2.1:1004", 0, 429},
+		{"a full index", "192.0.2.1:1000", "", "", 0, 200},
+		{"a change set", "192.0.2.1:1001", "?since=1", "", 0, 200},
+		{"burst spent", "192.0.2.1:1002", "?since=1", "", 0, 429},
+		{"an up-to-date copy is confirmed for free", "192.0.2.1:1002", "?since=1", `"1"`, 0, 304},
+		{"an old copy is not", "192.0.2.1:1002", "?since=1", `"0"`, 0, 429},
+		{"another client", "192.0.2.2:1000", "", "", 0, 200},
+		{"same /64", "[2001:db8::1]:1", "", "", 0, 200},
+		{"same /64, a change set", "[2001:db8::2]:1", "?since=1", "", 0, 200},
+		{"same /64 spent", "[2001:db8::3]:1", "?since=1", "", 0, 429},
+		{"a token back", "192.0.2.1:1003", "?since=1", "", time.Second, 200},
+		{"not enough for a full index", "192.0.2.1:1004", "", "", time.Second, 429},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			now = now.Add(st.after)
-			req := httptest.NewRequest("GET", "/v1/content/index", nil)
+			req := httptest.NewRequest("GET", "/v1/content/index"+st.query, nil)
 			req.RemoteAddr = st.client
+			if st.inm != "" {
+				req.Header.Set("If-None-Match", st.inm)
+			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != st.status {
 				t.Fatalf("status %d, want %d", rec.Code, st.status)
 			}
-			if st.status == http.StatusTooManyRequests && rec.Header().Get("Retry-After") != "1" {
-				t.Fatalf("Retry-After %q", rec.Header().Get("Retry-After"))
+			if st.status == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "" {
+				t.Fatal("no Retry-After")
 			}
 		})
 	}
@@ -129,7 +138,7 @@ func TestLimiterForgets(t *testing.T) {
 	now := t0
 	l := newLimiter(LimitOptions{Rate: 1, Burst: 1, MaxClients: 2, Clock: func() time.Time { return now }})
 	for _, c := range []string{"192.0.2.1:1", "192.0.2.2:1", "192.0.2.3:1"} {
-		if _, ok := l.allow(c); !ok {
+		if _, ok := l.allow(c, 1); !ok {
 			t.Fatalf("%s refused", c)
 		}
 	}

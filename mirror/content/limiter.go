@@ -7,12 +7,18 @@ import (
 	"time"
 )
 
-// Defaults of the Handler's rate limit.
+// Defaults of the Handler's rate limit. A change set costs a token and a
+// full index FullCost tokens; a 304 costs none. So a client may ask for
+// the changes twice a second, sustained (a sibling's poll and its
+// refreshes on a miss, each at most once a second), and for the full
+// index, the one expensive answer, once every 2.5 s.
 const (
-	// DefaultRate is the requests per second a client may make, sustained.
-	DefaultRate = 1.0
-	// DefaultBurst is how many it may make at once.
-	DefaultBurst = 10
+	// DefaultRate is the tokens per second a client gets, sustained.
+	DefaultRate = 2.0
+	// DefaultBurst is how many tokens it may spend at once.
+	DefaultBurst = 20
+	// FullCost is the tokens a full index costs.
+	FullCost = 5
 	// DefaultMaxClients is how many clients' buckets are kept.
 	DefaultMaxClients = 1024
 )
@@ -58,9 +64,9 @@ func newLimiter(o LimitOptions) *limiter {
 	return &limiter{o: o, buckets: map[netip.Prefix]*bucket{}}
 }
 
-// allow takes a token of the client at remoteAddr (HOST:PORT); when there
-// is none it says how long until there is.
-func (l *limiter) allow(remoteAddr string) (time.Duration, bool) {
+// allow takes cost tokens of the client at remoteAddr (HOST:PORT); when
+// there are not as many it says how long until there are.
+func (l *limiter) allow(remoteAddr string, cost float64) (time.Duration, bool) {
 	key := clientKey(remoteAddr)
 	now := l.o.Clock()
 	l.mu.Lock()
@@ -72,10 +78,10 @@ func (l *limiter) allow(remoteAddr string) (time.Duration, bool) {
 		l.buckets[key] = b
 	}
 	b.refill(now, l.o)
-	if b.tokens < 1 {
-		return time.Duration((1 - b.tokens) / l.o.Rate * float64(time.Second)), false
+	if b.tokens < cost {
+		return time.Duration((cost - b.tokens) / l.o.Rate * float64(time.Second)), false
 	}
-	b.tokens--
+	b.tokens -= cost
 	return 0, true
 }
 

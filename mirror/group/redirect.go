@@ -609,9 +609,9 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rnd := rand.New(rand.NewPCG(rd.rnd.Uint64(), rd.rnd.Uint64()))
 	rd.mu.Unlock()
 	d := Decide(*rules, RedirectRequest{
-		Method: r.Method,
-		Host:   r.Host,
-		Path:   r.URL.Path,
+		Method:   r.Method,
+		Host:     r.Host,
+		Path:     r.URL.Path,
 		Size:     rd.sizeFunc(r),
 		Client:   func() scheduler.Client { return locateClient(fw.Client, cur.loc) },
 		Holdings: rd.holdingsFunc(r, rules),
