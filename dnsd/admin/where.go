@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -102,18 +101,7 @@ func (a *whereAPI) mirrorList(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, api.ErrorReply{Error: fmt.Sprintf("%s: no member holds %s", wh.Group, wh.Path)})
 		return
 	}
-	var b bytes.Buffer
-	write, media := api.WriteMirrorText, api.MediaText
-	if wantsMetalink(r) {
-		write, media = api.WriteMetalink, api.MediaMetalink
-	}
-	if err := write(&b, l); err != nil {
-		writeJSON(w, http.StatusInternalServerError, api.ErrorReply{Error: err.Error()})
-		return
-	}
-	w.Header().Set("Content-Type", media)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Write(b.Bytes())
+	api.ServeMirrorList(w, r, l)
 }
 
 // mirrorListOf is the mirror list of wh's best copy: the holders of it as
@@ -183,13 +171,4 @@ func clientOf(r *http.Request) netip.Addr {
 	}
 	a, _ := netip.ParseAddr(host)
 	return a
-}
-
-// wantsMetalink reports whether r asks for Metalink: ?format=metalink, or
-// an Accept that names its media type.
-func wantsMetalink(r *http.Request) bool {
-	if f := r.URL.Query().Get(api.FormatParam); f != "" {
-		return f == "metalink"
-	}
-	return strings.Contains(r.Header.Get("Accept"), "application/metalink4+xml")
 }

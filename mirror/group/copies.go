@@ -20,6 +20,7 @@ type Holdings struct {
 	copies  map[string]content.Copy
 	indexed map[string]bool // nil: every member is indexed
 	best    content.Copy
+	found   bool
 	any     bool
 }
 
@@ -27,8 +28,8 @@ type Holdings struct {
 // (member → copy; a member absent from the map lacks the file). anyCopy
 // says the path is one that any copy serves (AnyCopyPath).
 func NewHoldings(copies map[string]content.Copy, anyCopy bool) Holdings {
-	best, _ := content.BestCopy(copies)
-	return Holdings{Known: true, copies: copies, best: best, any: anyCopy}
+	best, found := content.BestCopy(copies)
+	return Holdings{Known: true, copies: copies, best: best, found: found, any: anyCopy}
 }
 
 // Unknown returns h where the members not in indexed (those whose index
@@ -37,6 +38,10 @@ func (h Holdings) Unknown(indexed map[string]bool) Holdings {
 	h.indexed = indexed
 	return h
 }
+
+// Best is the path's best copy; false when nothing is known or no member
+// holds it.
+func (h Holdings) Best() (content.Copy, bool) { return h.best, h.found }
 
 // Holds reports whether member may be sent the request.
 func (h Holdings) Holds(member string) bool {

@@ -589,6 +589,10 @@ func (rd *Redirector) Rules() RedirectRules { return rd.cur.Load().rules }
 func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cur := rd.cur.Load()
 	rules := &cur.rules
+	if isMirrorList(r) {
+		rd.mirrorList(w, r, cur)
+		return
+	}
 	if !rules.Dispatcher && !hostMatches(r.Host, rules.Group) {
 		rd.o.Flows.Note(rd.o.Clock(), false, false)
 		rd.o.Next.ServeHTTP(w, r) // the common case, without a draw
@@ -605,9 +609,7 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return rd.share(rules, snap, now)
 	}
 	fw := ForwardedOf(r, rules.TrustedProxies)
-	rd.mu.Lock()
-	rnd := rand.New(rand.NewPCG(rd.rnd.Uint64(), rd.rnd.Uint64()))
-	rd.mu.Unlock()
+	rnd := rd.draw()
 	d := Decide(*rules, RedirectRequest{
 		Method:   r.Method,
 		Host:     r.Host,
@@ -621,6 +623,13 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rd.o.Flows.Note(now, redirectable, d.Action != Serve)
 	rd.act(w, r, d, RequestScheme(rules.Scheme, r.TLS != nil, fw.Proto))
+}
+
+// draw is a generator of one request's own, seeded from Rand.
+func (rd *Redirector) draw() *rand.Rand {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rand.New(rand.NewPCG(rd.rnd.Uint64(), rd.rnd.Uint64()))
 }
 
 // share is what rules' law decides at now for the redirectable requests,

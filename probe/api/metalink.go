@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -162,4 +164,51 @@ func WriteMirrorText(w io.Writer, l MirrorList) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// MirrorListParam is the query parameter that asks any mirror for the
+// mirror list of the path (GET /pool/x.deb?mirrorlist), as MirrorBrain's
+// and Mirrorbits' clients ask it; its value may be FormatParam's.
+const MirrorListParam = "mirrorlist"
+
+// WantsMetalink reports whether r asks for Metalink: ?format=metalink or
+// ?mirrorlist=metalink, or an Accept that names its media type.
+func WantsMetalink(r *http.Request) bool {
+	q := r.URL.Query()
+	for _, k := range []string{FormatParam, MirrorListParam} {
+		if f := q.Get(k); f != "" {
+			return f == "metalink"
+		}
+	}
+	return strings.Contains(r.Header.Get("Accept"), MediaMetalink)
+}
+
+// ServeMirrorList answers r with l, as Metalink or plain text as r asks
+// (WantsMetalink): 404 with a line of text when no member holds the file,
+// 500 when l can not be written. It is never cached: the order is the
+// policy's for this client, now.
+func ServeMirrorList(w http.ResponseWriter, r *http.Request, l MirrorList) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Add("Vary", "Accept")
+	if len(l.URLs) == 0 {
+		http.Error(w, fmt.Sprintf("%s: no member holds it", l.Name), http.StatusNotFound)
+		return
+	}
+	var b bytes.Buffer
+	write, media := WriteMirrorText, MediaText
+	if WantsMetalink(r) {
+		write, media = WriteMetalink, MediaMetalink
+	}
+	if err := write(&b, l); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h.Set("Content-Type", media)
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b.Bytes())
+	}
 }
