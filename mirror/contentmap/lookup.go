@@ -13,18 +13,27 @@ type Lookup struct {
 }
 
 // Lookup returns what the members of group hold under p, an index path
-// (content.RequestPath).
+// (content.RequestPath). The map's lock is held only to find the
+// members' copies, each an immutable index, so lookups of many requests
+// do not queue behind one another's.
 func (m *Map) Lookup(group, p string) Lookup {
 	out := Lookup{Copies: map[string]content.Copy{}, Indexed: map[string]bool{}}
+	type copyOf struct {
+		name string
+		x    *content.Index
+	}
+	var known []copyOf
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for k, mb := range m.members {
-		if k.group != group || !mb.known {
-			continue
+		if k.group == group && mb.known {
+			known = append(known, copyOf{k.member, mb.replica.Index()})
 		}
-		out.Indexed[k.member] = true
-		if e, ok := mb.replica.Index().Lookup(p); ok {
-			out.Copies[k.member] = content.Copy{Size: e.Size, ModTime: e.ModTime()}
+	}
+	m.mu.Unlock()
+	for _, c := range known {
+		out.Indexed[c.name] = true
+		if e, ok := c.x.Lookup(p); ok {
+			out.Copies[c.name] = content.Copy{Size: e.Size, ModTime: e.ModTime()}
 		}
 	}
 	return out
