@@ -151,6 +151,13 @@ type ContentConfig struct {
 	// read or parsed gives no generation for that report, and is counted
 	// and warned of. A restart applies it.
 	Trace string `yaml:"trace"`
+	// Generation is where the generation comes from: GenerationTrace
+	// (the default with trace) or GenerationNewest, the newest mtime of
+	// any file in the index (it needs index and excludes trace): for a
+	// tree whose master writes no trace file. It moves with the first
+	// file a sync lands, so a two-stage sync looks complete before its
+	// metadata is; a trace is the better signal.
+	Generation string `yaml:"generation"`
 	// InPlace are the paths whose files change in place by design, such
 	// as a distribution's metadata (dists/*/InRelease, repodata/): any
 	// member that holds a copy serves them, whatever its copy's time
@@ -162,6 +169,12 @@ type ContentConfig struct {
 	// none.
 	InPlace []string `yaml:"in_place"`
 }
+
+// Values of content.generation.
+const (
+	GenerationTrace  = "trace"
+	GenerationNewest = "newest"
+)
 
 // TracePath returns the trace file's path, "" without one.
 func (c *Config) TracePath() string {
@@ -680,6 +693,19 @@ func (v *validator) trace() {
 		v.errorf("content.trace", "needs root: the trace is a file of the document root")
 	case !filepath.IsLocal(filepath.FromSlash(t)):
 		v.errorf("content.trace", "%q must be a path relative to root, inside it", t)
+	}
+	switch g := c.Content.Generation; {
+	case g == "" && v.written("content.generation"):
+		v.errorf("content.generation", "must not be empty (leave it out for the trace's)")
+	case g == "" || (g == GenerationTrace && c.Content.Trace != ""):
+	case g == GenerationTrace:
+		v.errorf("content.generation", "trace needs content.trace")
+	case g == GenerationNewest && c.Content.Trace != "":
+		v.errorf("content.generation", "newest excludes content.trace: the trace gives the generation")
+	case g == GenerationNewest && !c.Content.Index:
+		v.errorf("content.generation", "newest needs content.index: the newest mtime is the index's")
+	case g != GenerationNewest:
+		v.errorf("content.generation", "%q: want %s or %s", g, GenerationTrace, GenerationNewest)
 	}
 }
 

@@ -69,7 +69,11 @@ func role(cfg *mirror.Config) string {
 func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	d = d.withDefaults()
 	flows := group.NewFlowMeter(cfg.Redirect.TimeConstant.D())
-	reporter, meter, err := loadMeters(cfg, d, flows)
+	generation, err := generationOf(cfg, d, c.index)
+	if err != nil {
+		return nil, err
+	}
+	reporter, meter, err := loadMeters(cfg, d, flows, generation)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +120,7 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
 	d = d.withDefaults()
 	flows := group.NewFlowMeter(cfg.Redirect.TimeConstant.D())
-	reporter, meter, err := loadMeters(cfg, d, flows)
+	reporter, meter, err := loadMeters(cfg, d, flows, nil)
 	if err != nil {
 		return nil, err
 	}

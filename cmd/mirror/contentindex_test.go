@@ -98,3 +98,55 @@ func TestContentIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerationNewest: with content.generation newest the load report's
+// generation is the newest mtime in the root's index, and it follows a
+// file that lands later.
+func TestGenerationNewest(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string, at time.Time) {
+		p := filepath.Join(root, name)
+		if err := os.WriteFile(p, []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older, newer := time.Unix(1_700_000_000, 0), time.Unix(1_700_003_600, 0)
+	put("a", older)
+	yaml := fmt.Sprintf("listen: [\"127.0.0.1:0\"]\ngroup: %s\nmember: m1\nhost: m1.mirrors.test\nroot: root\ncontent: {index: true, generation: newest}\n", testGroup)
+	cfg, err := mirror.ParseConfig(filepath.Join(dir, "mirror.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := build(cfg, deps{runQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.release() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runLoops(ctx, m) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	for _, want := range []time.Time{older, newer} {
+		if want == newer {
+			put("b", newer)
+		}
+		probetest.Until(t, 10*time.Second, func() string {
+			if g := m.reporter.Snapshot(time.Now()).Generation; !g.Equal(want) {
+				return fmt.Sprintf("generation %v, want %v", g, want)
+			}
+			return ""
+		})
+	}
+}

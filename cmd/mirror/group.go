@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/mirror"
+	contentindex "github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/mirror/frontend"
 	"github.com/transmirror/transmirror/mirror/group"
@@ -17,21 +18,15 @@ import (
 )
 
 // loadMeters builds the load Reporter (registered in d.reg), which counts
-// the requests that flows says were served and reports the generation of
-// content.trace, and the LoadMeter over it.
-func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter) (*probe.Reporter, *group.LoadMeter, error) {
+// the requests that flows says were served and reports generation (nil:
+// none, see generationOf), and the LoadMeter over it.
+func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter, generation func() time.Time) (*probe.Reporter, *group.LoadMeter, error) {
 	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: d.reportWindow, RunQueue: d.runQueue, Serving: flows.Served, Clock: d.clock, Logger: d.logger,
+		Generation: generation,
 	}
 	cfg.RunQueue.Apply(&rc)
-	if path := cfg.TracePath(); path != "" {
-		trace, err := probe.NewTrace(probe.TraceConfig{Path: path, Subsystem: "mirror", Registerer: d.reg, Clock: d.clock, Logger: d.logger})
-		if err != nil {
-			return nil, nil, fmt.Errorf("mirror: %w", err)
-		}
-		rc.Generation = trace.Generation
-	}
 	reporter, err := probe.NewReporter(rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mirror: reporter: %w", err)
@@ -41,6 +36,24 @@ func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter) (*probe.Repo
 	}
 	meter := group.NewLoadMeter(reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), d.reportWindow/10)
 	return reporter, meter, nil
+}
+
+// generationOf is where the load reports take the mirror's generation
+// from: content.trace's file, or with content.generation newest the
+// newest mtime of index (the root's content index); nil for none.
+func generationOf(cfg *mirror.Config, d deps, index *contentindex.Scanner) (func() time.Time, error) {
+	if cfg.Content.Generation == mirror.GenerationNewest && index != nil {
+		return func() time.Time { return index.Current().Newest() }, nil
+	}
+	path := cfg.TracePath()
+	if path == "" {
+		return nil, nil
+	}
+	trace, err := probe.NewTrace(probe.TraceConfig{Path: path, Subsystem: "mirror", Registerer: d.reg, Clock: d.clock, Logger: d.logger})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
+	return trace.Generation, nil
 }
 
 // newView returns the watcher of the group view from dnsd, nil without

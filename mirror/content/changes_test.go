@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDiff(t *testing.T) {
@@ -97,6 +98,15 @@ func TestIndexLookup(t *testing.T) {
 	}
 	if x.Bytes() != len("a"+"a/b"+"b")+3*20 {
 		t.Errorf("Bytes = %d", x.Bytes())
+	}
+	if got := x.Newest(); !got.Equal(time.Unix(0, 3)) {
+		t.Errorf("Newest = %v, want a/b's mtime", got)
+	}
+	if got := (&Index{}).Newest(); !got.IsZero() {
+		t.Errorf("Newest of an empty index = %v, want the zero time", got)
+	}
+	if y, err := Apply(x, Changes{From: 3, To: 4, Changes: []Change{{Remove, e("a/b", 3, 3)}}}, 0); err != nil || !y.Newest().Equal(time.Unix(0, 2)) {
+		t.Errorf("Newest after a/b went = %v, %v; want b's mtime", y.Newest(), err)
 	}
 	if _, err := NewIndex(1, []Entry{e("a", 1, 1), e("a", 1, 1)}); err == nil {
 		t.Error("NewIndex took a duplicate")

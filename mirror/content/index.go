@@ -32,6 +32,16 @@ type Index struct {
 	offs    []uint32 // start of path i in arena; it ends at offs[i+1] or len(arena)
 	sizes   []int64
 	mtimes  []int64
+	newest  int64 // the largest of mtimes; 0 for none
+}
+
+// Newest returns the newest modification time of its files: the zero
+// time for an empty index.
+func (x *Index) Newest() time.Time {
+	if len(x.offs) == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, x.newest)
 }
 
 // Version returns the version of the index.
@@ -90,6 +100,7 @@ type builder struct {
 	offs   []uint32
 	sizes  []int64
 	mtimes []int64
+	newest int64
 }
 
 func newBuilder(n int) *builder {
@@ -101,11 +112,14 @@ func (b *builder) add(e Entry) {
 	b.arena.WriteString(e.Path)
 	b.sizes = append(b.sizes, e.Size)
 	b.mtimes = append(b.mtimes, e.MTime)
+	if len(b.mtimes) == 1 || e.MTime > b.newest {
+		b.newest = e.MTime
+	}
 }
 
 func (b *builder) index(version uint64) *Index {
 	return &Index{version: version, arena: b.arena.String(),
-		offs: b.offs[:len(b.offs):len(b.offs)], sizes: b.sizes, mtimes: b.mtimes}
+		offs: b.offs[:len(b.offs):len(b.offs)], sizes: b.sizes, mtimes: b.mtimes, newest: b.newest}
 }
 
 // NewIndex returns the index at version of entries, which it sorts; it
