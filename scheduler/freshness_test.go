@@ -100,3 +100,64 @@ func TestFreshnessRuleComesBack(t *testing.T) {
 		})
 	}
 }
+
+// FuzzJudge: whatever the generations, the verdicts keep the rule's
+// promises: one a member, lags never negative, nobody lagging without
+// max_lag or within it, and never every answerable member out (fail open
+// keeps the freshest of them, all of one generation).
+func FuzzJudge(f *testing.F) {
+	f.Add(int64(3600), int64(0), []byte{0, 0, 1, 1, 0, 2, 1, 0, 200, 1})
+	f.Add(int64(60), int64(7200), []byte{10, 0, 0, 1, 20, 1, 30, 1})
+	f.Add(int64(0), int64(0), []byte{1, 1, 2, 0})
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, maxLag, master int64, in []byte) {
+		r := FreshnessRule{MaxLag: time.Duration(maxLag%86400) * time.Second, MaxSkew: time.Minute}
+		if master != 0 {
+			r.Master = now.Add(-time.Duration(master%86400) * time.Second)
+		}
+		var ms []Content
+		for i := 0; i+1 < len(in) && len(ms) < 64; i += 2 {
+			c := Content{Answerable: in[i+1]&1 == 1}
+			if in[i] != 0 { // minutes behind now; 255: ahead of the clock
+				c.Generation = now.Add(-time.Duration(in[i]) * time.Minute)
+				if in[i] == 255 {
+					c.Generation = now.Add(time.Hour)
+				}
+			}
+			ms = append(ms, c)
+		}
+		out, failOpen := r.Judge(now, ms, nil)
+		if len(out) != len(ms) {
+			t.Fatalf("%d verdicts for %d members", len(out), len(ms))
+		}
+		answerable, answered := 0, 0
+		var kept []time.Time
+		for i, v := range out {
+			switch {
+			case v.Lag < 0:
+				t.Fatalf("member %d: lag %v", i, v.Lag)
+			case v.Lagging && (r.MaxLag <= 0 || v.Lag <= r.MaxLag):
+				t.Fatalf("member %d lagging by %v with max_lag %v", i, v.Lag, r.MaxLag)
+			case v.Lagging && !v.Known:
+				t.Fatalf("member %d lagging without a known generation", i)
+			}
+			if ms[i].Answerable {
+				answerable++
+				if !v.Lagging {
+					answered++
+					if v.Lag > r.MaxLag && r.MaxLag > 0 {
+						kept = append(kept, ms[i].Generation)
+					}
+				}
+			}
+		}
+		if answerable > 0 && answered == 0 {
+			t.Fatalf("every one of %d answerable members is out: %+v", answerable, out)
+		}
+		for _, g := range kept {
+			if !failOpen || !g.Equal(kept[0]) {
+				t.Fatalf("kept lagging members of generations %v (fail open %t)", kept, failOpen)
+			}
+		}
+	})
+}
