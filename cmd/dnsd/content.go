@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 
@@ -13,12 +14,13 @@ import (
 // newContentMap is dnsd's content map of the members' indexes, fetched
 // through client (the probes' client, with its rules for run-time
 // members) and following the groups as current returns them.
-func newContentMap(current func() *zones.Set, client *http.Client, reg prometheus.Registerer) (*contentmap.Map, error) {
+func newContentMap(current func() *zones.Set, client *http.Client, logger *slog.Logger, reg prometheus.Registerer) (*contentmap.Map, error) {
 	return contentmap.New(contentmap.Options{
 		Subsystem: "dnsd",
 		Client:    client,
 		Members:   func() []contentmap.Member { return contentMembers(current()) },
 		Registry:  reg,
+		Logger:    logger,
 		Rand:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	})
 }

@@ -66,7 +66,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	contents, err := newContentMap(ctl.Current, client, reg)
+	contents, err := newContentMap(ctl.Current, client, logger, reg)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func newSiblings(d deps, view *group.ViewWatcher, group, self string) (*contentm
 		client = &http.Client{}
 	}
 	return contentmap.New(contentmap.Options{
-		Subsystem: "mirror", Client: client, Registry: d.reg, Now: d.clock, Interval: siblingInterval,
+		Subsystem: "mirror", Client: client, Registry: d.reg, Logger: d.logger, Now: d.clock, Interval: siblingInterval,
 		Members: func() []contentmap.Member { return siblingsOf(view.Snapshot(), group, self) },
 	})
 }

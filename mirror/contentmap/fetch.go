@@ -3,6 +3,7 @@ package contentmap
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 // none), and how long to wait before the next one (0: the interval).
 type outcome struct {
 	reason string
+	err    error // what went wrong, for the log
 	wait   time.Duration
 	ok     bool // the copy is the member's index (200 applied, or 304)
 	none   bool // 404: the member keeps no index
@@ -34,6 +36,7 @@ func (m *Map) fetch(ctx context.Context, mb *member) {
 	if out.reason != "" {
 		m.metrics.failed(mb.spec.Group, out.reason)
 	}
+	m.noteOutcome(mb, out)
 	wait := out.wait
 	if wait <= 0 {
 		wait = m.o.Interval
@@ -61,7 +64,7 @@ func (m *Map) get(ctx context.Context, mb *member) outcome {
 	v := rep.Version()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, mb.url+"?since="+strconv.FormatUint(v, 10), nil)
 	if err != nil {
-		return outcome{reason: ReasonConnect}
+		return outcome{reason: ReasonConnect, err: err}
 	}
 	if v > 0 {
 		req.Header.Set("If-None-Match", `"`+strconv.FormatUint(v, 10)+`"`)
@@ -69,7 +72,7 @@ func (m *Map) get(ctx context.Context, mb *member) outcome {
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := m.o.Client.Do(req)
 	if err != nil {
-		return outcome{reason: ReasonConnect}
+		return outcome{reason: ReasonConnect, err: err}
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
@@ -83,7 +86,7 @@ func (m *Map) get(ctx context.Context, mb *member) outcome {
 		return outcome{reason: ReasonRateLimited, wait: retryAfter(resp.Header.Get("Retry-After"), m.o.Interval)}
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	return outcome{reason: ReasonStatus}
+	return outcome{reason: ReasonStatus, err: fmt.Errorf("status %s", resp.Status)}
 }
 
 // apply reads a 200 answer, gzipped or not, into rep.
@@ -92,16 +95,16 @@ func (m *Map) apply(rep *content.Replica, resp *http.Response) outcome {
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			return outcome{reason: ReasonRefused}
+			return outcome{reason: ReasonRefused, err: err}
 		}
 		defer zr.Close()
 		body = zr
 	}
 	if err := rep.Update(body); err != nil {
 		if ctxErr := resp.Request.Context().Err(); ctxErr != nil {
-			return outcome{reason: ReasonConnect}
+			return outcome{reason: ReasonConnect, err: ctxErr}
 		}
-		return outcome{reason: ReasonRefused}
+		return outcome{reason: ReasonRefused, err: err}
 	}
 	return outcome{ok: true}
 }
@@ -114,4 +117,24 @@ func retryAfter(s string, least time.Duration) time.Duration {
 		return least
 	}
 	return min(max(time.Duration(n)*time.Second, least), time.Hour)
+}
+
+// noteOutcome logs a member's fetches going wrong, once, with why (a 429
+// is the member's rate limit working: not logged), and their coming
+// right again.
+func (m *Map) noteOutcome(mb *member, out outcome) {
+	if out.reason == ReasonRateLimited {
+		return // neither wrong nor right: as before
+	}
+	m.mu.Lock()
+	was := mb.failing
+	mb.failing = out.reason != ""
+	m.mu.Unlock()
+	switch {
+	case mb.failing && !was:
+		m.o.Logger.Warn("content map: a member's index can not be used; the last good copy stays", "group", mb.spec.Group,
+			"member", mb.spec.Name, "url", mb.url, "reason", out.reason, "err", out.err)
+	case was && out.ok:
+		m.o.Logger.Info("content map: a member's index is fetched again", "group", mb.spec.Group, "member", mb.spec.Name)
+	}
 }

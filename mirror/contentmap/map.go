@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -62,6 +63,9 @@ type Options struct {
 	Members func() []Member
 	// Registry registers the metrics; nil registers none.
 	Registry prometheus.Registerer
+	// Logger gets a member's fetches going wrong (once, with why) and
+	// coming right again (default: discard).
+	Logger *slog.Logger
 	// Now is the clock (default time.Now); Rand draws the jitter
 	// (default a random seed).
 	Now  func() time.Time
@@ -94,6 +98,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -137,6 +144,7 @@ type member struct {
 	next    time.Time
 	last    time.Time     // when the last fetch started
 	done    chan struct{} // closed when the fetch in flight ends; nil: none
+	failing bool          // the last fetch failed (not a 429): logged once
 	known   bool          // a fetch has succeeded: the copy is the member's index
 }
 

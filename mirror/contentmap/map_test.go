@@ -1,13 +1,16 @@
 package contentmap
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -368,5 +371,37 @@ func TestMapRefresh(t *testing.T) {
 	}
 	if since, _ := other.take(); len(since) != 0 {
 		t.Errorf("a refresh of one group asked a member of another %d times", len(since))
+	}
+}
+
+// TestMapLogsOnce: a member whose index is refused is logged once with
+// why, however often it fails, and once when it is fetched again; a 429
+// is not logged.
+func TestMapLogsOnce(t *testing.T) {
+	a := newMirror(t)
+	a.put(t, "x", 1, t0)
+	clk := &clock{now: t0}
+	var buf bytes.Buffer
+	m, err := New(Options{Subsystem: "dnsd", Client: http.DefaultClient, Now: clk.Now, Interval: time.Second, Jitter: 1,
+		Logger:  slog.New(slog.NewTextHandler(&buf, nil)),
+		Members: func() []Member { return []Member{{Group: "g.", Name: "a", Probe: a.probeURL()}} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		status int
+		body   string
+	}{{200, "transmirror-index 1 full 9 1\n0 1 1 ../etc/passwd\n"}, {500, "oops"}, {429, ""}, {0, ""}, {0, ""}}
+	for _, st := range steps {
+		a.answer(st.status, st.body)
+		clk.add(2 * time.Second)
+		m.Poll(context.Background())
+	}
+	log := buf.String()
+	if n := strings.Count(log, "level=WARN"); n != 1 || !strings.Contains(log, "reason=refused") || !strings.Contains(log, "..") {
+		t.Errorf("%d warnings, want one naming the refused index:\n%s", n, log)
+	}
+	if n := strings.Count(log, "level=INFO"); n != 1 || !strings.Contains(log, "fetched again") {
+		t.Errorf("%d infos, want one of the recovery:\n%s", n, log)
 	}
 }
