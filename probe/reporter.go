@@ -65,8 +65,8 @@ type Reporter struct {
 
 	inFlight  atomic.Int64
 	seq       atomic.Uint64
-	capacity  atomic.Uint64 // math.Float64bits of the capacity; see SetCapacity
-	bandwidth atomic.Uint64 // math.Float64bits of the bandwidth; see SetBandwidth
+	capacity  atomic.Uint64              // math.Float64bits of the capacity; see SetCapacity
+	bandwidth atomic.Uint64              // math.Float64bits of the bandwidth; see SetBandwidth
 	paths     atomic.Pointer[pathSource] // see SetPaths
 
 	mu      sync.Mutex
