@@ -35,7 +35,7 @@ func testView() api.GroupView {
 		Name: "www.example.org.", Policy: "geo-load", Answers: 2, Time: t,
 		TTL:        api.TTLView{Min: 20, Max: 300},
 		Watermarks: api.Watermarks{Low: 0.7, High: 0.9}, MaxLag: 3600,
-		Top:        []probe.PathCount{{Path: "/debian/dists/stable/InRelease", Count: 41.5}, {Path: "/iso/a%20b.iso", Count: 3}},
+		Top: []probe.PathCount{{Path: "/debian/dists/stable/InRelease", Count: 41.5}, {Path: "/iso/a%20b.iso", Count: 3}},
 		Members: []api.MemberView{
 			{
 				MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.mirrors.example.org.", Addresses: []string{"192.0.2.10", "2001:db8::10"},
