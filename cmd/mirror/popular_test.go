@@ -85,3 +85,27 @@ func TestReportTop(t *testing.T) {
 		})
 	}
 }
+
+// fixedCounts is a redirect decision's counts by reason.
+type fixedCounts map[string]uint64
+
+func (c fixedCounts) Counts() (redirected, skipped map[string]uint64) { return c, nil }
+
+func TestReportPathsRescued(t *testing.T) {
+	tests := []struct {
+		name    string
+		rescues redirectCounts
+		want    uint64
+	}{
+		{"no decision", nil, 0},
+		{"none rescued", fixedCounts{"overload": 5}, 0},
+		{"rescued", fixedCounts{"overload": 5, "rescue": 3}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (reportPaths{rescues: tt.rescues}).Rescued(); got != tt.want {
+				t.Errorf("Rescued = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
