@@ -1,6 +1,7 @@
 package popular
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,19 +65,20 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// answering answers /moved with a 302, /missing with a 404 and the rest
+// with 200.
+var answering = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/moved":
+		http.Redirect(w, r, "http://fra1.example.org/moved", http.StatusFound)
+	case "/missing":
+		http.NotFound(w, r)
+	default:
+		_, _ = w.Write([]byte("x"))
+	}
+})
+
 func TestCounterWrap(t *testing.T) {
-	// The handler answers /moved with a 302, /missing with a 404 and the
-	// rest with 200.
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/moved":
-			http.Redirect(w, r, "http://fra1.example.org/moved", http.StatusFound)
-		case "/missing":
-			http.NotFound(w, r)
-		default:
-			_, _ = w.Write([]byte("x"))
-		}
-	})
 	type req struct{ method, url, rng string }
 	tests := []struct {
 		name      string
@@ -119,7 +121,7 @@ func TestCounterWrap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := c.Wrap(next)
+			h := c.Wrap(answering)
 			for _, q := range tt.reqs {
 				r := httptest.NewRequest(q.method, q.url, nil)
 				if q.rng != "" {
@@ -131,13 +133,8 @@ func TestCounterWrap(t *testing.T) {
 			for _, e := range c.Top(t0) {
 				got[e.Key] = e.Count
 			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("Top = %v, want %v", got, tt.want)
-			}
-			for k, v := range tt.want {
-				if got[k] != v {
-					t.Errorf("Top[%q] = %g, want %g", k, got[k], v)
-				}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("Top = %v, want %v", got, tt.want)
 			}
 			if n := testutil.ToFloat64(c.results.WithLabelValues(ResultTooLong)); n != tt.tooLong {
 				t.Errorf("too_long = %g, want %g", n, tt.tooLong)
