@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,9 @@ type CounterOptions struct {
 // Counter counts the requests of a public handler chain in a Sketch:
 // Wrap counts, Top reads. It is safe for concurrent use.
 type Counter struct {
-	o       CounterOptions
-	results *prometheus.CounterVec
+	o                CounterOptions
+	results          *prometheus.CounterVec
+	counted, tooLong prometheus.Counter
 
 	mu sync.Mutex
 	sk *Sketch
@@ -69,9 +71,7 @@ func NewCounter(o CounterOptions) (*Counter, error) {
 		Namespace: "transmirror", Subsystem: "mirror", Name: "popular_requests_total",
 		Help: "GET requests on the group or member name that the most-requested sketch took in, by result (counted; too_long: a path longer than 512 bytes, not counted).",
 	}, []string{"result"})
-	for _, r := range []string{ResultCounted, ResultTooLong} {
-		c.results.WithLabelValues(r)
-	}
+	c.counted, c.tooLong = c.results.WithLabelValues(ResultCounted), c.results.WithLabelValues(ResultTooLong)
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(c.results); err != nil {
 			return nil, fmt.Errorf("popular: register metrics: %w", err)
@@ -102,10 +102,10 @@ func (c *Counter) Wrap(h http.Handler) http.Handler {
 func (c *Counter) Add(p string) {
 	k := Key(p)
 	if len(k) > MaxPathLen {
-		c.results.WithLabelValues(ResultTooLong).Inc()
+		c.tooLong.Inc()
 		return
 	}
-	c.results.WithLabelValues(ResultCounted).Inc()
+	c.counted.Inc()
 	now := c.o.Clock()
 	c.mu.Lock()
 	c.sk.Add(now, k)
@@ -148,13 +148,19 @@ func Counts(r *http.Request) bool {
 	return err == nil && n == 0
 }
 
-// Key returns the canonical escaped form of the decoded URL path p, what a
-// report carries: p escaped as a URL path (url.URL.EscapedPath) and '&'
-// as %26 too. It is printable ASCII without space, '"', '\\', '<', '>' or
-// '&' (which JSON would escape), so that its JSON is its length plus the
-// quotes, and two spellings of one path have one key.
+// Key returns the canonical form of the decoded URL path p, what a report
+// carries: p cleaned as the file server maps it ("//" is "/", "." and ".."
+// segments resolved, path.Clean, a trailing slash kept), then escaped as a
+// URL path (url.URL.EscapedPath) with '&' as %26 too. It is printable
+// ASCII without space, '"', '\\', '<', '>' or '&' (which JSON would
+// escape), so that its JSON is its length plus the quotes, and the
+// spellings of one path have one key.
 func Key(p string) string {
-	return strings.ReplaceAll((&url.URL{Path: p}).EscapedPath(), "&", "%26")
+	clean := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return strings.ReplaceAll((&url.URL{Path: clean}).EscapedPath(), "&", "%26")
 }
 
 func (c *Counter) onHosts(h string) bool {

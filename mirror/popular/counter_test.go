@@ -55,6 +55,10 @@ func TestKey(t *testing.T) {
 		{"/café", "/caf%C3%A9"},
 		{"/a?b#c", "/a%3Fb%23c"},
 		{"/~user/x+y=z", "/~user/x+y=z"},
+		{"/debian/./dists//stable/../Release", "/debian/dists/Release"},
+		{"/dists/", "/dists/"},
+		{"/", "/"},
+		{"/../../etc/passwd", "/etc/passwd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -39,6 +39,6 @@
 //
 // See Counter: a GET on the group name or on the member's own host name
 // (a Range request only when its first range starts at byte 0), counted
-// where it is answered, not where it is redirected, by its decoded path in
-// canonical escaped form of at most MaxPathLen bytes.
+// where it is answered, not where it is redirected, by its decoded path
+// cleaned and in canonical escaped form (Key), of at most MaxPathLen bytes.
 package popular
