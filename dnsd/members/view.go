@@ -119,8 +119,8 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 
 // lastReport fills in mv what the watcher knows of the member: since when
 // it is in its state, its last report (without its top, which the group's
-// Top merges: it would double the view's size) with its age and rescued
-// count. It returns the report's top when the report is at most
+// Top merges: 128 members' lists of 16 paths of up to 512 bytes would
+// take the view past what a mirror reads) with its age and rescued count. It returns the report's top when the report is at most
 // probe.DefaultReportMaxAge old (a member that stopped reporting a minute
 // ago no longer counts in the group's), else nil.
 func (c *Controller) lastReport(group string, now time.Time, mv *api.MemberView) []probe.PathCount {
