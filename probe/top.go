@@ -69,30 +69,60 @@ func checkTop(top []PathCount) error {
 
 // checkTopShape reads a report's top value from dec: an array of objects,
 // each with the keys "path" and "count" exactly once (spelled exactly:
-// encoding/json would match any case) and scalar non-null values.
+// encoding/json would match any case, and take the last of two) and
+// scalar non-null values.
 func checkTopShape(dec *json.Decoder) error {
-	var raw []map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+	if tok, err := dec.Token(); err != nil {
 		return err
-	}
-	if raw == nil {
+	} else if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return errors.New("not an array")
 	}
-	for i, o := range raw {
-		if o == nil {
-			return fmt.Errorf("%d: not an object", i)
+	for i := 0; dec.More(); i++ {
+		if err := checkTopEntry(dec); err != nil {
+			return fmt.Errorf("%d: %w", i, err)
 		}
-		for k, v := range o {
-			if k != "path" && k != "count" {
-				return fmt.Errorf("%d: unknown field %q", i, k)
-			}
-			if len(v) == 0 || v[0] == '{' || v[0] == '[' || string(v) == "null" {
-				return fmt.Errorf("%d: field %q: not a scalar", i, k)
-			}
+	}
+	_, err := dec.Token() // the closing ']'
+	return err
+}
+
+// checkTopEntry reads one object of a top array from dec.
+func checkTopEntry(dec *json.Decoder) error {
+	if tok, err := dec.Token(); err != nil {
+		return err
+	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("not an object")
+	}
+	var path, count bool
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
 		}
-		if len(o) != 2 {
-			return fmt.Errorf("%d: want the fields \"path\" and \"count\"", i)
+		switch key, _ := tok.(string); {
+		case key == "path" && !path:
+			path = true
+		case key == "count" && !count:
+			count = true
+		case key == "path" || key == "count":
+			return fmt.Errorf("duplicate field %q", key)
+		default:
+			return fmt.Errorf("unknown field %q", key)
 		}
+		v, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch v.(type) {
+		case json.Delim, nil:
+			return errors.New("a field is not a scalar")
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return err
+	}
+	if !path || !count {
+		return errors.New(`want the fields "path" and "count"`)
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ func TestDecodeReportTop(t *testing.T) {
 		{name: "null entry", body: with(`"top":[null]`), err: "not an object"},
 		{name: "unknown entry field", body: with(`"top":[{"path":"/a","count":1,"x":1}]`), err: `unknown field "x"`},
 		{name: "case folded entry field", body: with(`"top":[{"Path":"/a","count":1}]`), err: `unknown field "Path"`},
+		{name: "duplicate entry field", body: with(`"top":[{"path":"/a","path":"/b","count":1}]`), err: `duplicate field "path"`},
 		{name: "missing count", body: with(`"top":[{"path":"/a"}]`), err: `want the fields`},
 		{name: "nested count", body: with(`"top":[{"path":"/a","count":[1]}]`), err: "not a scalar"},
 		{name: "null path", body: with(`"top":[{"path":null,"count":1}]`), err: "not a scalar"},
