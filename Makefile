@@ -12,7 +12,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZ_EXECS    ?= 20000
 FUZZ_EXECS_BY ?= FuzzReadRows=60000 FuzzClientPrefix=60000 FuzzParseTrace=60000 \
 	FuzzAddMember=4000 FuzzPushLoad=4000 FuzzPushRedirects=4000 \
-	FuzzDecodeIndex=30000 FuzzDecodeChanges=30000
+	FuzzDecodeIndex=30000 FuzzDecodeChanges=30000 FuzzSketch=60000
 # fuzz-long gives every target FUZZ_LONG_TIME, a -fuzztime value: a duration
 # (an interactive run; see above for why smoke runs never use one) or a count
 # such as 2000000x. FUZZ_ONLY limits fuzz and fuzz-long to the targets it

@@ -295,6 +295,15 @@ func TestDashboardBrowser(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "fra1's load and bandwidth utilization", `/^load [0-9]+% · bw [0-9]+%$/.test(document.querySelector('tr[data-member="fra1"] [data-role="util-parts"]').textContent)`)
 		waitDOM(t, ctx, 5*time.Second, "nyc1 without a bandwidth", `!document.querySelector('tr[data-member="nyc1"] [data-role="util-parts"]') && /[0-9] [kMGT]?B\/s$/.test(document.querySelector('tr[data-member="nyc1"] [data-role="bytes"]').textContent)`)
 	})
+	t.Run("most requested and rescued", func(t *testing.T) {
+		// The traffic GETs /index.html of every mirror on its own host name.
+		waitDOM(t, ctx, 10*time.Second, "/index.html first among the most requested",
+			`(() => { const r = document.querySelector('table.top tbody tr[data-rank="1"]'); return !!r && r.dataset.path === "/index.html" && parseFloat(r.querySelector('[data-role="count"]').textContent) > 0 })()`)
+		for _, m := range dashMembers {
+			waitDOM(t, ctx, 5*time.Second, m.name+" rescued none", fmt.Sprintf(`document.querySelector('tr[data-member="%s"] [data-role="rescued"]').textContent === "0"`, m.name))
+		}
+		waitDOM(t, ctx, time.Second, "rescued column", `[...document.querySelectorAll('table.members th')].some(th => th.textContent === "Rescued")`)
+	})
 	t.Run("map", func(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "land drawn", `document.querySelector('svg.map path.land').getAttribute('d').length > 10000`)
 		for _, m := range dashMembers {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func TestProbeLoad(t *testing.T) {
 				t.Errorf("total duration %s", res.Phases.Total)
 			}
 			if res.Success {
-				if res.Report != goodReport() {
+				if !reflect.DeepEqual(res.Report, goodReport()) {
 					t.Errorf("report %+v", res.Report)
 				}
 				if res.Phases.FirstByte <= 0 || res.Phases.FirstByte > res.Phases.Total {

@@ -67,6 +67,15 @@ const (
 //	                      its master (its trace file), RFC 3339; optional,
 //	                      absent: the member does not say (an older mirror,
 //	                      no trace configured or readable)
+//	top                   the member's most requested paths, at most
+//	                      MaxTopPaths objects {"path": P, "count": C}, most
+//	                      requested first: P the path in canonical escaped
+//	                      form (see CheckTopPath), C its requests, decayed
+//	                      (mirror/popular: halved every 5 minutes); optional,
+//	                      absent: none counted (an older mirror, a dispatcher)
+//	rescued               requests the member redirected to a sibling that
+//	                      holds the file instead of answering 404, since the
+//	                      mirror started; optional, absent: 0 or an older mirror
 type Report struct {
 	// Group is the group the member belongs to.
 	Group string `json:"group"`
@@ -111,6 +120,15 @@ type Report struct {
 	// its master, as its trace file says (ParseTrace); zero is left out:
 	// the member does not say.
 	Generation time.Time `json:"generation,omitzero"`
+	// Top are the member's most requested paths, most requested first (at
+	// most MaxTopPaths); empty is left out.
+	Top []PathCount `json:"top,omitempty"`
+	// Rescued is the number of requests the member redirected to a sibling
+	// holding the file (or a newer copy) instead of answering 404, since
+	// it started: a count, not a rate, so that it is exact, a lost push
+	// loses nothing of it, and a reader takes the rate it wants from two
+	// reports; 0 is left out.
+	Rescued uint64 `json:"rescued,omitempty"`
 }
 
 // Served returns the load of what the member serves: ServingLoad when
@@ -142,7 +160,7 @@ var reportFields = [...]struct {
 	{"bytes_per_second", false}, {"redirects_per_second", false},
 	{"load", false}, {"capacity", false}, {"bandwidth", true},
 	{"group_requests_per_second", true}, {"window_seconds", true}, {"serving_load", true},
-	{"generation", true},
+	{"generation", true}, {"top", true}, {"rescued", true},
 }
 
 // LoadOf returns the server-group load figure 10·(r + m).
@@ -155,8 +173,10 @@ func loadTolerance(want float64) float64 { return math.Max(0.1, 1e-6*math.Abs(wa
 
 // Validate reports whether r is a well-formed report: group and member
 // non-empty (at most 253 bytes, no control characters), time set, every
-// number finite and non-negative, and Load equal to 10·(R + M) within
-// rounding (0.1 or one part in a million, whichever is larger).
+// number finite and non-negative, Load equal to 10·(R + M) within
+// rounding (0.1 or one part in a million, whichever is larger), and Top
+// at most MaxTopPaths distinct paths that pass CheckTopPath with finite
+// non-negative counts.
 func (r Report) Validate() error {
 	var errs []error
 	for _, f := range []struct{ name, v string }{{"group", r.Group}, {"member", r.Member}} {
@@ -181,6 +201,9 @@ func (r Report) Validate() error {
 		{"redirects_per_second", r.RedirectsPerSecond}, {"load", r.Load}, {"capacity", r.Capacity},
 		{"bandwidth", r.Bandwidth}, {"group_requests_per_second", r.GroupRequestsPerSecond},
 		{"window_seconds", r.Window}, {"serving_load", r.ServingLoad},
+	}
+	if err := checkTop(r.Top); err != nil {
+		errs = append(errs, fmt.Errorf("top: %w", err))
 	}
 	finite := true
 	for _, n := range nums {
@@ -265,7 +288,9 @@ func checkName(s string) error {
 // (MaxReportSize when limit <= 0), and validates it. It is strict: the body must be exactly
 // one JSON object holding every field of Report exactly once (the optional ones at
 // most once: a report without it has no bandwidth limit), under its exact
-// name, with a scalar non-null value, followed by nothing but white space.
+// name, with a scalar non-null value (top: an array of objects holding
+// "path" and "count" exactly once each), followed by nothing but white
+// space.
 func DecodeReport(rd io.Reader, limit int64) (Report, error) {
 	if limit <= 0 {
 		limit = MaxReportSize
@@ -288,6 +313,9 @@ func DecodeReport(rd io.Reader, limit int64) (Report, error) {
 	}
 	if err := r.Validate(); err != nil {
 		return Report{}, err
+	}
+	if len(r.Top) == 0 {
+		r.Top = nil // "top": [] is no top, as a report without it
 	}
 	return r, nil
 }
@@ -321,6 +349,12 @@ func checkReportShape(b []byte) error {
 			return fmt.Errorf("duplicate field %q", key)
 		}
 		seen[i] = true
+		if reportFields[i].name == "top" {
+			if err := checkTopShape(dec); err != nil {
+				return fmt.Errorf("field %q: %w", key, err)
+			}
+			continue
+		}
 		v, err := dec.Token()
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DecodeReport: %v", err)
 	}
-	if want := goodReport(); got != want {
+	if want := goodReport(); !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip: got %+v, want %+v", got, want)
 	}
 }
@@ -61,7 +62,7 @@ func TestDecodeReportBandwidth(t *testing.T) {
 			}
 			want := goodReport()
 			want.Bandwidth = tt.want
-			if r != want {
+			if !reflect.DeepEqual(r, want) {
 				t.Errorf("got %+v, want %+v", r, want)
 			}
 		})
@@ -169,6 +170,8 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(goodJSON))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"group":"a","group":"b"}`))
+	f.Add([]byte(strings.TrimSuffix(goodJSON, "}") + `,"top":[{"path":"/a","count":3},{"count":1.5,"path":"/b%20c"}],"rescued":7}`))
+	f.Add([]byte(strings.TrimSuffix(goodJSON, "}") + `,"top":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeReport(strings.NewReader(string(b)), MaxReportSize)
 		if err != nil {
@@ -190,7 +193,7 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("time changed: %v → %v", r.Time, r2.Time)
 		}
 		r2.Time = r.Time
-		if r2 != r {
+		if !reflect.DeepEqual(r2, r) {
 			t.Fatalf("round trip changed %+v to %+v", r, r2)
 		}
 	})

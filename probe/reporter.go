@@ -65,8 +65,9 @@ type Reporter struct {
 
 	inFlight  atomic.Int64
 	seq       atomic.Uint64
-	capacity  atomic.Uint64 // math.Float64bits of the capacity; see SetCapacity
-	bandwidth atomic.Uint64 // math.Float64bits of the bandwidth; see SetBandwidth
+	capacity  atomic.Uint64              // math.Float64bits of the capacity; see SetCapacity
+	bandwidth atomic.Uint64              // math.Float64bits of the bandwidth; see SetBandwidth
+	paths     atomic.Pointer[pathSource] // see SetPaths
 
 	mu      sync.Mutex
 	buckets [reporterBuckets]bucket
@@ -253,7 +254,49 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 	if r.cfg.Generation != nil {
 		rep.Generation = r.cfg.Generation()
 	}
+	if ps := r.paths.Load(); ps != nil {
+		rep.Top, rep.Rescued = validTop(ps.Top(now)), ps.Rescued()
+	}
 	return rep
+}
+
+// PathSource is what a report says of the content asked of a member: its
+// most requested paths at now, most requested first (mirror/popular's
+// Counter), and the requests it rescued (redirected to a sibling that
+// holds the file instead of answering 404) since it started.
+type PathSource interface {
+	Top(now time.Time) []PathCount
+	Rescued() uint64
+}
+
+type pathSource struct{ PathSource }
+
+// SetPaths makes p the source of the reports' top and rescued from now on
+// (nil: none). It is set once the public chain is built, after the
+// Reporter that the chain's meters need.
+func (r *Reporter) SetPaths(p PathSource) {
+	if p == nil {
+		r.paths.Store(nil)
+		return
+	}
+	r.paths.Store(&pathSource{p})
+}
+
+// validTop returns the first MaxTopPaths entries of top that a report may
+// carry (see checkTop), so that the reports stay valid; nil for none.
+func validTop(top []PathCount) []PathCount {
+	var out []PathCount
+	seen := make(map[string]bool, len(top))
+	for _, pc := range top {
+		if len(out) == MaxTopPaths {
+			break
+		}
+		if CheckTopPath(pc.Path) == nil && !seen[pc.Path] && pc.Count > 0 && pc.Count <= MaxTopCount {
+			seen[pc.Path] = true
+			out = append(out, pc)
+		}
+	}
+	return out
 }
 
 // runQueue returns the report's m as configured.

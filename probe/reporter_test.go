@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -193,7 +194,7 @@ func TestReporterWrapAndServe(t *testing.T) {
 		R: 3 / 0.5, Conns: 1, BytesPerSecond: float64(1500+redirectBytes) / 0.5, RedirectsPerSecond: 1 / 0.5,
 		Load: 60, Capacity: 2000, Window: 1,
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("report:\n got %+v\nwant %+v", got, want)
 	}
 
@@ -332,5 +333,45 @@ func TestReporterGroupAndServing(t *testing.T) {
 	got.ServingLoad = 0
 	if s, want := got.Served(), got.Load-10*got.RedirectsPerSecond; s != want {
 		t.Errorf("Served() without serving_load = %g, want load − 10·redirects = %g", s, want)
+	}
+}
+
+// fixedPaths is a PathSource with fixed figures.
+type fixedPaths struct {
+	top     []PathCount
+	rescued uint64
+}
+
+func (p fixedPaths) Top(time.Time) []PathCount { return p.top }
+func (p fixedPaths) Rescued() uint64           { return p.rescued }
+
+func TestReporterSetPaths(t *testing.T) {
+	tests := []struct {
+		name        string
+		src         PathSource
+		want        []PathCount
+		wantRescued uint64
+	}{
+		{name: "none"},
+		{name: "given", src: fixedPaths{top: []PathCount{{"/a", 3}, {"/b", 1}}, rescued: 5},
+			want: []PathCount{{"/a", 3}, {"/b", 1}}, wantRescued: 5},
+		{name: "invalid entries left out", src: fixedPaths{top: []PathCount{
+			{"/a", 3}, {"no slash", 2}, {"/a", 2}, {"/b c", 2}, {"/z", 0}, {"/n", math.NaN()}, {"/b", 1},
+		}}, want: []PathCount{{"/a", 3}, {"/b", 1}}},
+		{name: "cut to sixteen", src: fixedPaths{top: manyTop(20)}, want: manyTop(16)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock(time.Unix(1000, 0))
+			r := newTestReporter(t, clk, time.Second, fixedRunQueue(0))
+			r.SetPaths(tt.src)
+			rep := r.Snapshot(clk.Now())
+			if !reflect.DeepEqual(rep.Top, tt.want) || rep.Rescued != tt.wantRescued {
+				t.Errorf("top %v rescued %d, want %v %d", rep.Top, rep.Rescued, tt.want, tt.wantRescued)
+			}
+			if err := rep.Validate(); err != nil {
+				t.Errorf("the report does not validate: %v", err)
+			}
+		})
 	}
 }

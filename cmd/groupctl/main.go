@@ -19,12 +19,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
@@ -319,7 +321,7 @@ func (g *global) status(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(g.stdout)
 	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE\tGENERATION\tLAG")
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE\tGENERATION\tLAG\tRESCUED")
 	for _, m := range v.Members {
 		age := "-"
 		if m.LastReport != nil {
@@ -334,9 +336,31 @@ func (g *global) status(ctx context.Context, args []string) error {
 			source = "joined" // a run-time member that added itself
 		}
 		gen, lag := generation(m)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\t%s\t%s\n",
+		rescued := "-"
+		if m.LastReport != nil {
+			rescued = strconv.FormatUint(m.Rescued, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\t%s\t%s\t%s\n",
 			m.Name, m.State, source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
-			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age, gen, lag)
+			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age, gen, lag, rescued)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return g.printTop(v.Top)
+}
+
+// printTop prints a group's most requested paths, when it has any: the
+// requests of each (decayed, about the last minutes) and the path.
+func (g *global) printTop(top []probe.PathCount) error {
+	if len(top) == 0 {
+		return nil
+	}
+	fmt.Fprintln(g.stdout, "most requested (requests, halved every 5 min):")
+	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REQUESTS\tPATH")
+	for _, pc := range top {
+		fmt.Fprintf(tw, "%g\t%s\n", pc.Count, pc.Path)
 	}
 	return tw.Flush()
 }

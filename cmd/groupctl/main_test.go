@@ -30,11 +30,12 @@ func ptr(f float64) *float64 { return &f }
 func testView() api.GroupView {
 	t := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	rep := probe.Report{Group: "www.example.org.", Member: "fra1", Seq: 7, Time: t.Add(-2 * time.Second),
-		R: 30, M: 0.5, Conns: 3, BytesPerSecond: 1e6, RedirectsPerSecond: 1, Load: 305, Capacity: 1000}
+		R: 30, M: 0.5, Conns: 3, BytesPerSecond: 1e6, RedirectsPerSecond: 1, Load: 305, Capacity: 1000, Rescued: 12}
 	return api.GroupView{
 		Name: "www.example.org.", Policy: "geo-load", Answers: 2, Time: t,
 		TTL:        api.TTLView{Min: 20, Max: 300},
 		Watermarks: api.Watermarks{Low: 0.7, High: 0.9}, MaxLag: 3600,
+		Top: []probe.PathCount{{Path: "/debian/dists/stable/InRelease", Count: 41.5}, {Path: "/iso/a%20b.iso", Count: 3}},
 		Members: []api.MemberView{
 			{
 				MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.mirrors.example.org.", Addresses: []string{"192.0.2.10", "2001:db8::10"},
@@ -42,7 +43,7 @@ func testView() api.GroupView {
 				Source: "config", State: "up", Since: t.Add(-time.Hour),
 				Load: 305, Reported: rep.Time, Pending: 20, Utilization: 0.8, LoadUtilization: 0.325, BandwidthUtilization: 0.8, BytesPerSecond: 1e6,
 				LastReport: &rep, ReportAge: 2, AnswerShare: 0.75, CapacityShare: 0.667,
-				Generation: t.Add(-30 * time.Minute),
+				Generation: t.Add(-30 * time.Minute), Rescued: 12,
 			},
 			{
 				MemberInfo: api.MemberInfo{Name: "nyc1", Host: "nyc1.mirrors.example.org.", Addresses: []string{"192.0.2.30"},

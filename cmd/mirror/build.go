@@ -150,15 +150,18 @@ func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
 }
 
 // front builds what both roles serve around the redirect decision: the
-// public chain (the health path, the load Reporter, the Redirector) and
-// its Server, the status page and the admin handler (with siteReport,
-// when set, a back end's report to its front end, and w.index, when set,
-// the content index).
+// public chain (the health path, the load Reporter, the most-requested
+// counter, the Redirector) and its Server, the status page and the admin
+// handler (with siteReport, when set, a back end's report to its front
+// end, and w.index, when set, the content index).
 func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving func() bool, siteReport http.Handler) error {
-	w.handler = mirror.WithHealth(serving, w.reporter.Wrap(redirect))
+	counted, err := w.countPaths(cfg, d, redirect)
+	if err != nil {
+		return err
+	}
+	w.handler = mirror.WithHealth(serving, w.reporter.Wrap(counted))
 	so := mirror.ServerOptionsFromConfig(cfg, w.handler)
 	so.Logger, so.Registerer = d.logger, d.reg
-	var err error
 	if w.public, err = serve.NewServer(so); err != nil {
 		return err
 	}

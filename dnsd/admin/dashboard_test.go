@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,6 +184,16 @@ func TestDashboardData(t *testing.T) {
 		}
 		return ""
 	})
+	top := []probe.PathCount{{Path: "/iso/a.iso", Count: 12}, {Path: "/dists/stable/InRelease", Count: 3.5}}
+	e.mirror.Top.Store(&top)
+	e.mirror.Rescued.Store(4)
+	probetest.Until(t, 5*time.Second, func() string {
+		v, _ := e.ctl.View("www.example.org.")
+		if len(v.Top) == 0 {
+			return "fra1's top in the view: none yet"
+		}
+		return ""
+	})
 	ecs := netip.MustParsePrefix("198.51.100.0/24")
 	for range 20 {
 		if _, err := e.disp.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA,
@@ -228,6 +239,12 @@ func TestDashboardData(t *testing.T) {
 		if fra.Name != "fra1" || fra.Bandwidth != 12.5e6 || fra.BytesPerSecond != 10e6 || fra.BandwidthUtilization != 0.8 ||
 			fra.LoadUtilization >= 0.8 || fra.Utilization != 0.8 {
 			t.Errorf("fra1 %+v: want bytes/s 10e6 of 12.5e6, utilization 0.8 by bandwidth", fra)
+		}
+	})
+	t.Run("top and rescued", func(t *testing.T) {
+		g, fra := s.Groups[0], s.Groups[0].Members[0]
+		if !reflect.DeepEqual(g.Top, top) || fra.Rescued != 4 || fra.LastReport == nil || fra.LastReport.Top != nil {
+			t.Errorf("group top %v, fra1 rescued %d, last report %+v; want %v, 4 and a report without its top", g.Top, fra.Rescued, fra.LastReport, top)
 		}
 	})
 	t.Run("member gauges and lint", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func TestRefusedOnce(t *testing.T) {
 				t.Errorf("the watcher was handed %d reports, want %d", e.watch.calls-calls, want-calls)
 			}
 			st, _ := e.watch.w.State("www.example.org.", "fra1")
-			if st.Report != before.Report || st.State != before.State || !st.LastPush.Equal(before.LastPush) || !st.LastChange.Equal(before.LastChange) {
+			if !reflect.DeepEqual(st.Report, before.Report) || st.State != before.State || !st.LastPush.Equal(before.LastPush) || !st.LastChange.Equal(before.LastChange) {
 				t.Errorf("a refused report changed fra1:\n%+v\nwant\n%+v", st, before)
 			}
 		})

@@ -3,6 +3,7 @@ package members
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -25,16 +26,23 @@ const (
 	maxAddrJSON = len(`"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",`)
 	// memberViewFixed bounds the rest of a member's JSON: its keys, 26
 	// numbers of at most 24 bytes each, times of 35, the location, the
-	// state and source, and its last report's keys and figures.
-	memberViewFixed = 2048
+	// state and source, and its last report's keys and figures (its top
+	// left out, see lastReport), and the rescued counts (twice: the
+	// member's and its report's) of up to 20 digits.
+	memberViewFixed = 2048 + 2*len(`"rescued":18446744073709551615,`)
+	// maxTopJSON bounds a group's top in the JSON: MaxTopPaths paths
+	// whose JSON is no longer than themselves (probe.CheckTopPath), their
+	// quotes and keys, and counts of at most 24 bytes.
+	maxTopJSON = len(`"top":[],`) + probe.MaxTopPaths*(probe.MaxTopPathLen+len(`{"path":"","count":},`)+24)
 	// maxMemberViewBytes bounds one member's JSON in a view: its name
 	// twice (itself and its last report's), its host and its report's
 	// group name, its addresses and its probe URL (which needs no
 	// escaping: zones allows only the characters of RFC 3986).
 	maxMemberViewBytes = memberViewFixed + 2*zones.MaxMemberNameLen + 2*maxHostJSON +
 		zones.MaxMemberAddresses*maxAddrJSON + zones.MaxProbeLen
-	// maxViewHeadBytes bounds a view without its members.
-	maxViewHeadBytes = 1024
+	// maxViewHeadBytes bounds a view without its members: its settings
+	// and the group's top.
+	maxViewHeadBytes = 1024 + maxTopJSON
 	// maxViewBytes bounds the JSON of GET /v1/groups/{group}.
 	maxViewBytes = maxViewHeadBytes + zones.MaxGroupMembers*maxMemberViewBytes
 )
@@ -68,6 +76,7 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 	}
 	var answers uint64
 	var capAnswered float64
+	var tops [][]probe.PathCount
 	for _, m := range g.Members {
 		l := live[m.Name]
 		answers += l.Answers
@@ -81,15 +90,8 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 		if m.Runtime {
 			mv.Source = "runtime"
 		}
-		if c.watch != nil {
-			if ms, ok := c.watch.State(g.Name, m.Name); ok {
-				mv.Since = ms.LastChange
-				if ms.HasReport {
-					r := ms.Report
-					mv.LastReport = &r
-					mv.ReportAge = math.Round(now.Sub(r.Time).Seconds()*10) / 10
-				}
-			}
+		if top := c.lastReport(g.Name, now, &mv); len(top) > 0 {
+			tops = append(tops, top)
 		}
 		mv.Load, mv.Reported, mv.Pending = l.State.Load, l.State.Reported, l.Pending
 		mv.BytesPerSecond = l.State.BytesPerSecond
@@ -111,7 +113,38 @@ func (c *Controller) View(group string) (api.GroupView, error) {
 		}
 		v.Members = append(v.Members, mv)
 	}
+	v.Top = probe.MergeTop(probe.MaxTopPaths, tops...)
 	return v, nil
+}
+
+// lastReport fills in mv what the watcher knows of the member: since when
+// it is in its state, its last report (without its top, which the group's
+// Top merges: 128 members' lists of 16 paths of up to 512 bytes would
+// take the view past what a mirror reads) with its age and rescued count. It returns the report's top when the report is at most
+// probe.DefaultReportMaxAge old (a member that stopped reporting a minute
+// ago no longer counts in the group's), else nil.
+func (c *Controller) lastReport(group string, now time.Time, mv *api.MemberView) []probe.PathCount {
+	if c.watch == nil {
+		return nil
+	}
+	ms, ok := c.watch.State(group, mv.Name)
+	if !ok {
+		return nil
+	}
+	mv.Since = ms.LastChange
+	if !ms.HasReport {
+		return nil
+	}
+	r := ms.Report
+	top := r.Top
+	r.Top = nil
+	mv.LastReport, mv.Rescued = &r, r.Rescued
+	age := now.Sub(r.Time)
+	mv.ReportAge = math.Round(age.Seconds()*10) / 10
+	if age > probe.DefaultReportMaxAge {
+		return nil
+	}
+	return top
 }
 
 // finiteOrZero is x, or 0 when JSON can not carry it (a member without

@@ -44,6 +44,11 @@ type GroupView struct {
 	Time time.Time `json:"time"`
 	// Members are the members, config file ones first.
 	Members []MemberView `json:"members"`
+	// Top are the group's most requested paths: the sums of the members'
+	// counts (probe.MergeTop) over their last reports that are at most
+	// probe.DefaultReportMaxAge old, at most probe.MaxTopPaths, most
+	// requested first; absent: none reported.
+	Top []probe.PathCount `json:"top,omitempty"`
 }
 
 // TTLView is a group's TTL bounds.
@@ -117,8 +122,9 @@ type MemberView struct {
 	Utilization          float64 `json:"utilization"`
 	LoadUtilization      float64 `json:"load_utilization"`
 	BandwidthUtilization float64 `json:"bandwidth_utilization"`
-	// LastReport is the last load report, pulled or pushed (nil if none);
-	// ReportAge is its age in seconds when the view was made.
+	// LastReport is the last load report, pulled or pushed (nil if none),
+	// without its top (the group's Top merges the members'); ReportAge is
+	// its age in seconds when the view was made.
 	LastReport *probe.Report `json:"last_report,omitempty"`
 	ReportAge  float64       `json:"report_age_seconds,omitempty"`
 	// AnswerShare is the member's share of the group's DNS answers over
@@ -132,6 +138,10 @@ type MemberView struct {
 	// newest (absent with a generation: 0, the newest).
 	Generation time.Time `json:"generation,omitzero"`
 	Lag        float64   `json:"lag_seconds,omitempty"`
+	// Rescued is the requests the member redirected to a sibling holding
+	// the file instead of answering 404, since it started, as its last
+	// report said (absent: none, or no report).
+	Rescued uint64 `json:"rescued,omitempty"`
 }
 
 // Where is the JSON of GroupWhere: which members of a group hold a file,

@@ -136,6 +136,7 @@
     { key: "bytes", label: "Bytes/s", num: true, get: (m) => (m.last_report ? m.bytes_per_second || 0 : -1) },
     { key: "share", label: "DNS / cap. share", get: (m) => m.answer_share },
     { key: "lag", label: "Lag", num: true, get: (m) => (m.generation ? m.lag_seconds || 0 : 1e12) },
+    { key: "rescued", label: "Rescued", num: true, get: (m) => (m.last_report ? m.rescued || 0 : -1) },
     { key: "loc", label: "Where", get: (m) => (m.location.continent || "") + (m.location.country || "") },
     { key: "age", label: "Report", num: true, get: (m) => (m.last_report ? m.report_age_seconds || 0 : 1e12) },
     { key: "act", label: "", nosort: true },
@@ -155,6 +156,8 @@
       "</tr></thead><tbody></tbody></table></div>" +
       '<div class="map-wrap"><svg class="map" viewBox="0 8 360 140" preserveAspectRatio="xMidYMid meet" role="img"></svg><div class="map-note"></div></div>' +
       "</div>" +
+      '<div class="top-wrap"><div class="chart-head"><h3>Most requested</h3><span class="muted" data-role="top-note"></span></div>' +
+      '<table class="top"><thead><tr><th class="num">Requests</th><th>Path</th></tr></thead><tbody></tbody></table></div>' +
       '<div class="charts">' +
       '<div class="chart" data-chart="answers"><div class="chart-head"><h3>DNS answers / s</h3><div class="legend"></div></div><svg class="chart-svg" viewBox="0 0 600 150" preserveAspectRatio="none"></svg></div>' +
       '<div class="chart" data-chart="util"><div class="chart-head"><h3>Utilization</h3><div class="legend"></div></div><svg class="chart-svg" viewBox="0 0 600 150" preserveAspectRatio="none"></svg></div>' +
@@ -164,7 +167,9 @@
       sec,
       name: $(".name", sec),
       tags: $(".tags", sec),
-      tbody: $("tbody", sec),
+      tbody: $("table.members tbody", sec),
+      top: $("table.top tbody", sec),
+      topNote: $('[data-role="top-note"]', sec),
       thead: $("thead", sec),
       map: $("svg.map", sec),
       mapNote: $(".map-note", sec),
@@ -256,6 +261,7 @@
       (g.fail_open ? ' <span class="tag failopen" data-failopen="true">FAIL-OPEN</span>' : "") +
       (g.lag_fail_open ? ' <span class="tag failopen" data-lag-failopen="true" title="every member lags more than max lag: answering with the freshest">LAG FAIL-OPEN</span>' : "");
     renderMembers(ref, g);
+    renderTop(ref, g);
     renderMap(ref, g);
     renderCharts(ref, g);
   }
@@ -302,6 +308,8 @@
         '<span class="share-text num">' + fmtPct(m.answer_share) + ' <span class="muted">/ ' + fmtPct(m.capacity_share) + "</span></span></td>" +
         '<td class="num" data-role="lag" title="' + esc(m.generation ? "generation " + new Date(m.generation).toISOString() : "no generation reported") + '">' +
         (m.generation ? (m.lag_seconds ? esc(fmtAge(m.lag_seconds)) + " behind" : "newest") : '<span class="muted">–</span>') + "</td>" +
+        '<td class="num" data-role="rescued" title="requests sent to a sibling holding the file instead of a 404, since the mirror started">' +
+        (r ? esc(String(m.rescued || 0)) : '<span class="muted">–</span>') + "</td>" +
         '<td title="' + esc(coords) + '">' + esc([loc.country, loc.continent].filter(Boolean).join(" · ") || "–") + "</td>" +
         '<td class="num">' + (r ? fmtAge(m.report_age_seconds || 0) : '<span class="muted">never</span>') + "</td>" +
         "<td>" + act + "</td></tr>";
@@ -310,6 +318,16 @@
     // Widths through the CSSOM: the page's CSP allows no inline style.
     for (const el of ref.tbody.querySelectorAll("[data-w]")) el.style.width = el.dataset.w + "%";
     for (const el of ref.tbody.querySelectorAll("[data-l]")) el.style.left = el.dataset.l + "%";
+  }
+
+  // renderTop lists the group's most requested paths: the members' counts
+  // (GETs, ranges from byte 0 only, halved every 5 minutes) summed.
+  function renderTop(ref, g) {
+    const top = g.top || [];
+    ref.topNote.textContent = top.length ? "requests, halved every 5 min, summed over the members" : "none reported";
+    ref.top.innerHTML = top.map((p, i) =>
+      '<tr data-rank="' + (i + 1) + '" data-path="' + esc(p.path) + '"><td class="num" data-role="count">' + esc(fmtNum(p.count)) + "</td>" +
+      '<td class="mono path" data-role="path">' + esc(p.path) + "</td></tr>").join("");
   }
 
   function renderMap(ref, g) {

@@ -65,6 +65,10 @@ type FakeMirror struct {
 	Hits atomic.Int64
 	// BytesPerSecond is the report's bytes per second (0 unless set).
 	BytesPerSecond atomic.Int64
+	// Top and Rescued are the report's most requested paths and rescued
+	// count (none unless set).
+	Top     atomic.Pointer[[]probe.PathCount]
+	Rescued atomic.Uint64
 	// Srv is the server; its URL is the probe's base.
 	Srv *httptest.Server
 }
@@ -80,7 +84,10 @@ func NewFakeMirror(t testing.TB, group, member string) *FakeMirror {
 			return
 		}
 		rep := probe.Report{Group: f.Group, Member: f.Member, Seq: uint64(f.Hits.Load()), Time: time.Now(), R: 1, Load: probe.LoadOf(1, 0),
-			BytesPerSecond: float64(f.BytesPerSecond.Load()), Capacity: 1000}
+			BytesPerSecond: float64(f.BytesPerSecond.Load()), Capacity: 1000, Rescued: f.Rescued.Load()}
+		if top := f.Top.Load(); top != nil {
+			rep.Top = *top
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rep)
 	}))
