@@ -45,6 +45,9 @@ type Options struct {
 	// (default: a keep-alive http.Transport, see New). The
 	// handler's Close closes its idle connections.
 	Transport *http.Transport
+	// Content is the content map of the back ends (ContentMembers), which
+	// the caller runs; required by site.content, unused without it.
+	Content ContentMap
 }
 
 // Response header timeout and connection pool of the default transport.
@@ -61,6 +64,7 @@ type handler struct {
 	mode      string
 	keyQuery  bool // site.target_key path_query: the key has the query
 	policy    site.Policy
+	contents  ContentMap // site.content; nil without it
 	backends  []*backend
 	health    HealthConfig
 	transport *http.Transport
@@ -267,6 +271,9 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	if sc.Mode == "" {
 		sc.Mode = ModeProxy
 	}
+	if sc.Content && o.Content == nil {
+		return nil, nil, errors.New("frontend: site.content needs the back ends' content map (Options.Content)")
+	}
 	if o.Rand == nil {
 		var seed [32]byte
 		if _, err := crand.Read(seed[:]); err != nil {
@@ -292,6 +299,9 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		transport: o.Transport,
 		log:       o.Logger,
 		now:       o.Now,
+	}
+	if sc.Content {
+		h.contents = o.Content
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -445,7 +455,9 @@ func policyRequest(r *http.Request, withQuery bool) site.Request {
 }
 
 // pick asks the policy for a back end other than exclude and counts the
-// request in flight on it; release undoes that.
+// request in flight on it; release undoes that. When no back end that
+// holds the file (req.Has) is up, a first pick goes to the policy without
+// req.Has; a retry (exclude) does not.
 func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 	bs := make([]site.Backend, len(h.backends))
 	anyUp := false
@@ -482,6 +494,12 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 		h.m.allDown.Inc()
 	}
 	i, err := h.policy.Pick(req, bs, now)
+	if errors.Is(err, site.ErrNoBackend) && req.Has != nil && exclude == nil {
+		// Every back end that holds the file is down: the usual pick.
+		h.m.contentHoldersDown.Inc()
+		req.Has = nil
+		i, err = h.policy.Pick(req, bs, now)
+	}
 	if err != nil {
 		return nil, err
 	}
