@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,5 +199,29 @@ func fetchStatus(c *http.Client, u string) int {
 			return resp.StatusCode
 		}
 		u = resp.Header.Get("Location")
+	}
+}
+
+// TestSiteContentCheck: mirror -check refuses site.content over a back
+// end without admin_url, naming the file, the line and the key.
+func TestSiteContentCheck(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "fe.yaml", `listen: ["127.0.0.1:0"]
+group: www.example.test
+member: fe
+host: fe.site.example.test
+backends:
+  - {name: be1, url: "http://127.0.0.1:1", admin_url: "http://127.0.0.1:2"}
+  - {name: be2, url: "http://127.0.0.1:3"}
+site: {content: true}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin("mirror"), "-check", "-config", cfg).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("mirror -check: %v, want exit 1; output:\n%s", err, out)
+	}
+	if want := "fe.yaml:7:6: backends[1].admin_url: is required by site.content"; !strings.Contains(string(out), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
