@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -31,7 +32,9 @@ import (
 // holders are all down (transmirror_mirror_site_content_holders_down_total),
 // and one whose path names no file an index could hold: the root, a path
 // ending in "/" (a listing), a path with a ".." element (result
-// not_a_file of transmirror_mirror_site_content_lookups_total).
+// not_a_file of transmirror_mirror_site_content_lookups_total). A
+// directory named without its final "/" is a miss: the back end the
+// usual pick gives it redirects to the listing.
 //
 // In handoff mode the front end adds Connection: close to the request it
 // hands off, so that the client's next request on a keep-alive
@@ -76,6 +79,18 @@ func ContentMembers(backends []Backend) []contentmap.Member {
 		ms[i] = contentmap.Member{Group: ContentGroup, Name: b.Name, Probe: b.AdminURL}
 	}
 	return ms
+}
+
+// contentMap is the content map New routes by: o.Content under
+// site.content, nil without it.
+func contentMap(sc Config, o Options) (ContentMap, error) {
+	switch {
+	case !sc.Content:
+		return nil, nil
+	case o.Content == nil:
+		return nil, errors.New("frontend: site.content needs the back ends' content map (Options.Content)")
+	}
+	return o.Content, nil
 }
 
 // restrict sets req.Has for r from the content map: the back ends that

@@ -271,8 +271,9 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	if sc.Mode == "" {
 		sc.Mode = ModeProxy
 	}
-	if sc.Content && o.Content == nil {
-		return nil, nil, errors.New("frontend: site.content needs the back ends' content map (Options.Content)")
+	contents, err := contentMap(sc, o)
+	if err != nil {
+		return nil, nil, err
 	}
 	if o.Rand == nil {
 		var seed [32]byte
@@ -295,13 +296,11 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		mode:      sc.Mode,
 		keyQuery:  sc.TargetKey == TargetKeyPathQuery,
 		policy:    pol,
+		contents:  contents,
 		health:    withHealthDefaults(sc.Health),
 		transport: o.Transport,
 		log:       o.Logger,
 		now:       o.Now,
-	}
-	if sc.Content {
-		h.contents = o.Content
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
