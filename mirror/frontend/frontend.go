@@ -236,8 +236,10 @@ func (r *reported) cache() (memory, maxObject int64) {
 // down, given a site.Request with Key = RequestKey (the escaped path;
 // under site.target_key: path_query a digest of the query too, never the
 // query), Client = the remote address and Size = 0 (unknown), and the
-// number of requests each back end has in flight. When every back end is
-// down the front end fails open and picks among all of them
+// number of requests each back end has in flight. With site.content it
+// is also given site.Request.Has, the back ends that hold the request's
+// file (see content.go). When every back end is down the front end fails
+// open and picks among all of them
 // (transmirror_mirror_all_backends_down_total). The pick is handed over
 // by cfg.Mode:
 //
