@@ -104,6 +104,7 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	})
 	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher, siblings),
 		index: c.indexAPI, release: c.release}
+	w.loops = append(w.loops, c.loops...)
 	if c.index != nil {
 		w.loops = append(w.loops, c.index.Run)
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 	contentindex "github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/frontend"
@@ -21,6 +22,7 @@ type content struct {
 	release     func() error
 	index       *contentindex.Scanner // with content.index; nil otherwise
 	indexAPI    http.Handler          // its admin API; nil without it
+	loops       []daemon.Component    // run beside the listeners (site.content's map)
 }
 
 // rootContent opens the document root: a memory cache in front of the
@@ -62,13 +64,20 @@ func (c *content) newIndex(cfg *mirror.Config, d deps) error {
 	return nil
 }
 
-// newSite builds the site front end over the config's back ends.
+// newSite builds the site front end over the config's back ends, with
+// site.content the content map of their indexes that it routes by.
 func newSite(cfg *mirror.Config, d deps) (content, error) {
-	h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: d.logger, Registerer: d.reg})
+	contents, loops, err := siteContentMap(cfg, d)
 	if err != nil {
 		return content{}, err
 	}
-	return siteContent(h, closer), nil
+	h, closer, err := frontend.New(cfg.Site, cfg.Backends, frontend.Options{Logger: d.logger, Registerer: d.reg, Content: contents})
+	if err != nil {
+		return content{}, err
+	}
+	c := siteContent(h, closer)
+	c.loops = loops
+	return c, nil
 }
 
 // siteContent is the content of a site front end h (from frontend.New),

@@ -107,6 +107,12 @@ type Config struct {
 	// Admission bounds the requests in flight over all back ends and
 	// queues the rest (proxy and handoff modes).
 	Admission AdmissionConfig `yaml:"admission"`
+	// Content says the back ends hold different files: the front end
+	// routes a request only to the back ends whose content index holds its
+	// file (see content.go). It needs each back end's admin_url, and
+	// content.index on the back ends; a back end whose index is not known
+	// is taken to hold everything.
+	Content bool `yaml:"content"`
 	// Cache is the back-end role's memory cache in front of the root.
 	Cache CacheConfig `yaml:"cache"`
 	// HandoffSocket is, for a back end (a mirror with root), the Unix
@@ -345,6 +351,8 @@ func (v *checker) site() {
 			if err := yamlconf.CheckURL(b.AdminURL); err != nil {
 				v.errorf(path+".admin_url", "%v", err)
 			}
+		} else if s.Content {
+			v.errorf(path+".admin_url", "is required by site.content: the front end reads the back end's content index there")
 		} else if s.Mode == ModeRedirect && blindInRedirect(s.Policy.Name) {
 			v.errorf(path+".admin_url", "is required by policy %s in site.mode redirect: the front end sees no request after its 302, so loads and sizes come from the back end's reports", s.Policy.Name)
 		}
@@ -355,6 +363,9 @@ func (v *checker) site() {
 	v.siteHealth()
 	v.siteAdmission()
 	v.siteCache()
+	if s.Content && (v.hasRoot || len(v.backends) == 0) {
+		v.errorf("site.content", "is for a front end (a mirror with backends)")
+	}
 	if s.HandoffSocket != "" {
 		if !v.hasRoot {
 			v.errorf("site.handoff_socket", "is for a back end (a mirror with root)")

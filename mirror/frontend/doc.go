@@ -8,7 +8,9 @@
 // URL) or handed off (the client's TCP connection passed to a back-end
 // process over a Unix socket, see ListenHandoff). In every mode the
 // policy is told when a request starts and ends, so that its signals (in
-// flight, sizes, locality) stay true.
+// flight, sizes, locality) stay true. With site.content the back ends hold
+// different files, and a request goes only to those whose content index
+// (a ContentMap, kept by the caller) holds its file (see content.go).
 //
 // The pieces: Config and Backend (the site and backends sections of
 // mirror.yaml, defaulted and validated by Config.Check with the shared

@@ -45,6 +45,9 @@ type Options struct {
 	// (default: a keep-alive http.Transport, see New). The
 	// handler's Close closes its idle connections.
 	Transport *http.Transport
+	// Content is the content map of the back ends (ContentMembers), which
+	// the caller runs; required by site.content, unused without it.
+	Content ContentMap
 }
 
 // Response header timeout and connection pool of the default transport.
@@ -61,6 +64,7 @@ type handler struct {
 	mode      string
 	keyQuery  bool // site.target_key path_query: the key has the query
 	policy    site.Policy
+	contents  ContentMap // site.content; nil without it
 	backends  []*backend
 	health    HealthConfig
 	transport *http.Transport
@@ -232,8 +236,10 @@ func (r *reported) cache() (memory, maxObject int64) {
 // down, given a site.Request with Key = RequestKey (the escaped path;
 // under site.target_key: path_query a digest of the query too, never the
 // query), Client = the remote address and Size = 0 (unknown), and the
-// number of requests each back end has in flight. When every back end is
-// down the front end fails open and picks among all of them
+// number of requests each back end has in flight. With site.content it
+// is also given site.Request.Has, the back ends that hold the request's
+// file (see content.go). When every back end is down the front end fails
+// open and picks among all of them
 // (transmirror_mirror_all_backends_down_total). The pick is handed over
 // by cfg.Mode:
 //
@@ -267,6 +273,10 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 	if sc.Mode == "" {
 		sc.Mode = ModeProxy
 	}
+	contents, err := contentMap(sc, o)
+	if err != nil {
+		return nil, nil, err
+	}
 	if o.Rand == nil {
 		var seed [32]byte
 		if _, err := crand.Read(seed[:]); err != nil {
@@ -288,6 +298,7 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		mode:      sc.Mode,
 		keyQuery:  sc.TargetKey == TargetKeyPathQuery,
 		policy:    pol,
+		contents:  contents,
 		health:    withHealthDefaults(sc.Health),
 		transport: o.Transport,
 		log:       o.Logger,
@@ -445,7 +456,9 @@ func policyRequest(r *http.Request, withQuery bool) site.Request {
 }
 
 // pick asks the policy for a back end other than exclude and counts the
-// request in flight on it; release undoes that.
+// request in flight on it; release undoes that. When no back end that
+// holds the file (req.Has) is up, a first pick goes to the policy without
+// req.Has; a retry (exclude) does not.
 func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 	bs := make([]site.Backend, len(h.backends))
 	anyUp := false
@@ -482,6 +495,12 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 		h.m.allDown.Inc()
 	}
 	i, err := h.policy.Pick(req, bs, now)
+	if errors.Is(err, site.ErrNoBackend) && req.Has != nil && exclude == nil {
+		// Every back end that holds the file is down: the usual pick.
+		h.m.contentHoldersDown.Inc()
+		req.Has = nil
+		i, err = h.policy.Pick(req, bs, now)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -125,6 +125,11 @@ func (h *handler) serveHandoff(w http.ResponseWriter, r *http.Request, req site.
 		h.serveProxy(w, r, req)
 		return
 	}
+	if h.contents != nil {
+		// One request per handed-off connection: the next one comes
+		// back to be sent to a back end that has its file.
+		r.Header.Set("Connection", "close")
+	}
 	var prefix bytes.Buffer
 	writeRequestHead(&prefix, r)
 	if n := brw.Reader.Buffered(); n > 0 {

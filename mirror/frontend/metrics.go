@@ -50,6 +50,11 @@ type metrics struct {
 	handoffs     *prometheus.CounterVec
 	proxiedBytes prometheus.Counter
 	allDown      prometheus.Counter
+	// Back ends that hold different files (site.content, content.go).
+	contentLookups *prometheus.CounterVec
+	contentMisses  prometheus.Counter
+	// contentHoldersDown counts the held requests whose holders were all down.
+	contentHoldersDown prometheus.Counter
 	// Admission (see admission.go).
 	admissionLimit prometheus.Gauge
 	queued         prometheus.Gauge
@@ -103,6 +108,18 @@ func newMetrics() *metrics {
 			Namespace: ns, Subsystem: sub, Name: "all_backends_down_total",
 			Help: "Picks made while every back end was down (the front end fails open).",
 		}),
+		contentLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_content_lookups_total",
+			Help: "Requests looked up in the back ends' content indexes (site.content), by result: held (sent to the back ends that hold the file), unknown (no index known: any back end), not_a_file (the root, a listing: any back end), miss (no back end holds it: the usual pick).",
+		}, []string{"result"}),
+		contentMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_content_misses_total",
+			Help: "Requests for a path that no back end's index holds, even after a refresh (site.content): the usual pick, which answers 404.",
+		}),
+		contentHoldersDown: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "site_content_holders_down_total",
+			Help: "Requests whose file only back ends that are down hold (site.content): the usual pick.",
+		}),
 		admissionLimit: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "site_admission_limit",
 			Help: "Requests the front end lets be in flight over all back ends; 0: no limit.",
@@ -137,12 +154,15 @@ func newMetrics() *metrics {
 	for _, r := range []string{handoffOK, handoffError, handoffFallback} {
 		m.handoffs.WithLabelValues(r)
 	}
+	for _, r := range contentResults {
+		m.contentLookups.WithLabelValues(r)
+	}
 	return m
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.picks, m.inFlight, m.up, m.errors, m.changes, m.retries, m.handoffs, m.proxiedBytes, m.allDown,
-		m.admissionLimit, m.queued, m.queueWait, m.queueRejected, m.reassignments}
+		m.contentLookups, m.contentMisses, m.contentHoldersDown, m.admissionLimit, m.queued, m.queueWait, m.queueRejected, m.reassignments}
 }
 
 // Describe implements prometheus.Collector.

@@ -18,6 +18,7 @@ import (
 // ServeHTTP hands r to a back end by the configured mode.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := policyRequest(r, h.keyQuery)
+	h.restrict(r, &req)
 	if h.mode == ModeRedirect {
 		h.serveRedirect(w, r, req)
 		return

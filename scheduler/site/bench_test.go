@@ -8,7 +8,9 @@ import (
 )
 
 // BenchmarkPickDone measures one Pick and one Done per operation on a
-// Zipf(0.8) stream over 20,000 keys, with 16 requests in flight.
+// Zipf(0.8) stream over 20,000 keys, with 16 requests in flight; the
+// has=half cases give every request a Request.Has in which half of the
+// back ends lack the file.
 func BenchmarkPickDone(b *testing.B) {
 	const inFlight = 16
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -25,8 +27,19 @@ func BenchmarkPickDone(b *testing.B) {
 		reqs[i] = Request{Key: keys[f], Client: randomClient(rng), Size: sizes[f]}
 	}
 	for _, name := range Names() {
-		for _, n := range []int{4, 32} {
-			b.Run(fmt.Sprintf("%s/backends=%d", name, n), func(b *testing.B) {
+		for _, c := range []struct {
+			n    int
+			half bool
+		}{{4, false}, {32, false}, {4, true}} {
+			n, sub := c.n, fmt.Sprintf("%s/backends=%d", name, c.n)
+			var has []bool
+			if c.half {
+				has, sub = make([]bool, n), sub+"/has=half"
+				for i := range has {
+					has[i] = i%2 == 0
+				}
+			}
+			b.Run(sub, func(b *testing.B) {
 				pol := mustNew(name, Params{}, 3)
 				bs := backends(n, 64<<20)
 				var ring [inFlight]struct {
@@ -39,6 +52,7 @@ func BenchmarkPickDone(b *testing.B) {
 				for b.Loop() {
 					now = now.Add(time.Millisecond)
 					req := reqs[k&(len(reqs)-1)]
+					req.Has = has
 					i, err := pol.Pick(req, bs, now)
 					if err != nil {
 						b.Fatal(err)

@@ -89,8 +89,8 @@ func (b *targetBudget) allow(client netip.Addr, now time.Time) bool {
 // have, so that the same key keeps going to the same back end without a
 // table entry, unless the owner is overloaded by LARD's rule; then least,
 // the least loaded (load minLoad).
-func untracked(key string, bs []Backend, least int, minLoad float64, p *Params) int {
-	i := rendezvous(hashString(fnvOffset, key), bs)
+func untracked(req *Request, bs []Backend, least int, minLoad float64, p *Params) int {
+	i := rendezvous(hashString(fnvOffset, req.Key), bs, req.Has)
 	if i < 0 || overloaded(load(&bs[i]), minLoad, p) {
 		return least
 	}

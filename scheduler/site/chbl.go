@@ -28,7 +28,7 @@ type chbl struct {
 	members []ringMember // the set the ring was built for, in bs order
 	ring    []ringPoint  // sorted by hash
 	// lastActive and lastWeight are ΣActive and Σweight over the up back
-	// ends at the last pick (State).
+	// ends that had the file at the last pick (State).
 	lastActive int
 	lastWeight float64
 }
@@ -82,7 +82,7 @@ func (c *chbl) sync(bs []Backend) {
 func (c *chbl) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	total, sumW := 0, 0.0
 	for i := range bs {
-		if bs[i].Up {
+		if serves(bs, req.Has, i) {
 			total += bs[i].Active
 			sumW += weight(&bs[i])
 		}
@@ -110,7 +110,7 @@ func (c *chbl) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	for k := range c.ring {
 		i := c.ring[(start+k)%len(c.ring)].backend
 		b := &bs[i]
-		if b.Up && float64(b.Active+1) <= math.Ceil(perW*weight(b)-1e-9) {
+		if serves(bs, req.Has, i) && float64(b.Active+1) <= math.Ceil(perW*weight(b)-1e-9) {
 			return i, nil
 		}
 	}
@@ -118,7 +118,7 @@ func (c *chbl) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	// to more than the load. Fall back to the least loaded.
 	best := -1
 	for i := range bs {
-		if bs[i].Up && (best < 0 || load(&bs[i]) < load(&bs[best])) {
+		if serves(bs, req.Has, i) && (best < 0 || load(&bs[i]) < load(&bs[best])) {
 			best = i
 		}
 	}

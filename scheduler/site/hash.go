@@ -45,10 +45,10 @@ func mix64(h uint64) uint64 {
 // key whose FNV-1a hash is keyHash: score = w / −ln(u), u uniform in (0,1)
 // from the hash of (key, name). A back end wins with probability
 // w/Σw, and removing one only moves the keys it had won. -1 when none is up.
-func rendezvous(keyHash uint64, bs []Backend) int {
+func rendezvous(keyHash uint64, bs []Backend, has []bool) int {
 	best, bestScore := -1, 0.0
 	for i := range bs {
-		if !bs[i].Up {
+		if !serves(bs, has, i) {
 			continue
 		}
 		h := mix64(hashString(keyHash^0xff, bs[i].Name))
@@ -83,7 +83,7 @@ func (c *clientHash) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 		}
 	}
 	b := a.As16() // the zero Addr gives all zeros: one back end for all of them
-	i := rendezvous(hashBytes(fnvOffset, b[:]), bs)
+	i := rendezvous(hashBytes(fnvOffset, b[:]), bs, req.Has)
 	if i < 0 {
 		return -1, ErrNoBackend
 	}

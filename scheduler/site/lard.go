@@ -37,7 +37,7 @@ func (l *lard) Name() string { return LARD }
 func (l *lard) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	least, minLoad := leastLoaded(bs, l.rng)
+	least, minLoad := leastLoaded(bs, req.Has, l.rng)
 	if least < 0 {
 		return -1, ErrNoBackend
 	}
@@ -46,7 +46,7 @@ func (l *lard) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 		l.targets.touch(slot)
 		t := &l.targets.nodes[slot].val
 		i := indexOf(bs, t.name, t.hint)
-		if i >= 0 && bs[i].Up && !overloaded(load(&bs[i]), minLoad, &l.p) {
+		if i >= 0 && serves(bs, req.Has, i) && !overloaded(load(&bs[i]), minLoad, &l.p) {
 			t.hint = i
 			return i, nil
 		}
@@ -55,7 +55,7 @@ func (l *lard) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 		}
 	} else {
 		if !l.budget.allow(req.Client, now) {
-			return untracked(req.Key, bs, least, minLoad, &l.p), nil
+			return untracked(&req, bs, least, minLoad, &l.p), nil
 		}
 		if l.targets.len() >= l.p.MaxTargets {
 			l.targets.remove(l.targets.tail, true)
@@ -110,11 +110,13 @@ func (l *lardR) Name() string { return LARDR }
 //	        remove m from serverSet[target]
 //	send target to n; if serverSet[target] changed, lastMod ← time()
 //
-// Members that are down or gone leave the set first.
+// Members that are down or gone leave the set first, and so do those
+// that lack the file (Request.Has): the set is the target's, and a back
+// end without the target's file can not serve it.
 func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	least, minLoad := leastLoaded(bs, l.rng)
+	least, minLoad := leastLoaded(bs, req.Has, l.rng)
 	if least < 0 {
 		return -1, ErrNoBackend
 	}
@@ -129,12 +131,12 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	before := len(s.members)
 	defer func() { l.replicas += len(s.members) - before }()
 
-	// Drop members that are down or gone.
+	// Drop members that are down, gone or lack the file (req.Has).
 	var buf [8]int
 	idx := buf[:0]
 	kept := s.members[:0]
 	for _, name := range s.members {
-		if i := indexOf(bs, name, -1); i >= 0 && bs[i].Up {
+		if i := indexOf(bs, name, -1); i >= 0 && serves(bs, req.Has, i) {
 			kept = append(kept, name)
 			idx = append(idx, i)
 		}
@@ -170,7 +172,7 @@ func (l *lardR) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 // request is dispatched without an entry (untracked).
 func (l *lardR) add(req Request, bs []Backend, least int, minLoad float64, now time.Time) int {
 	if !l.budget.allow(req.Client, now) {
-		return untracked(req.Key, bs, least, minLoad, &l.p)
+		return untracked(&req, bs, least, minLoad, &l.p)
 	}
 	if l.targets.len() >= l.p.MaxTargets {
 		// Keep the evicted set's slice for the new target.

@@ -116,7 +116,9 @@ const (
 	// up back ends, c = Params.BalanceFactor (default 1.25). Since the
 	// bounds add up to more than the load, some back end is never full.
 	// Memory: 16 bytes per virtual node, rebuilt only when the set of
-	// back ends or their weights change.
+	// back ends or their weights change. With Request.Has, the bounds are
+	// over the up back ends that have the file: the walk skips the
+	// others, and some back end that has it is never full.
 	CHBL = "chbl"
 )
 
@@ -126,7 +128,8 @@ func Names() []string {
 }
 
 var (
-	// ErrNoBackend is returned by Pick when no back end is up.
+	// ErrNoBackend is returned by Pick when no back end is up (and has
+	// the file, Request.Has).
 	ErrNoBackend = errors.New("site: no back end is up")
 	// ErrUnknownPolicy is returned by New for a name not in [Names].
 	ErrUnknownPolicy = errors.New("site: unknown policy")
@@ -169,6 +172,17 @@ type Request struct {
 	// Size is the size of the object in bytes, 0 when not known. Pass the
 	// response size to Done: tb-ccrd and ward learn sizes there.
 	Size int64
+	// Has, when not nil, says which back ends have the requested file:
+	// Has[i] is about bs[i] of the same Pick. A back end whose entry is
+	// false is never picked, as if it were down for this request only
+	// (an entry past the end of Has counts as true). nil: every back end
+	// has it. The policies' state follows what they pick: lard and lard-r
+	// move the target to, or add to its set, a back end that has the
+	// file; tb-ccrd takes a tag only on one that has it; client-hash,
+	// ward, lard's untracked keys and chbl hash over the back ends that
+	// have it; wrr's smooth scores run over them (the others keep theirs,
+	// as nginx's tried peers do). Done is unchanged.
+	Has []bool
 }
 
 // Policy picks a back end for each request and learns from completions.
@@ -177,8 +191,9 @@ type Policy interface {
 	// Name returns the policy's name, one of [Names].
 	Name() string
 	// Pick returns the index in bs of the back end for req, or
-	// ErrNoBackend when no back end in bs is up. It never returns a back
-	// end that is down, and it does not modify bs.
+	// ErrNoBackend when no back end in bs is up and has the file
+	// (req.Has). It never returns a back end that is down or lacks the
+	// file, and it does not modify bs or req.Has.
 	Pick(req Request, bs []Backend, now time.Time) (int, error)
 	// Done reports that req, sent to the back end named backend, has
 	// completed; req.Size should then be the size of the response.
@@ -395,15 +410,22 @@ func weight(b *Backend) float64 {
 	return 1
 }
 
+// serves reports whether bs[i] may take a request: it is up and has the
+// file (has, a Request.Has).
+func serves(bs []Backend, has []bool, i int) bool {
+	return bs[i].Up && (i >= len(has) || has[i])
+}
+
 // load is b's requests in flight per unit of weight.
 func load(b *Backend) float64 { return float64(b.Active) / weight(b) }
 
-// leastLoaded returns the up back end with the lowest load, ties broken
-// uniformly with rng, and that load; -1 when none is up.
-func leastLoaded(bs []Backend, rng *rand.Rand) (int, float64) {
+// leastLoaded returns the back end with the lowest load of those that
+// serve (up and in has), ties broken uniformly with rng, and that load;
+// -1 when none serves.
+func leastLoaded(bs []Backend, has []bool, rng *rand.Rand) (int, float64) {
 	best, bestLoad, ties := -1, 0.0, 0
 	for i := range bs {
-		if !bs[i].Up {
+		if !serves(bs, has, i) {
 			continue
 		}
 		l := load(&bs[i])

@@ -46,8 +46,9 @@ type LARDStats struct {
 	Replicas int `json:"replicas,omitempty"`
 	// Reassignments counts LARD's load-driven decisions since the start:
 	// for lard the targets moved to another back end (because theirs was
-	// overloaded, down or gone), for lard-r the back ends added to a
-	// target's set because its members were overloaded.
+	// overloaded, down, gone or without the file, Request.Has), for
+	// lard-r the back ends added to a target's set because its members
+	// were overloaded.
 	Reassignments uint64 `json:"reassignments"`
 	// Untracked counts the requests for a new key that added no target
 	// because their client network had used its budget
@@ -94,7 +95,8 @@ type CHBLStats struct {
 	// RingPoints is the number of virtual nodes on the ring.
 	RingPoints int `json:"ring_points"`
 	// AverageLoad is the requests in flight per unit of weight over the
-	// up back ends, as the last pick saw them.
+	// up back ends (that had the file, Request.Has), as the last pick
+	// saw them.
 	AverageLoad float64 `json:"average_load"`
 	// Bound is the most requests in flight per unit of weight that a
 	// back end could take at the last pick: c·(ΣActive+1)/Σweight.

@@ -31,7 +31,7 @@ func (t *tbccrd) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	models := t.models.sync(bs, t.fresh)
-	least, minLoad := leastLoaded(bs, t.rng)
+	least, minLoad := leastLoaded(bs, req.Has, t.rng)
 	if least < 0 {
 		return -1, ErrNoBackend
 	}
@@ -49,7 +49,7 @@ func (t *tbccrd) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 			}
 			t.maxObject[bs[i].Name] = m
 		}
-		if !bs[i].Up || !models[i].Contains(req.Key) {
+		if !serves(bs, req.Has, i) || !models[i].Contains(req.Key) {
 			continue
 		}
 		switch ld := load(&bs[i]); {

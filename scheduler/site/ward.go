@@ -192,7 +192,7 @@ func (w *ward) Name() string { return WARD }
 func (w *ward) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	least, minLoad := leastLoaded(bs, w.rng)
+	least, minLoad := leastLoaded(bs, req.Has, w.rng)
 	if least < 0 {
 		return -1, ErrNoBackend
 	}
@@ -209,7 +209,7 @@ func (w *ward) Pick(req Request, bs []Backend, now time.Time) (int, error) {
 	if _, ok := w.core[req.Key]; ok {
 		return least, nil
 	}
-	owner := rendezvous(h, bs)
+	owner := rendezvous(h, bs, req.Has)
 	if overloaded(load(&bs[owner]), minLoad, &w.p) {
 		return least, nil
 	}

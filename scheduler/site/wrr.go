@@ -18,7 +18,10 @@ func newWRR() *wrr { return &wrr{} }
 
 func (w *wrr) Name() string { return WRR }
 
-func (w *wrr) Pick(_ Request, bs []Backend, _ time.Time) (int, error) {
+// Pick runs the smooth scores over the back ends that serve the request;
+// one that is up but lacks the file (req.Has) keeps its score, as nginx
+// skips the peers it tried already.
+func (w *wrr) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cur := w.current.sync(bs, nil)
@@ -27,6 +30,9 @@ func (w *wrr) Pick(_ Request, bs []Backend, _ time.Time) (int, error) {
 		b := &bs[i]
 		if !b.Up {
 			cur[i] = 0 // a back end coming back starts afresh, as in nginx
+			continue
+		}
+		if !serves(bs, req.Has, i) {
 			continue
 		}
 		wt := weight(b)
@@ -55,9 +61,9 @@ var _ Policy = (*leastConn)(nil)
 
 func (l *leastConn) Name() string { return LeastConn }
 
-func (l *leastConn) Pick(_ Request, bs []Backend, _ time.Time) (int, error) {
+func (l *leastConn) Pick(req Request, bs []Backend, _ time.Time) (int, error) {
 	l.mu.Lock()
-	i, _ := leastLoaded(bs, l.rng)
+	i, _ := leastLoaded(bs, req.Has, l.rng)
 	l.mu.Unlock()
 	if i < 0 {
 		return -1, ErrNoBackend
