@@ -31,6 +31,7 @@ func siteContentMap(cfg *mirror.Config, d deps) (frontend.ContentMap, []daemon.C
 		},
 		Members:  func() []contentmap.Member { return members },
 		Registry: d.reg,
+		Logger:   d.logger,
 		Now:      d.clock,
 		Interval: siteContentInterval,
 	})

@@ -97,3 +97,21 @@ func TestSiteContentWiring(t *testing.T) {
 		t.Errorf("misses %g, want 1", got)
 	}
 }
+
+// TestSiteContentBesideSiblings: a front end with site.content that is a
+// member of a group (dnsd) keeps two content maps, its back ends' and its
+// siblings', whose metrics share one registry.
+func TestSiteContentBesideSiblings(t *testing.T) {
+	yaml := fmt.Sprintf("listen: [\"127.0.0.1:0\"]\ngroup: %s\nmember: fe\nhost: fe.mirrors.test\n"+
+		"dnsd: {url: 'http://127.0.0.1:9', secret: s}\nsite: {content: true}\n"+
+		"backends:\n  - {name: b1, url: 'http://127.0.0.1:9', admin_url: 'http://127.0.0.1:9'}\n", testGroup)
+	cfg, err := mirror.ParseConfig(filepath.Join(t.TempDir(), "mirror.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := build(cfg, deps{reg: prometheus.NewPedanticRegistry(), runQueue: func() (float64, error) { return 0, nil }})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	m.release()
+}

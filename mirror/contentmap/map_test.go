@@ -405,3 +405,24 @@ func TestMapLogsOnce(t *testing.T) {
 		t.Errorf("%d infos, want one of the recovery:\n%s", n, log)
 	}
 }
+
+// TestMapsShareMetrics: two maps of one daemon (a front end's of its back
+// ends and of its siblings) register in one registry and count apart by
+// group.
+func TestMapsShareMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	none := func() []Member { return nil }
+	var maps []*Map
+	for range 2 {
+		m, err := New(Options{Subsystem: "mirror", Client: http.DefaultClient, Members: none, Registry: reg})
+		if err != nil {
+			t.Fatalf("a second map of one daemon: %v", err)
+		}
+		maps = append(maps, m)
+	}
+	maps[0].metrics.failed("site", ReasonConnect)
+	maps[1].metrics.failed("www.example.org.", ReasonRefused)
+	if n := testutil.CollectAndCount(reg, "transmirror_mirror_content_fetch_errors_total"); n != 2 {
+		t.Errorf("%d series, want one of each map", n)
+	}
+}

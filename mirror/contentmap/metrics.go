@@ -1,6 +1,7 @@
 package contentmap
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,15 +26,27 @@ type metrics struct {
 	errors *prometheus.CounterVec
 }
 
+// newMetrics registers the map's metrics in reg (none when nil); the maps
+// of one daemon share them, each with its groups' label values.
 func newMetrics(reg prometheus.Registerer, subsystem string) (*metrics, error) {
 	m := &metrics{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: subsystem, Name: "content_fetch_errors_total",
 		Help: "Fetches of a member's content index that failed or were refused, by group and reason.",
 	}, []string{"group", "reason"})}
-	if reg != nil {
-		if err := reg.Register(m.errors); err != nil {
+	if reg == nil {
+		return m, nil
+	}
+	err := reg.Register(m.errors)
+	var dup prometheus.AlreadyRegisteredError
+	switch {
+	case errors.As(err, &dup): // another map of this daemon (a front end's of its back ends, beside its siblings')
+		vec, ok := dup.ExistingCollector.(*prometheus.CounterVec)
+		if !ok {
 			return nil, fmt.Errorf("content: register metrics: %w", err)
 		}
+		m.errors = vec
+	case err != nil:
+		return nil, fmt.Errorf("content: register metrics: %w", err)
 	}
 	return m, nil
 }
