@@ -220,7 +220,9 @@ func TestRedirectSchemeBehindProxy(t *testing.T) {
 	const secret = "e2e-group-secret"
 	dir := t.TempDir()
 	d := startMembersDNSD(t, dir)
-	m := startMirror(t, dir, "fra9", d.Admin, secret, "")
+	// The member is behind the same terminator: it serves http and https
+	// (its reports say so), so the https requests may be sent to it.
+	m := startMirror(t, dir, "fra9", d.Admin, secret, "trusted_proxies: [127.0.0.1]\n")
 	if out, err := groupctl(t, d.Admin, secret, "add", "www.example.test", "-name", "fra9", "-host", "fra9.mirrors.example.test",
 		"-addr", "127.0.9.1", "-capacity", "1000", "-lat", "50.11", "-lon", "8.68", "-country", "DE",
 		"-probe", "http://"+m.Admin+"/v1/load"); err != nil {

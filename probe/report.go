@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -129,6 +130,26 @@ type Report struct {
 	// loses nothing of it, and a reader takes the rate it wants from two
 	// reports; 0 is left out.
 	Rescued uint64 `json:"rescued,omitempty"`
+	// Schemes are the URL schemes its public listeners serve the group
+	// name on ("http", "https": SchemeHTTP, SchemeHTTPS), each at most
+	// once; empty is left out: an older mirror, taken to serve http only,
+	// so that a request that came over https is never redirected to it.
+	Schemes []string `json:"schemes,omitempty"`
+}
+
+// The schemes of Report.Schemes.
+const (
+	SchemeHTTP  = "http"
+	SchemeHTTPS = "https"
+)
+
+// Serves reports whether the member serves scheme: a report without
+// schemes serves http only.
+func (r Report) Serves(scheme string) bool {
+	if len(r.Schemes) == 0 {
+		return scheme == SchemeHTTP
+	}
+	return slices.Contains(r.Schemes, scheme)
 }
 
 // Served returns the load of what the member serves: ServingLoad when
@@ -160,7 +181,7 @@ var reportFields = [...]struct {
 	{"bytes_per_second", false}, {"redirects_per_second", false},
 	{"load", false}, {"capacity", false}, {"bandwidth", true},
 	{"group_requests_per_second", true}, {"window_seconds", true}, {"serving_load", true},
-	{"generation", true}, {"top", true}, {"rescued", true},
+	{"generation", true}, {"top", true}, {"rescued", true}, {"schemes", true},
 }
 
 // LoadOf returns the server-group load figure 10·(r + m).
@@ -204,6 +225,9 @@ func (r Report) Validate() error {
 	}
 	if err := checkTop(r.Top); err != nil {
 		errs = append(errs, fmt.Errorf("top: %w", err))
+	}
+	if err := checkSchemes(r.Schemes); err != nil {
+		errs = append(errs, fmt.Errorf("schemes: %w", err))
 	}
 	finite := true
 	for _, n := range nums {
@@ -317,6 +341,9 @@ func DecodeReport(rd io.Reader, limit int64) (Report, error) {
 	if len(r.Top) == 0 {
 		r.Top = nil // "top": [] is no top, as a report without it
 	}
+	if len(r.Schemes) == 0 {
+		r.Schemes = nil
+	}
 	return r, nil
 }
 
@@ -349,8 +376,14 @@ func checkReportShape(b []byte) error {
 			return fmt.Errorf("duplicate field %q", key)
 		}
 		seen[i] = true
-		if reportFields[i].name == "top" {
+		switch reportFields[i].name {
+		case "top":
 			if err := checkTopShape(dec); err != nil {
+				return fmt.Errorf("field %q: %w", key, err)
+			}
+			continue
+		case "schemes":
+			if err := checkStringsShape(dec, 2); err != nil {
 				return fmt.Errorf("field %q: %w", key, err)
 			}
 			continue
@@ -394,4 +427,42 @@ func fieldIndex(key string) int {
 // ("www.example.org" is "WWW.example.org.").
 func SameGroup(a, b string) bool {
 	return strings.EqualFold(strings.TrimSuffix(a, "."), strings.TrimSuffix(b, "."))
+}
+
+// checkSchemes reports whether schemes are known ones, each at most once.
+func checkSchemes(schemes []string) error {
+	for i, sc := range schemes {
+		if sc != SchemeHTTP && sc != SchemeHTTPS {
+			return fmt.Errorf("%q: want %s or %s", sc, SchemeHTTP, SchemeHTTPS)
+		}
+		if slices.Contains(schemes[:i], sc) {
+			return fmt.Errorf("%q twice", sc)
+		}
+	}
+	return nil
+}
+
+// checkStringsShape reads an array of at most max strings from dec.
+func checkStringsShape(dec *json.Decoder, max int) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return errors.New("not an array")
+	}
+	for n := 0; dec.More(); n++ {
+		if n == max {
+			return fmt.Errorf("more than %d items", max)
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if _, ok := tok.(string); !ok {
+			return errors.New("an item is not a string")
+		}
+	}
+	_, err = dec.Token() // the closing ']'
+	return err
 }

@@ -172,6 +172,7 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(`{"group":"a","group":"b"}`))
 	f.Add([]byte(strings.TrimSuffix(goodJSON, "}") + `,"top":[{"path":"/a","count":3},{"count":1.5,"path":"/b%20c"}],"rescued":7}`))
 	f.Add([]byte(strings.TrimSuffix(goodJSON, "}") + `,"top":[]}`))
+	f.Add([]byte(strings.TrimSuffix(goodJSON, "}") + `,"schemes":["http","https"]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeReport(strings.NewReader(string(b)), MaxReportSize)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,9 @@ type ReporterConfig struct {
 	// Generation, when set, gives the member's generation for each report
 	// (Trace.Generation); zero, or nil, leaves it out.
 	Generation func() time.Time
+	// Schemes are the schemes the member serves (Report.Schemes); nil
+	// leaves them out.
+	Schemes []string
 	// Clock returns the time of a completed request and of a report served
 	// over HTTP (default time.Now).
 	Clock func() time.Time
@@ -97,6 +101,10 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if err := CheckBandwidth(cfg.Bandwidth); err != nil {
 		return nil, err
 	}
+	if err := checkSchemes(cfg.Schemes); err != nil {
+		return nil, fmt.Errorf("%w: schemes: %w", ErrInvalidSpec, err)
+	}
+	cfg.Schemes = slices.Clone(cfg.Schemes)
 	if cfg.Window == 0 {
 		cfg.Window = DefaultReportWindow
 	}
@@ -244,6 +252,7 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 		Bandwidth:              math.Float64frombits(r.bandwidth.Load()),
 		GroupRequestsPerSecond: rate(grp),
 		Window:                 r.cfg.Window.Seconds(),
+		Schemes:                r.cfg.Schemes,
 	}
 	rep.Load = LoadOf(rep.R, rep.M)
 	if r.cfg.Serving != nil {

@@ -131,3 +131,42 @@ func TestMergeTop(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeReportSchemes: the optional schemes decode, a report without
+// them serves http only, and unknown, repeated or too many are refused.
+func TestDecodeReportSchemes(t *testing.T) {
+	with := func(extra string) string { return strings.TrimSuffix(goodJSON, "}") + "," + extra + "}" }
+	tests := []struct {
+		name        string
+		body        string
+		http, https bool
+		err         string
+	}{
+		{name: "absent: http only", body: goodJSON, http: true},
+		{name: "empty: http only", body: with(`"schemes":[]`), http: true},
+		{name: "https only", body: with(`"schemes":["https"]`), https: true},
+		{name: "both", body: with(`"schemes":["http","https"]`), http: true, https: true},
+		{name: "unknown", body: with(`"schemes":["ftp"]`), err: `"ftp": want http or https`},
+		{name: "twice", body: with(`"schemes":["https","https"]`), err: `"https" twice`},
+		{name: "too many", body: with(`"schemes":["http","https","http"]`), err: "more than 2 items"},
+		{name: "not strings", body: with(`"schemes":[1]`), err: "not a string"},
+		{name: "not an array", body: with(`"schemes":"https"`), err: "not an array"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := DecodeReport(strings.NewReader(tc.body), 0)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("DecodeReport = %v, want an error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Serves(SchemeHTTP) != tc.http || r.Serves(SchemeHTTPS) != tc.https {
+				t.Errorf("serves http %t https %t, want %t %t", r.Serves(SchemeHTTP), r.Serves(SchemeHTTPS), tc.http, tc.https)
+			}
+		})
+	}
+}

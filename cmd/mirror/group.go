@@ -24,7 +24,7 @@ func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter, generation f
 	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: d.reportWindow, RunQueue: d.runQueue, Serving: flows.Served, Clock: d.clock, Logger: d.logger,
-		Generation: generation,
+		Generation: generation, Schemes: schemesOf(cfg),
 	}
 	cfg.RunQueue.Apply(&rc)
 	reporter, err := probe.NewReporter(rc)
@@ -36,6 +36,23 @@ func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter, generation f
 	}
 	meter := group.NewLoadMeter(reporter, cfg.Capacity, cfg.Bandwidth.BytesPerSecond(), d.reportWindow/10)
 	return reporter, meter, nil
+}
+
+// schemesOf are the schemes the mirror serves the group name on, for its
+// load reports (the siblings redirect https requests only to members that
+// say https): redirect.scheme when it is fixed (behind a terminator that
+// speaks https), else http on the plain listeners, and https too where
+// trusted proxies may forward https (X-Forwarded-Proto).
+func schemesOf(cfg *mirror.Config) []string {
+	switch {
+	case cfg.Redirect.Scheme == group.SchemeHTTPS:
+		return []string{probe.SchemeHTTPS}
+	case cfg.Redirect.Scheme == group.SchemeHTTP:
+		return []string{probe.SchemeHTTP}
+	case len(cfg.TrustedProxies) > 0:
+		return []string{probe.SchemeHTTP, probe.SchemeHTTPS}
+	}
+	return []string{probe.SchemeHTTP}
 }
 
 // generationOf is where the load reports take the mirror's generation

@@ -27,9 +27,10 @@ const (
 	// memberViewFixed bounds the rest of a member's JSON: its keys, 26
 	// numbers of at most 24 bytes each, times of 35, the location, the
 	// state and source, and its last report's keys and figures (its top
-	// left out, see lastReport), and the rescued counts (twice: the
-	// member's and its report's) of up to 20 digits.
-	memberViewFixed = 2048 + 2*len(`"rescued":18446744073709551615,`)
+	// left out, see lastReport), the rescued counts (twice: the
+	// member's and its report's) of up to 20 digits, and its report's
+	// schemes.
+	memberViewFixed = 2048 + 2*len(`"rescued":18446744073709551615,`) + len(`"schemes":["https","http"],`)
 	// maxTopJSON bounds a group's top in the JSON: MaxTopPaths paths
 	// whose JSON is no longer than themselves (probe.CheckTopPath), their
 	// quotes and keys, and counts of at most 24 bytes.

@@ -130,7 +130,8 @@ groups:
 		m.LastReport = &probe.Report{Group: group, Member: m.Name, Seq: math.MaxUint64, Time: last,
 			R: longest, M: longest, Conns: math.MinInt64, BytesPerSecond: longest, RedirectsPerSecond: longest,
 			Load: longest, Capacity: longest, Bandwidth: longest, GroupRequestsPerSecond: longest,
-			Window: longest, ServingLoad: longest, Generation: last, Rescued: math.MaxUint64}
+			Window: longest, ServingLoad: longest, Generation: last, Rescued: math.MaxUint64,
+			Schemes: []string{probe.SchemeHTTPS, probe.SchemeHTTP}}
 	}
 	for i := range probe.MaxTopPaths { // the longest paths of the longest JSON
 		v.Top = append(v.Top, probe.PathCount{Path: fmt.Sprintf("/%0*d", probe.MaxTopPathLen-1, i), Count: longest})

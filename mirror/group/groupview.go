@@ -202,6 +202,7 @@ type GroupSnapshot struct {
 	booking RedirectBooking
 	booked  *scheduler.Estimator // the redirects booked on the candidates
 	dropped map[string][]string  // the members left out, by Drop reason
+	offers  []Offers             // what each candidate serves, by group index
 }
 
 // NewGroupSnapshot builds the snapshot of view for the member self
@@ -269,6 +270,7 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		s.figs = append(s.figs, fig)
 		s.serving = append(s.serving, servingLoad(m))
 		s.sentAt = append(s.sentAt, booking.Sent.Rate(m.Name, fetched))
+		s.offers = append(s.offers, OffersOf(m))
 	}
 	s.group = scheduler.NewGroup(members)
 	booking.Sent.Retain(func(name string) bool { _, ok := s.index[name]; return ok })
@@ -433,6 +435,7 @@ type pickQuery struct {
 	rnd            *rand.Rand
 	now            time.Time
 	holds          func(member string) bool
+	need           Offers // what the candidate must serve (NeedOf)
 	serving, noisy bool
 	limit          float64
 	anyRoom        bool
@@ -447,7 +450,7 @@ func (s *GroupSnapshot) pick(q pickQuery) (host, member string, ok bool) {
 	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: q.client, N: n, Rand: q.rnd, Now: q.now, Load: s.booked}, buf[:0])
 	first := -1
 	for _, i := range picked {
-		if q.holds != nil && !q.holds(s.names[i]) {
+		if !s.offers[i].Has(q.need) || (q.holds != nil && !q.holds(s.names[i])) {
 			continue
 		}
 		if first < 0 {

@@ -16,6 +16,7 @@ import (
 type Ranked struct {
 	Host, Member string
 	Country      string // ISO 3166-1 alpha-2, "" when the view has none
+	Offers       Offers
 }
 
 // Ranked returns every candidate in the order the group's policy gives
@@ -33,7 +34,7 @@ func (s *GroupSnapshot) Ranked(client scheduler.Client, rnd *rand.Rand, now time
 	picked, _ := s.policy.Pick(s.group, scheduler.Query{Client: client, N: n, Rand: rnd, Now: now, Load: s.booked}, make([]int, 0, n))
 	out := make([]Ranked, 0, len(picked))
 	for _, i := range picked {
-		out = append(out, Ranked{Host: s.hosts[i], Member: s.names[i], Country: country[s.names[i]]})
+		out = append(out, Ranked{Host: s.hosts[i], Member: s.names[i], Country: country[s.names[i]], Offers: s.offers[i]})
 	}
 	return out
 }
@@ -76,8 +77,9 @@ func (rd *Redirector) serveMirrorList(w http.ResponseWriter, r *http.Request, cu
 		l.URLs = append(l.URLs, api.MirrorURL{URL: RedirectLocation(&bare, scheme, rules.Host)})
 	}
 	if snap != nil && !snap.Expired(now) {
+		need := NeedOf(scheme, fw.Client)
 		for _, c := range snap.Ranked(locateClient(fw.Client, cur.loc), rnd, now) {
-			if h.Holds(c.Member) {
+			if c.Offers.Has(need) && h.Holds(c.Member) {
 				l.URLs = append(l.URLs, api.MirrorURL{URL: RedirectLocation(&bare, scheme, c.Host), Location: c.Country})
 			}
 		}

@@ -192,6 +192,9 @@ type RedirectRequest struct {
 	// Client returns who the client is, for choosing a sibling near it;
 	// nil means the unknown location.
 	Client func() scheduler.Client
+	// Need is what a sibling must offer this request (NeedOf: its scheme
+	// and the client's family); 0: anything.
+	Need Offers
 	// Holdings returns which members hold the path's best copy, and
 	// whether this mirror does (from the members' content indexes); nil,
 	// or Holdings that are not Known, means every member holds every
@@ -296,7 +299,7 @@ func Decide(rules RedirectRules, req RedirectRequest, share func() Share, snap *
 	}
 	var host, member string
 	var ok bool
-	q := pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds}
+	q := pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: holds, need: req.Need}
 	if rules.Law != LawWatermark {
 		q.serving, q.limit = true, sh.Limit
 	}
@@ -325,7 +328,7 @@ func decideDispatch(rules RedirectRules, req RedirectRequest, onGroup, get bool,
 	case snap.Expired(now):
 		return Decision{Action: Refuse, Status: http.StatusServiceUnavailable, Reason: ReasonExpiredView}
 	}
-	q := pickQuery{client: clientOf(req), rnd: rnd, now: now, anyRoom: true}
+	q := pickQuery{client: clientOf(req), rnd: rnd, now: now, anyRoom: true, need: req.Need}
 	if h, _ := holdingsOf(req); h.Known {
 		q.holds = h.Holds
 	}
@@ -368,7 +371,7 @@ func rescue(req RedirectRequest, snap *GroupSnapshot, now time.Time, rnd *rand.R
 	case snap == nil || snap.Expired(now):
 		return nil, Decision{Action: Serve, Reason: ReasonNoCopy}, true
 	}
-	host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: h.Holds, anyRoom: true})
+	host, member, ok := snap.pick(pickQuery{client: clientOf(req), rnd: rnd, now: now, holds: h.Holds, anyRoom: true, need: req.Need})
 	if !ok {
 		return nil, Decision{Action: Serve, Reason: ReasonNoCopy}, true
 	}
@@ -609,6 +612,7 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return rd.share(rules, snap, now)
 	}
 	fw := ForwardedOf(r, rules.TrustedProxies)
+	scheme := RequestScheme(rules.Scheme, r.TLS != nil, fw.Proto)
 	rnd := rd.draw()
 	d := Decide(*rules, RedirectRequest{
 		Method:   r.Method,
@@ -616,13 +620,14 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Path:     r.URL.Path,
 		Size:     rd.sizeFunc(r),
 		Client:   func() scheduler.Client { return locateClient(fw.Client, cur.loc) },
+		Need:     NeedOf(scheme, fw.Client),
 		Holdings: rd.holdingsFunc(r, rules),
 	}, share, snap, now, rnd)
 	if d.Action == Redirect {
 		snap.Book(d.Member, now)
 	}
 	rd.o.Flows.Note(now, redirectable, d.Action != Serve)
-	rd.act(w, r, d, RequestScheme(rules.Scheme, r.TLS != nil, fw.Proto))
+	rd.act(w, r, d, scheme)
 }
 
 // draw is a generator of one request's own, seeded from Rand.
