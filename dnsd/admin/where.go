@@ -15,6 +15,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/contentmap"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -70,8 +71,12 @@ func whereOf(v api.GroupView, p string, lk contentmap.Lookup, now time.Time) api
 		c, ok := lk.Copies[m.Name]
 		switch {
 		case ok:
-			out.Holders = append(out.Holders, api.WhereMember{Name: m.Name, Host: m.Host, Size: c.Size, ModTime: c.ModTime.UTC(),
-				Best: c.Same(best), State: m.State, Generation: m.Generation, Lag: m.Lag})
+			wm := api.WhereMember{Name: m.Name, Host: m.Host, Size: c.Size, ModTime: c.ModTime.UTC(),
+				Best: c.Same(best), State: m.State, Generation: m.Generation, Lag: m.Lag, Country: m.Location.Country}
+			if m.LastReport != nil {
+				wm.Schemes = m.LastReport.Schemes
+			}
+			out.Holders = append(out.Holders, wm)
 		case lk.Indexed[m.Name]:
 			out.Lacking = append(out.Lacking, m.Name)
 		default:
@@ -105,7 +110,8 @@ func (a *whereAPI) mirrorList(w http.ResponseWriter, r *http.Request) {
 }
 
 // mirrorListOf is the mirror list of wh's best copy: the holders of it as
-// http://HOST/PATH (the group view says nothing of https), those in order (member names, the policy's order for
+// https://HOST/PATH when their reports say they serve https, else
+// http://HOST/PATH, with their country, those in order (member names, the policy's order for
 // the client) first in that order, the others in wh's order; false when
 // nobody holds the file.
 func mirrorListOf(wh api.Where, order []string, now time.Time) (api.MirrorList, bool) {
@@ -127,8 +133,12 @@ func mirrorListOf(wh api.Where, order []string, now time.Time) (api.MirrorList, 
 	slices.SortStableFunc(best, func(x, y api.WhereMember) int { return rank(x.Name) - rank(y.Name) })
 	l := api.MirrorList{Name: path.Base(wh.Path), Size: best[0].Size, Modified: best[0].ModTime, Published: now, Generator: "transmirror dnsd"}
 	for _, h := range best {
-		u := "http://" + strings.TrimSuffix(h.Host, ".") + escapePath(wh.Path) // a host name as a URL writes it
-		l.URLs = append(l.URLs, api.MirrorURL{URL: u})
+		scheme := probe.SchemeHTTP
+		if (probe.Report{Schemes: h.Schemes}).Serves(probe.SchemeHTTPS) {
+			scheme = probe.SchemeHTTPS // a member that serves https is listed so
+		}
+		u := scheme + "://" + strings.TrimSuffix(h.Host, ".") + escapePath(wh.Path) // a host name as a URL writes it
+		l.URLs = append(l.URLs, api.MirrorURL{URL: u, Location: h.Country})
 	}
 	return l, true
 }

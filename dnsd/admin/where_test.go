@@ -15,6 +15,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror/content"
 	"github.com/transmirror/transmirror/mirror/contentmap"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -53,7 +54,8 @@ func whereFixture() (api.GroupView, contentmap.Lookup) {
 		{MemberInfo: api.MemberInfo{Name: "fra1", Host: "fra1.example.org"}, State: "up", Generation: whereT0, Lag: 0},
 		{MemberInfo: api.MemberInfo{Name: "nyc1", Host: "nyc1.example.org"}, State: "up", Generation: whereT0.Add(-time.Hour), Lag: 3600},
 		{MemberInfo: api.MemberInfo{Name: "sfo1", Host: "sfo1.example.org"}, State: "lagging"},
-		{MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.example.org."}, State: "up"},
+		{MemberInfo: api.MemberInfo{Name: "ams1", Host: "ams1.example.org.", Location: api.LocationView{Country: "NL"}}, State: "up",
+			LastReport: &probe.Report{Schemes: []string{"http", "https"}}}, // listed as https, with its country
 		{MemberInfo: api.MemberInfo{Name: "push1", Host: "push1.example.org"}, State: "unknown"},
 	}}
 	lk := contentmap.Lookup{

@@ -177,6 +177,10 @@ type WhereMember struct {
 	State      string    `json:"state"`
 	Generation time.Time `json:"generation,omitzero"`
 	Lag        float64   `json:"lag_seconds,omitempty"`
+	// Schemes are those its last report says it serves (absent: http
+	// only, see probe.Report.Serves); Country its location's.
+	Schemes []string `json:"schemes,omitempty"`
+	Country string   `json:"country,omitempty"`
 }
 
 // GroupSummary is one group in the list of ListGroups.
