@@ -185,7 +185,13 @@ func TestProxyProtocol(t *testing.T) {
 			t.Errorf("answered %d, want the connection closed", code)
 		}
 	})
-	text := scrape(t, dm.Admin)
+	checkPPMetrics(t, dm.Admin)
+}
+
+// checkPPMetrics checks what TestProxyProtocol's connections counted.
+func checkPPMetrics(t *testing.T, admin string) {
+	t.Helper()
+	text := scrape(t, admin)
 	const name = "transmirror_mirror_proxy_protocol_connections_total"
 	for result, want := range map[string]float64{"untrusted": 1, "local": 1, "missing": 1, "malformed": 0, "timeout": 0} {
 		if got := metricSum(text, name, `result="`+result+`"`); got != want {
