@@ -46,8 +46,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 }
 
 // acceptLoop accepts until the inner listener is closed, passing on its
-// errors (a temporary one is retried at the pace of Accept's caller).
+// errors (a temporary one is retried at the pace of Accept's caller);
+// once it ends, Accept returns net.ErrClosed.
 func (l *Listener) acceptLoop() {
+	defer l.stop.Do(func() { close(l.done) })
 	for {
 		c, err := l.inner.Accept()
 		switch {

@@ -258,3 +258,19 @@ func TestNoTrusted(t *testing.T) {
 		t.Errorf("wrapped: %T", ln)
 	}
 }
+
+// TestInnerClosed: when the inner listener is closed beneath it, Accept
+// returns net.ErrClosed, every time.
+func TestInnerClosed(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := Wrap(Options{Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})(raw)
+	raw.Close()
+	for i := range 3 {
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept %d: %v, want net.ErrClosed", i, err)
+		}
+	}
+}
