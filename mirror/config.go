@@ -94,6 +94,14 @@ type Config struct {
 	// client's address that locates it. Headers from other peers are
 	// ignored. Default: none.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// ProxyProtocol are the addresses and prefixes, as in trusted_proxies,
+	// of the TCP load balancers and TLS terminators in front of the public
+	// listeners that send a PROXY protocol header (v1 or v2) first: a
+	// connection from one of them must start with one, whose client
+	// address then stands for the connection's (caps, logs, location);
+	// one without is closed. A header from any other peer is not believed:
+	// it is the start of a bad request. Default: none (no header is read).
+	ProxyProtocol []string `yaml:"proxy_protocol"`
 	// Timeouts are the public HTTP server's timeouts.
 	Timeouts TimeoutsConfig `yaml:"timeouts"`
 	// Redirect configures 302 correction to sibling mirrors.
@@ -327,9 +335,16 @@ type RedirectConfig struct {
 // TrustedPrefixes returns trusted_proxies as prefixes (a bare address is
 // a prefix of its full length); entries that do not parse are left out
 // (ParseConfig refuses them).
-func (c *Config) TrustedPrefixes() []netip.Prefix {
+func (c *Config) TrustedPrefixes() []netip.Prefix { return prefixes(c.TrustedProxies) }
+
+// ProxyProtocolPrefixes returns proxy_protocol as prefixes, as
+// TrustedPrefixes does trusted_proxies.
+func (c *Config) ProxyProtocolPrefixes() []netip.Prefix { return prefixes(c.ProxyProtocol) }
+
+// prefixes parses list, leaving out what does not parse.
+func prefixes(list []string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, s := range c.TrustedProxies {
+	for _, s := range list {
 		if p, err := parsePrefix(s); err == nil {
 			out = append(out, p)
 		}
@@ -872,11 +887,17 @@ func (v *validator) redirect() {
 	}
 }
 
-// proxies validates trusted_proxies.
+// proxies validates trusted_proxies and proxy_protocol.
 func (v *validator) proxies() {
+	v.prefixList("trusted_proxies", v.c.TrustedProxies)
+	v.prefixList("proxy_protocol", v.c.ProxyProtocol)
+}
+
+// prefixList validates list, the addresses and prefixes at key.
+func (v *validator) prefixList(key string, list []string) {
 	seen := make(map[netip.Prefix]bool)
-	for i, s := range v.c.TrustedProxies {
-		path := fmt.Sprintf("trusted_proxies[%d]", i)
+	for i, s := range list {
+		path := fmt.Sprintf("%s[%d]", key, i)
 		p, err := parsePrefix(s)
 		switch {
 		case err != nil:

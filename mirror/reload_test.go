@@ -58,6 +58,7 @@ func TestRestartChanges(t *testing.T) {
 		{"limits", reloadBaseYAML + "limits: {max_conns_per_client: 8}\n", []string{"limits.max_conns_per_client: changed from 256 to 8"}, ""},
 		{"load window", reloadBaseYAML + "load_window: 30s\n", []string{"load_window: changed from 10s to 30s"}, ""},
 		{"listing", reloadBaseYAML + "listing: true\n", []string{"listing: changed from false to true"}, ""},
+		{"proxy protocol", reloadBaseYAML + "proxy_protocol: [10.0.0.0/8]\n", []string{`proxy_protocol: changed from [] to ["10.0.0.0/8"]: needs a restart`}, ""},
 		{"content index", reloadBaseYAML + "content: {index: true}\n", []string{"content.index: changed from false to true: needs a restart"}, ""},
 		{"site cache", reloadBaseYAML + "site: {cache: {memory: 1MiB}}\n", []string{"site.cache.memory: changed from 268435456 to 1048576"}, ""},
 		{"two keys, a reloadable one beside", edit("member: a", "member: b") + "listing: true\nload_window: 30s\nredirect: {max_share: 0.1}\n",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
@@ -25,6 +26,8 @@ type wired struct {
 	admin    http.Handler
 	index    http.Handler // the content index's admin API; nil without content.index
 	release  func() error // releases the content, once nothing serves
+	// proxyProtocol wraps each public listener (proxy_protocol).
+	proxyProtocol func(net.Listener) net.Listener
 }
 
 // build wires a mirror for the config's role: a dispatcher, or a member
@@ -32,6 +35,20 @@ type wired struct {
 // root). Once nothing serves, release what it returns.
 func build(cfg *mirror.Config, d deps) (*wired, error) {
 	d = d.withDefaults()
+	proxied, err := proxyProtocol(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	w, err := buildRole(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	w.proxyProtocol = proxied
+	return w, nil
+}
+
+// buildRole wires the mirror of the config's role (see build).
+func buildRole(cfg *mirror.Config, d deps) (*wired, error) {
 	if cfg.Dispatcher {
 		return buildDispatcher(cfg, d)
 	}

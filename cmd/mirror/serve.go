@@ -142,7 +142,7 @@ func adminKeypair(cfg *mirror.Config) (*certs.Keypair, error) {
 // that serve them: m's public server on each public one, its admin
 // handler and the reload endpoint on the admin one.
 func openListeners(cfg *mirror.Config, m *wired, reloader *daemon.Reloader, refused *prometheus.CounterVec, keypair *certs.Keypair, logger *slog.Logger) ([]net.Listener, []daemon.Component, error) {
-	lns, err := listenPublic(cfg, refused, logger)
+	lns, err := listenPublic(cfg, refused, m.proxyProtocol, logger)
 	if err != nil {
 		return lns, nil, err
 	}
@@ -160,14 +160,16 @@ func openListeners(cfg *mirror.Config, m *wired, reloader *daemon.Reloader, refu
 	return append(lns, ln), append(cs, c), nil
 }
 
-// listenPublic opens the public listeners (and the handoff socket of a
-// back end of connection handoff) and logs each address; on an error it
-// returns those it opened, for the caller to close.
-func listenPublic(cfg *mirror.Config, refused *prometheus.CounterVec, logger *slog.Logger) ([]net.Listener, error) {
+// listenPublic opens the public listeners, each wrapped by wrap (the
+// PROXY protocol; nil: none), and the handoff socket of a back end of
+// connection handoff, and logs each address; on an error it returns those
+// it opened, for the caller to close.
+func listenPublic(cfg *mirror.Config, refused *prometheus.CounterVec, wrap func(net.Listener) net.Listener, logger *slog.Logger) ([]net.Listener, error) {
 	var lns []net.Listener
 	public := daemon.ListenOptions{
 		MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
 		Refused:           refused.WithLabelValues(daemon.ListenerPublic),
+		Wrap:              wrap,
 	}
 	for _, addr := range cfg.Listen {
 		ln, err := daemon.Listen(addr, public)

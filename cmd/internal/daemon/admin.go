@@ -78,14 +78,22 @@ type ListenOptions struct {
 	Refused           prometheus.Counter
 	// TLS, when not nil, serves TLS (1.2 or later) with its certificate.
 	TLS *certs.Keypair
+	// Wrap, when not nil, wraps the raw TCP listener beneath the cap and
+	// TLS (a PROXY protocol reader: the cap then counts the client it
+	// carries, and its header comes before the TLS handshake).
+	Wrap func(net.Listener) net.Listener
 }
 
-// Listen opens a TCP listener on addr with o's per-client cap and TLS
-// (the cap counts TCP connections, before any handshake).
+// Listen opens a TCP listener on addr with o's wrapper, per-client cap
+// and TLS, in this order from the socket up (the cap counts TCP
+// connections, before any handshake).
 func Listen(addr string, o ListenOptions) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if o.Wrap != nil {
+		ln = o.Wrap(ln)
 	}
 	var refused func()
 	if o.Refused != nil {
