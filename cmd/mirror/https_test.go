@@ -1,0 +1,188 @@
+package main
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/probe/probetest"
+)
+
+var httpsAddrRE = regexp.MustCompile(`msg="https listening" addr=(\S+)`)
+
+// TestPublicHTTPS: tls.listen serves the files over HTTPS (HTTP/2 by
+// ALPN, the certificate by SNI), with the same per-client cap as the
+// plain listeners; a handshake that fails is counted; the metrics and
+// the status show each certificate's expiry; a reload swaps the
+// certificates (a bad pair fails it and keeps the old ones).
+func TestPublicHTTPS(t *testing.T) {
+	config := writeConfig(t, goodYAML+`limits: {max_conns_per_client: 4}
+tls:
+  listen: ["127.0.0.1:0"]
+  certificates:
+    - {cert_file: www.crt, key_file: www.key}
+    - {cert_file: host.crt, key_file: host.key}
+`)
+	dir := filepath.Dir(config)
+	ca := certstest.NewCA(t, dir, "ca")
+	ca.LeafFor(t, dir, "www", "www.example.test")
+	ca.LeafFor(t, dir, "host", "a.mirrors.example.test")
+	_, admin, logs := startServe(t, config)
+	m := httpsAddrRE.FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no https listening line:\n%s", logs.String())
+	}
+	addr := m[1]
+
+	t.Run("per-client cap", func(t *testing.T) {
+		var held []net.Conn
+		dial := func() error {
+			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"})
+			if err == nil {
+				held = append(held, c)
+			}
+			return err
+		}
+		for i := range 4 {
+			if err := dial(); err != nil {
+				t.Fatalf("connection %d: %v", i+1, err)
+			}
+		}
+		if dial() == nil {
+			t.Fatal("a fifth connection of one client was served")
+		}
+		if m := getText(t, "http://"+admin+"/metrics"); !strings.Contains(m, `transmirror_mirror_http_refused_connections_total{listener="public"} 1`) {
+			t.Errorf("the refused connection is not counted")
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		probetest.Until(t, 5*time.Second, func() string {
+			if err := dial(); err != nil {
+				return "the closed connections still count: " + err.Error()
+			}
+			held[len(held)-1].Close()
+			return ""
+		})
+	})
+	t.Run("file over h2", func(t *testing.T) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"}, ForceAttemptHTTP2: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("https://" + addr + "/hello.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || string(body) != "hello\n" || resp.ProtoMajor != 2 {
+			t.Fatalf("%s %s %q", resp.Proto, resp.Status, body)
+		}
+	})
+	for _, tt := range []struct{ sni, want string }{
+		{"www.example.test", "www"}, {"a.mirrors.example.test", "host"}, {"", "www"},
+	} {
+		t.Run("SNI "+tt.sni, func(t *testing.T) {
+			if got := servedTo(t, ca, addr, tt.sni); got != tt.want {
+				t.Errorf("served %q, want %q", got, tt.want)
+			}
+		})
+	}
+	t.Run("handshake error counted", func(t *testing.T) {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.Copy(io.Discard, c) // the server answers plain HTTP 400 and closes
+		c.Close()
+		probetest.Until(t, 5*time.Second, func() string {
+			if strings.Contains(getText(t, "http://"+admin+"/metrics"), "transmirror_mirror_tls_handshake_errors_total 1") {
+				return ""
+			}
+			return "the failed handshake is not counted"
+		})
+	})
+	t.Run("expiry", func(t *testing.T) {
+		metrics := getText(t, "http://"+admin+"/metrics")
+		for _, name := range []string{"www.example.test", "a.mirrors.example.test"} {
+			if !strings.Contains(metrics, `transmirror_mirror_tls_certificate_expiry_timestamp_seconds{name="`+name+`"}`) {
+				t.Errorf("no expiry of %s in\n%s", name, metrics)
+			}
+		}
+		if status := getText(t, "http://"+admin+"/v1/status"); !strings.Contains(status, `"tls":[{"names":["www.example.test"],"not_after":`) {
+			t.Errorf("status without the certificates: %s", status)
+		}
+	})
+	t.Run("reload", func(t *testing.T) {
+		reload := func() (int, string) {
+			resp, err := http.Post("http://"+admin+"/-/reload", "application/json", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		crt, key := ca.LeafFor(t, t.TempDir(), "www2", "www.example.test")
+		rename(t, crt, filepath.Join(dir, "www.crt"))
+		rename(t, key, filepath.Join(dir, "www.key"))
+		if code, body := reload(); code != http.StatusOK {
+			t.Fatalf("reload: %d %s", code, body)
+		}
+		if got := servedTo(t, ca, addr, "www.example.test"); got != "www2" {
+			t.Errorf("served %q after the reload, want www2", got)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "host.key"), []byte("not a key\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := reload(); code != http.StatusBadRequest || !strings.Contains(body, "host.key") {
+			t.Errorf("reload with a bad key: %d %s", code, body)
+		}
+		if got := servedTo(t, ca, addr, "a.mirrors.example.test"); got != "host" {
+			t.Errorf("served %q after a failed reload, want host", got)
+		}
+	})
+}
+
+// servedTo returns the common name of the certificate served at addr to
+// a client sending SNI name ("": none; certstest's leaves are for
+// 127.0.0.1 too), verified against ca.
+func servedTo(t *testing.T, ca *certstest.CA, addr, name string) string {
+	t.Helper()
+	if name == "" {
+		name = "127.0.0.1" // Go's client sends no SNI for an IP address
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: name})
+	if err != nil {
+		t.Fatalf("TLS handshake for %q: %v", name, err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
