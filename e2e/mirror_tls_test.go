@@ -160,7 +160,9 @@ func tlsClient(ca *testCA, addr string) *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: ca.pool},
 		ForceAttemptHTTP2: true,
-		DialContext:       func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) },
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
 	}}
 }
 
