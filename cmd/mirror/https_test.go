@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,26 +14,26 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/mirror/webtest"
 	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 var httpsAddrRE = regexp.MustCompile(`msg="https listening" addr=(\S+)`)
 
-// TestPublicHTTPS: tls.listen serves the files over HTTPS (HTTP/2 by
-// ALPN, the certificate by SNI), with the same per-client cap as the
-// plain listeners; a handshake that fails is counted; the metrics and
-// the status show each certificate's expiry; a reload swaps the
-// certificates (a bad pair fails it and keeps the old ones).
-func TestPublicHTTPS(t *testing.T) {
-	config := writeConfig(t, goodYAML+`limits: {max_conns_per_client: 4}
-tls:
+// startHTTPS runs the daemon with yaml (goodYAML's keys or a front
+// end's) and tls.listen on 127.0.0.1:0 with the group name's and the host
+// name's certificates of a test CA, and returns the HTTPS and the admin
+// addresses, the CA and the config's directory.
+func startHTTPS(t *testing.T, yaml string) (addr, admin string, ca *certstest.CA, dir string) {
+	t.Helper()
+	config := writeConfig(t, yaml+`tls:
   listen: ["127.0.0.1:0"]
   certificates:
     - {cert_file: www.crt, key_file: www.key}
     - {cert_file: host.crt, key_file: host.key}
 `)
-	dir := filepath.Dir(config)
-	ca := certstest.NewCA(t, dir, "ca")
+	dir = filepath.Dir(config)
+	ca = certstest.NewCA(t, dir, "ca")
 	ca.LeafFor(t, dir, "www", "www.example.test")
 	ca.LeafFor(t, dir, "host", "a.mirrors.example.test")
 	_, admin, logs := startServe(t, config)
@@ -40,39 +41,15 @@ tls:
 	if m == nil {
 		t.Fatalf("no https listening line:\n%s", logs.String())
 	}
-	addr := m[1]
+	return m[1], admin, ca, dir
+}
 
-	t.Run("per-client cap", func(t *testing.T) {
-		var held []net.Conn
-		dial := func() error {
-			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"})
-			if err == nil {
-				held = append(held, c)
-			}
-			return err
-		}
-		for i := range 4 {
-			if err := dial(); err != nil {
-				t.Fatalf("connection %d: %v", i+1, err)
-			}
-		}
-		if dial() == nil {
-			t.Fatal("a fifth connection of one client was served")
-		}
-		if m := getText(t, "http://"+admin+"/metrics"); !strings.Contains(m, `transmirror_mirror_http_refused_connections_total{listener="public"} 1`) {
-			t.Errorf("the refused connection is not counted")
-		}
-		for _, c := range held {
-			c.Close()
-		}
-		probetest.Until(t, 5*time.Second, func() string {
-			if err := dial(); err != nil {
-				return "the closed connections still count: " + err.Error()
-			}
-			held[len(held)-1].Close()
-			return ""
-		})
-	})
+// TestPublicHTTPS: tls.listen serves the files over HTTPS (HTTP/2 by
+// ALPN, the certificate by SNI, the first without SNI), with the same
+// per-client cap as the plain listeners.
+func TestPublicHTTPS(t *testing.T) {
+	addr, admin, ca, _ := startHTTPS(t, goodYAML+"limits: {max_conns_per_client: 4}\n")
+	t.Run("per-client cap", func(t *testing.T) { testHTTPSCap(t, addr, admin, ca) })
 	t.Run("file over h2", func(t *testing.T) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"}, ForceAttemptHTTP2: true}
 		defer tr.CloseIdleConnections()
@@ -95,60 +72,130 @@ tls:
 			}
 		})
 	}
-	t.Run("handshake error counted", func(t *testing.T) {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+}
+
+// testHTTPSCap holds limits.max_conns_per_client (4) TLS connections to
+// addr: a fifth is refused and counted; once they close, one is served.
+func testHTTPSCap(t *testing.T, addr, admin string, ca *certstest.CA) {
+	var held []net.Conn
+	dial := func() error {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"})
+		if err == nil {
+			held = append(held, c)
+		}
+		return err
+	}
+	for i := range 4 {
+		if err := dial(); err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+	}
+	if dial() == nil {
+		t.Fatal("a fifth connection of one client was served")
+	}
+	if m := getText(t, "http://"+admin+"/metrics"); !strings.Contains(m, `transmirror_mirror_http_refused_connections_total{listener="public"} 1`) {
+		t.Errorf("the refused connection is not counted")
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	probetest.Until(t, 5*time.Second, func() string {
+		if err := dial(); err != nil {
+			return "the closed connections still count: " + err.Error()
+		}
+		held[len(held)-1].Close()
+		return ""
+	})
+}
+
+// TestPublicHTTPSMetrics: a handshake that fails is counted; the metrics
+// and the status show each certificate's expiry.
+func TestPublicHTTPSMetrics(t *testing.T) {
+	addr, admin, _, _ := startHTTPS(t, goodYAML)
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.Copy(io.Discard, c) // the server answers plain HTTP 400 and closes
+	c.Close()
+	probetest.Until(t, 5*time.Second, func() string {
+		if strings.Contains(getText(t, "http://"+admin+"/metrics"), "transmirror_mirror_tls_handshake_errors_total 1") {
+			return ""
+		}
+		return "the failed handshake is not counted"
+	})
+	metrics := getText(t, "http://"+admin+"/metrics")
+	for _, name := range []string{"www.example.test", "a.mirrors.example.test"} {
+		if !strings.Contains(metrics, `transmirror_mirror_tls_certificate_expiry_timestamp_seconds{name="`+name+`"}`) {
+			t.Errorf("no expiry of %s in\n%s", name, metrics)
+		}
+	}
+	if status := getText(t, "http://"+admin+"/v1/status"); !strings.Contains(status, `"tls":[{"names":["www.example.test"],"not_after":`) {
+		t.Errorf("status without the certificates: %s", status)
+	}
+}
+
+// TestPublicHTTPSReload: a reload swaps the certificates; a bad pair
+// fails it, naming the file, and keeps the old ones.
+func TestPublicHTTPSReload(t *testing.T) {
+	addr, admin, ca, dir := startHTTPS(t, goodYAML)
+	reload := func() (int, string) {
+		resp, err := http.Post("http://"+admin+"/-/reload", "application/json", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		io.Copy(io.Discard, c) // the server answers plain HTTP 400 and closes
-		c.Close()
-		probetest.Until(t, 5*time.Second, func() string {
-			if strings.Contains(getText(t, "http://"+admin+"/metrics"), "transmirror_mirror_tls_handshake_errors_total 1") {
-				return ""
-			}
-			return "the failed handshake is not counted"
-		})
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	crt, key := ca.LeafFor(t, t.TempDir(), "www2", "www.example.test")
+	rename(t, crt, filepath.Join(dir, "www.crt"))
+	rename(t, key, filepath.Join(dir, "www.key"))
+	if code, body := reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if got := servedTo(t, ca, addr, "www.example.test"); got != "www2" {
+		t.Errorf("served %q after the reload, want www2", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "host.key"), []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := reload(); code != http.StatusBadRequest || !strings.Contains(body, "host.key") {
+		t.Errorf("reload with a bad key: %d %s", code, body)
+	}
+	if got := servedTo(t, ca, addr, "a.mirrors.example.test"); got != "host" {
+		t.Errorf("served %q after a failed reload, want host", got)
+	}
+}
+
+// TestFrontEndHTTPS: a site front end whose public listener is HTTPS
+// terminates TLS and proxies to its plain back end, telling it the
+// scheme (X-Forwarded-Proto: https, from r.TLS).
+func TestFrontEndHTTPS(t *testing.T) {
+	be := webtest.NewBackend(t, "be", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Header.Get("X-Forwarded-Proto"))
 	})
-	t.Run("expiry", func(t *testing.T) {
-		metrics := getText(t, "http://"+admin+"/metrics")
-		for _, name := range []string{"www.example.test", "a.mirrors.example.test"} {
-			if !strings.Contains(metrics, `transmirror_mirror_tls_certificate_expiry_timestamp_seconds{name="`+name+`"}`) {
-				t.Errorf("no expiry of %s in\n%s", name, metrics)
-			}
+	addr, _, ca, _ := startHTTPS(t, fmt.Sprintf(`listen: ["127.0.0.1:0"]
+admin: 127.0.0.1:0
+group: www.example.test
+member: a
+host: a.mirrors.example.test
+site: {health: {interval: 10ms, rise: 1, fall: 1}}
+backends: [{name: be, url: %q}]
+`, be.URL))
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"}}}
+	probetest.Until(t, 5*time.Second, func() string {
+		resp, err := c.Get("https://" + addr + "/file")
+		if err != nil {
+			return err.Error()
 		}
-		if status := getText(t, "http://"+admin+"/v1/status"); !strings.Contains(status, `"tls":[{"names":["www.example.test"],"not_after":`) {
-			t.Errorf("status without the certificates: %s", status)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || string(b) != "https" {
+			return fmt.Sprintf("%s %q, want 200 https", resp.Status, b)
 		}
-	})
-	t.Run("reload", func(t *testing.T) {
-		reload := func() (int, string) {
-			resp, err := http.Post("http://"+admin+"/-/reload", "application/json", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
-		crt, key := ca.LeafFor(t, t.TempDir(), "www2", "www.example.test")
-		rename(t, crt, filepath.Join(dir, "www.crt"))
-		rename(t, key, filepath.Join(dir, "www.key"))
-		if code, body := reload(); code != http.StatusOK {
-			t.Fatalf("reload: %d %s", code, body)
-		}
-		if got := servedTo(t, ca, addr, "www.example.test"); got != "www2" {
-			t.Errorf("served %q after the reload, want www2", got)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "host.key"), []byte("not a key\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if code, body := reload(); code != http.StatusBadRequest || !strings.Contains(body, "host.key") {
-			t.Errorf("reload with a bad key: %d %s", code, body)
-		}
-		if got := servedTo(t, ca, addr, "a.mirrors.example.test"); got != "host" {
-			t.Errorf("served %q after a failed reload, want host", got)
-		}
+		return ""
 	})
 }
 
