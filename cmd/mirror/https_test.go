@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/mirror/webtest"
 	"github.com/transmirror/transmirror/probe/probetest"
@@ -233,3 +235,66 @@ func getText(t *testing.T, url string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestDispatcherHTTPS: a request that comes in over TLS (the listener of
+// tls.listen: crypto/tls's under the mirror's server) has r.TLS, so
+// redirect.scheme auto sends it to an https Location; plain stays http.
+func TestDispatcherHTTPS(t *testing.T) {
+	d := newFakeDNSD(t, "a")
+	m := startMirror(t, d, "d", "dispatcher: true\n", deps{})
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "ca")
+	cs, err := certs.LoadAll([]certs.Files{pair(ca.LeafFor(t, dir, "www", testGroup))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.public.Serve(ctx, tls.NewListener(ln, certs.NewSet(cs).ServerConfig())) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	probetest.Until(t, 5*time.Second, func() string {
+		if s := m.view.Snapshot(); s == nil || s.Candidates() != 1 {
+			return "group view: no candidate yet"
+		}
+		return ""
+	})
+	_, tlsPort, _ := net.SplitHostPort(ln.Addr().String())
+	_, plainPort, _ := net.SplitHostPort(m.addr)
+	c := &http.Client{
+		Timeout:       5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: testGroup}},
+	}
+	for _, tt := range []struct{ url, want string }{
+		{"https://" + ln.Addr().String() + "/f", "https://a.mirrors.test:" + tlsPort + "/f"},
+		{"http://" + m.addr + "/f", "http://a.mirrors.test:" + plainPort + "/f"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, tt.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = testGroup + ":" + tlsPort
+		if strings.HasPrefix(tt.url, "http:") {
+			req.Host = testGroup + ":" + plainPort
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != tt.want {
+			t.Errorf("GET %s: %s, Location %q; want 302 to %s", tt.url, resp.Status, loc, tt.want)
+		}
+	}
+}
+
+func pair(cert, key string) certs.Files { return certs.Files{CertFile: cert, KeyFile: key} }
