@@ -21,10 +21,14 @@ import (
 type mirrorProc struct {
 	*proc
 	HTTP  string // public host:port
+	HTTPS string // the first public HTTPS host:port (tls.listen); "" without
 	Admin string // admin host:port
 }
 
-var httpAddrRE = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+var (
+	httpAddrRE  = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+	httpsAddrRE = regexp.MustCompile(`msg="https listening" addr=(\S+)`)
+)
 
 // startMirror writes a mirror config into dir and starts the real mirror.
 func startMirror(t testing.TB, dir, name, dnsdAdmin, secret string, extra string) *mirrorProc {
@@ -65,6 +69,9 @@ func launchMirror(t testing.TB, path, name string, args ...string) (*mirrorProc,
 	p, err := launch(t, bin("mirror"), append([]string{"-config", path}, args...), func(line string) bool {
 		if mm := httpAddrRE.FindStringSubmatch(line); mm != nil && m.HTTP == "" {
 			m.HTTP = mm[1]
+		}
+		if mm := httpsAddrRE.FindStringSubmatch(line); mm != nil && m.HTTPS == "" {
+			m.HTTPS = mm[1]
 		}
 		if mm := adminAddrRE.FindStringSubmatch(line); mm != nil {
 			m.Admin = mm[1]

@@ -45,6 +45,9 @@ type Config struct {
 	// reload reads both files again: a pair that does not load fails the
 	// reload and the old one keeps serving.
 	AdminTLS yamlconf.TLSFiles `yaml:"admin_tls"`
+	// TLS is the public HTTPS listeners and their certificates (see
+	// TLSConfig); absent: plain HTTP only.
+	TLS TLSConfig `yaml:"tls"`
 	// AdminHosts are host names that the admin listener answers in a
 	// request's Host, besides IP addresses, localhost and admin's own
 	// host: the names that dnsd's probe, a front end or Prometheus reach a
@@ -139,6 +142,23 @@ type Config struct {
 	// by group or others), each "FILE:LINE:COL: what"; the mirror logs
 	// them at Warn, at start, on -check and on each reload.
 	Warnings []string `yaml:"-"`
+}
+
+// TLSConfig is the mirror's public HTTPS: listeners beside the plain
+// ones, serving the same requests, and the certificates they present.
+type TLSConfig struct {
+	// Listen are the public HTTPS listen addresses (as listen's), none
+	// of them a plain listen address or admin. It needs certificates. A
+	// restart applies it.
+	Listen []string `yaml:"listen"`
+	// Certificates are the certificate chains and keys served, PEM files
+	// relative to the config file (resolved by ParseConfig): the group
+	// name's and the host name's, or one for both. A client's SNI name
+	// picks the first that covers it; a client without SNI, or with a
+	// name that none covers, gets the first. A reload reads them all
+	// again: one that does not load fails the reload and the old ones
+	// keep serving. It needs listen.
+	Certificates []yamlconf.TLSFiles `yaml:"certificates"`
 }
 
 // ContentConfig is what a mirror knows of its tree beyond serving it.
@@ -442,8 +462,9 @@ func (v *validator) resolve(name string) string { return yamlconf.Resolve(v.dir,
 
 func (v *validator) validate() {
 	c := v.c
-	v.listen()
+	seen := v.listen()
 	v.names()
+	v.tls(seen)
 	v.dnsd()
 	v.join()
 	v.content()
@@ -481,9 +502,14 @@ func (v *validator) validate() {
 	}
 	// The site section and the back ends are the front end's to check.
 	c.Site.Check(v.errs, v.pos, v.dir, c.Backends, c.Root != "")
+	if len(c.TLS.Listen) > 0 && len(c.Backends) > 0 && c.Site.Mode == frontend.ModeHandoff {
+		v.errorf("site.mode", "handoff passes the clients' TCP connections to the back ends, which can not take a TLS connection: tls.listen needs site.mode proxy or redirect")
+	}
 }
 
-func (v *validator) listen() {
+// listen checks the public and admin addresses and admin_tls and
+// returns the addresses taken (the public ones and admin).
+func (v *validator) listen() map[string]bool {
 	c := v.c
 	if len(c.Listen) == 0 {
 		v.errorf("listen", "at least one address is required")
@@ -506,6 +532,7 @@ func (v *validator) listen() {
 		} else if seen[c.Admin] && !anyPort(c.Admin) {
 			v.errorf("admin", "%q is also a public listen address", c.Admin)
 		}
+		seen[c.Admin] = true
 	} else if c.AdminTLS.Enabled() {
 		v.errorf("admin_tls", "needs admin (the admin listen address)")
 	}
@@ -515,6 +542,7 @@ func (v *validator) listen() {
 	}
 	c.Limits.Check(v.errs, v.pos, "limits")
 	yamlconf.CheckAdminHosts(v.errs, "admin_hosts", c.AdminHosts)
+	return seen
 }
 
 // anyPort reports whether addr asks for a port picked by the kernel (port
@@ -760,7 +788,8 @@ var systemDirs = []struct {
 // would serve what must stay private: after filepath.Abs and
 // filepath.EvalSymlinks, the file system's root, a system directory
 // (systemDirs), or a directory holding the config file, dnsd's secret
-// file or CA file, or admin_tls's certificate or key. Each problem is
+// file or CA file, admin_tls's certificate or key, or a key of
+// tls.certificates. Each problem is
 // an error at root's line.
 func (v *validator) rootSafe(written, root string) {
 	real := realPath(root)
@@ -783,6 +812,9 @@ func (v *validator) rootSafe(written, root string) {
 		{"dnsd.ca_file", "the CA file", d.CAFile},
 		{"admin_tls.cert_file", "the admin TLS certificate", v.c.AdminTLS.CertFile},
 		{"admin_tls.key_file", "the admin TLS key", v.c.AdminTLS.KeyFile},
+	}
+	for i, f := range v.c.TLS.Certificates {
+		private = append(private, struct{ key, what, path string }{fmt.Sprintf("tls.certificates[%d].key_file", i), "a TLS key", f.KeyFile})
 	}
 	for _, p := range private {
 		if p.path == "" {

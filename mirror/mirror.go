@@ -46,6 +46,9 @@ type Parts struct {
 	Serving func() bool
 	// Started is when the mirror was built (Status).
 	Started time.Time
+	// Certificates are those of the public HTTPS listeners now, in the
+	// config's order; nil without tls.listen.
+	Certificates func() []CertificateStatus
 }
 
 // Mirror is a running mirror as its status page and its reload see it:
@@ -92,6 +95,9 @@ func (m *Mirror) Status(now time.Time) Status {
 
 	if m.p.View != nil {
 		s.View = viewStatus(m.p.View.Snapshot(), m.p.View.Health(), now)
+	}
+	if m.p.Certificates != nil {
+		s.TLS = m.p.Certificates()
 	}
 	if m.p.Joiner != nil {
 		js := m.p.Joiner.Status()

@@ -63,7 +63,7 @@ func (r *Reload) Commit() {
 // reload: the capacity and the bandwidth, the redirect rules (but
 // redirect.time_constant) and the host name and trusted_proxies in them,
 // geo and location,
-// and admin_tls's files (read again by the reload). Everything else is built once, at the start, so a
+// and admin_tls's and tls.certificates' files (read again by the reload). Everything else is built once, at the start, so a
 // key added later needs a restart until it is made reloadable here.
 func reloadable(path string) bool {
 	switch path {
@@ -71,6 +71,9 @@ func reloadable(path string) bool {
 		return false // the flow meter and the view's bookings are built with it
 	case "admin_tls.cert_file", "admin_tls.key_file":
 		return true // read again by every reload; RestartChanges refuses TLS on or off
+	}
+	if path == "tls.certificates" || strings.HasPrefix(path, "tls.certificates[") {
+		return true // read again by every reload; tls.listen needs a restart
 	}
 	top, _, _ := strings.Cut(path, ".")
 	top, _, _ = strings.Cut(top, "[")

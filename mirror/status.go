@@ -63,6 +63,19 @@ type Status struct {
 	Site *frontend.Status `json:"site,omitempty"`
 	// Cache is the memory cache of a document root; nil without one.
 	Cache *serve.CacheStatus `json:"cache,omitempty"`
+	// TLS are the certificates of the public HTTPS listeners; none
+	// without tls.listen.
+	TLS []CertificateStatus `json:"tls,omitempty"`
+}
+
+// CertificateStatus is one certificate that the public HTTPS listeners
+// present.
+type CertificateStatus struct {
+	// Names are the DNS names it is for (its subject alternative names,
+	// else its common name).
+	Names []string `json:"names"`
+	// NotAfter is when it expires.
+	NotAfter time.Time `json:"not_after"`
 }
 
 // LoadStatus is the mirror's load report (see probe.Report) with its

@@ -131,6 +131,8 @@ func statusFuncs() template.FuncMap {
 		"secs":      humanSeconds,
 		"rfc":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"cacheOf":   cacheOf,
+		// until is the seconds from now to t (negative once past).
+		"until": func(now, t time.Time) float64 { return t.Sub(now).Seconds() },
 	}
 }
 

@@ -58,6 +58,10 @@ func TestStatusPageGolden(t *testing.T) {
 	root.Role = RoleRoot
 	root.Load.Generation = at.Add(-2 * time.Hour) // content.trace
 	root.Join = &group.JoinStatus{State: group.JoinJoined, Joined: 2, DNSD: 2}
+	root.TLS = []CertificateStatus{
+		{Names: []string{"www.example.org"}, NotAfter: at.Add(60 * 24 * time.Hour)},
+		{Names: []string{"fra1.mirrors.example.org", "fra1.example.org"}, NotAfter: at.Add(36 * time.Hour)},
+	}
 	root.Cache = &serve.CacheStatus{Objects: 120, Bytes: 200 << 20, Capacity: 256 << 20, MaxObject: 1 << 20, Hits: 900, Misses: 100, HitRatio: 0.9}
 	front := base
 	front.Role = RoleSite

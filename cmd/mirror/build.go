@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 	"github.com/transmirror/transmirror/mirror/contentmap"
@@ -26,6 +27,7 @@ type wired struct {
 	admin    http.Handler
 	index    http.Handler // the content index's admin API; nil without content.index
 	release  func() error // releases the content, once nothing serves
+	tls      *certs.Set   // the public HTTPS listeners' certificates; nil without tls.listen
 	// proxyProtocol wraps each public listener (proxy_protocol).
 	proxyProtocol func(net.Listener) net.Listener
 }
@@ -117,10 +119,10 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	}
 	m := mirror.New(cfg, mirror.Parts{
 		Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Joiner: joiner,
-		Files: c.files, Site: c.site, Serving: c.serving, Started: d.clock(),
+		Files: c.files, Site: c.site, Serving: c.serving, Started: d.clock(), Certificates: certStatus(d.tls),
 	})
 	w := &wired{Mirror: m, reporter: reporter, view: view, joiner: joiner, loops: loops(view, pusher, siblings),
-		index: c.indexAPI, release: c.release}
+		index: c.indexAPI, release: c.release, tls: d.tls}
 	w.loops = append(w.loops, c.loops...)
 	if c.index != nil {
 		w.loops = append(w.loops, c.index.Run)
@@ -159,8 +161,8 @@ func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := mirror.New(cfg, mirror.Parts{Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Started: d.clock()})
-	w := &wired{Mirror: m, reporter: reporter, view: view, loops: loops(view, pusher, members), release: func() error { return nil }}
+	m := mirror.New(cfg, mirror.Parts{Reporter: reporter, Meter: meter, Redirector: redirect, View: view, Started: d.clock(), Certificates: certStatus(d.tls)})
+	w := &wired{Mirror: m, reporter: reporter, view: view, loops: loops(view, pusher, members), release: func() error { return nil }, tls: d.tls}
 	if err := w.front(cfg, d, redirect, nil, nil); err != nil {
 		return nil, err
 	}

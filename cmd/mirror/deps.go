@@ -26,17 +26,25 @@ type deps struct {
 	// probe.DefaultReportWindow).
 	reportWindow time.Duration
 	client       *http.Client // talks to dnsd (default: the group package's)
+	// tls are the public HTTPS listeners' certificates; nil without
+	// tls.listen.
+	tls *certs.Set
 }
 
 // processDeps are the deps of the daemon: the logger, the metrics in reg,
 // the config's load window and the client of dnsd (with dnsd.ca_file, a
-// private CA of dnsd's admin_tls), which follows no redirect.
+// private CA of dnsd's admin_tls), which follows no redirect, and the
+// certificates of the public HTTPS listeners.
 func processDeps(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (deps, error) {
 	tr, err := certs.Transport(cfg.DNSD.CAFile)
 	if err != nil {
 		return deps{}, fmt.Errorf("mirror: dnsd.ca_file: %w", err)
 	}
-	return deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(),
+	set, err := publicCerts(cfg, reg)
+	if err != nil {
+		return deps{}, err
+	}
+	return deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(), tls: set,
 		client: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL

@@ -41,18 +41,24 @@ func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter, generation f
 // schemesOf are the schemes the mirror serves the group name on, for its
 // load reports (the siblings redirect https requests only to members that
 // say https): redirect.scheme when it is fixed (behind a terminator that
-// speaks https), else http on the plain listeners, and https too where
-// trusted proxies may forward https (X-Forwarded-Proto).
+// speaks https), else http on the plain listeners and https on the TLS
+// ones, and https too where trusted proxies may forward it
+// (X-Forwarded-Proto).
 func schemesOf(cfg *mirror.Config) []string {
-	switch {
-	case cfg.Redirect.Scheme == group.SchemeHTTPS:
+	switch cfg.Redirect.Scheme {
+	case group.SchemeHTTPS:
 		return []string{probe.SchemeHTTPS}
-	case cfg.Redirect.Scheme == group.SchemeHTTP:
+	case group.SchemeHTTP:
 		return []string{probe.SchemeHTTP}
-	case len(cfg.TrustedProxies) > 0:
-		return []string{probe.SchemeHTTP, probe.SchemeHTTPS}
 	}
-	return []string{probe.SchemeHTTP}
+	var out []string
+	if len(cfg.Listen) > 0 {
+		out = append(out, probe.SchemeHTTP)
+	}
+	if len(cfg.TLS.Listen) > 0 || len(cfg.TrustedProxies) > 0 {
+		out = append(out, probe.SchemeHTTPS)
+	}
+	return out
 }
 
 // generationOf is where the load reports take the mirror's generation

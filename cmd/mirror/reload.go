@@ -44,12 +44,13 @@ func (l loader) load() (*mirror.Config, error) {
 // configLoad is the mirror's reload: load and validate the config file
 // again (with the same command-line addresses), prepare what can fail
 // (the keys that need a restart, the GeoIP database, the redirect rules,
-// the admin certificate and key, read again), then commit, which can not
-// fail. On error nothing changed.
+// the admin certificate and key and the HTTPS certificates, read again),
+// then commit, which can not fail. On error nothing changed.
 type configLoad struct {
 	ld      loader
 	m       *mirror.Mirror
 	keypair *certs.Keypair // nil without admin_tls
+	public  *certs.Set     // nil without tls.listen
 }
 
 func (l configLoad) reload() ([]any, error) {
@@ -67,9 +68,18 @@ func (l configLoad) reload() ([]any, error) {
 			return nil, fmt.Errorf("mirror: admin_tls: %w", err)
 		}
 	}
+	var public []*tls.Certificate
+	if l.public != nil && len(cfg.TLS.Listen) > 0 {
+		if public, err = loadPublicCerts(cfg); err != nil {
+			return nil, err
+		}
+	}
 	r.Commit()
 	if cert != nil {
 		l.keypair.Store(cert)
+	}
+	if public != nil {
+		l.public.Store(public)
 	}
 	return []any{"capacity", cfg.Capacity, "bandwidth", cfg.Bandwidth.String()}, nil
 }

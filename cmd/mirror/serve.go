@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -41,7 +42,7 @@ func runMirror(ctx context.Context, ld loader, cfg *mirror.Config, logger *slog.
 	if err != nil {
 		return err
 	}
-	reloader, err := daemon.NewReloader("mirror", cfg.File, configLoad{ld, m.Mirror, keypair}.reload, logger, reg)
+	reloader, err := daemon.NewReloader("mirror", cfg.File, configLoad{ld, m.Mirror, keypair, m.tls}.reload, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,11 @@ func adminKeypair(cfg *mirror.Config) (*certs.Keypair, error) {
 // that serve them: m's public server on each public one, its admin
 // handler and the reload endpoint on the admin one.
 func openListeners(cfg *mirror.Config, m *wired, reloader *daemon.Reloader, refused *prometheus.CounterVec, keypair *certs.Keypair, logger *slog.Logger) ([]net.Listener, []daemon.Component, error) {
-	lns, err := listenPublic(cfg, refused, m.proxyProtocol, logger)
+	var httpsConf *tls.Config // one for all, so that a session resumes on any
+	if m.tls != nil {
+		httpsConf = m.tls.ServerConfig()
+	}
+	lns, err := listenPublic(cfg, refused, m.proxyProtocol, httpsConf, logger)
 	if err != nil {
 		return lns, nil, err
 	}
@@ -160,11 +165,13 @@ func openListeners(cfg *mirror.Config, m *wired, reloader *daemon.Reloader, refu
 	return append(lns, ln), append(cs, c), nil
 }
 
-// listenPublic opens the public listeners, each wrapped by wrap (the
-// PROXY protocol; nil: none), and the handoff socket of a back end of
-// connection handoff, and logs each address; on an error it returns those
-// it opened, for the caller to close.
-func listenPublic(cfg *mirror.Config, refused *prometheus.CounterVec, wrap func(net.Listener) net.Listener, logger *slog.Logger) ([]net.Listener, error) {
+// listenPublic opens the public listeners, plain HTTP and HTTPS (TLS on
+// httpsConf; connections capped per client below TLS), each wrapped by
+// wrap beneath the cap and TLS (the PROXY protocol; nil: none), and the
+// handoff socket of a back end of connection handoff, and logs each
+// address; on an error it returns those it opened, for the caller to
+// close.
+func listenPublic(cfg *mirror.Config, refused *prometheus.CounterVec, wrap func(net.Listener) net.Listener, httpsConf *tls.Config, logger *slog.Logger) ([]net.Listener, error) {
 	var lns []net.Listener
 	public := daemon.ListenOptions{
 		MaxConnsPerClient: cfg.Limits.MaxConnsPerClient,
@@ -178,6 +185,14 @@ func listenPublic(cfg *mirror.Config, refused *prometheus.CounterVec, wrap func(
 		}
 		lns = append(lns, ln)
 		logger.Info("http listening", "addr", ln.Addr().String())
+	}
+	for _, addr := range cfg.TLS.Listen {
+		ln, err := daemon.Listen(addr, public)
+		if err != nil {
+			return lns, fmt.Errorf("mirror: tls.listen: %w", err)
+		}
+		lns = append(lns, tls.NewListener(ln, httpsConf))
+		logger.Info("https listening", "addr", ln.Addr().String())
 	}
 	if cfg.Site.HandoffSocket != "" {
 		// The back-end role of connection handoff: a front end on this host

@@ -15,6 +15,8 @@ type metrics struct {
 	duration prometheus.Histogram
 	inFlight prometheus.Gauge
 	sendCut  prometheus.Counter
+	// tlsErrs are the failed handshakes of the HTTPS listeners.
+	tlsErrs prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -42,8 +44,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "send_timeouts_total",
 			Help: "Responses cut off because the client took nothing of them for timeouts.send.",
 		}),
+		tlsErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "tls_handshake_errors_total",
+			Help: "TLS handshakes on the public HTTPS listeners (tls.listen) that failed: a client that hung up, spoke no TLS, or shared no version, cipher suite or certificate name.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.bytes, m.duration, m.inFlight, m.sendCut} {
+	for _, c := range []prometheus.Collector{m.requests, m.bytes, m.duration, m.inFlight, m.sendCut, m.tlsErrs} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -78,6 +78,7 @@ type Server struct {
 	handler http.Handler
 	log     *slog.Logger
 	sendCut prometheus.Counter // responses cut off by the send timeout; nil without metrics
+	tlsErrs prometheus.Counter // failed TLS handshakes; nil without metrics
 }
 
 // NewServer returns a Server, with its metrics registered when
@@ -112,11 +113,14 @@ func NewServer(o ServerOptions) (*Server, error) {
 		}
 		s.handler = m.instrument(s.handler)
 		s.sendCut = m.sendCut
+		s.tlsErrs = m.tlsErrs
 	}
 	return s, nil
 }
 
-// Serve serves HTTP on ln, which it closes, until ctx is done. Then it
+// Serve serves HTTP on ln, which it closes, until ctx is done; on a
+// listener of crypto/tls (tls.NewListener) it serves HTTPS, HTTP/2 when
+// the TLS config offers "h2" by ALPN, with r.TLS set. Then it
 // stops accepting connections, closes idle ones and waits for the
 // requests in flight to finish, at most ShutdownTimeout (on a fresh
 // context, not the cancelled ctx); after that it closes the connections
@@ -136,7 +140,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:                  s.o.IdleTimeout,
 		MaxHeaderBytes:               s.o.MaxHeaderBytes,
 		DisableGeneralOptionsHandler: true, // "OPTIONS *" is withRequestCheck's
-		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:                     errorLog(s.log, s.tlsErrs),
 		BaseContext:                  func(net.Listener) context.Context { return base },
 	}
 	addr := ln.Addr().String()

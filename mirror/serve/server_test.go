@@ -297,8 +297,8 @@ func TestServerMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(mfs) != 5 {
-			t.Errorf("gathered %d metric families, want 5", len(mfs))
+		if len(mfs) != 6 {
+			t.Errorf("gathered %d metric families, want 6", len(mfs))
 		}
 		problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 		if err != nil {

@@ -1,7 +1,9 @@
-// Package certs serves a TLS certificate that can be replaced while the
-// listener runs: the key pair is loaded (and checked) first, then swapped
-// in with one atomic store, so a handshake sees the old pair or the new
-// one, never a mix, and a pair that does not load changes nothing.
+// Package certs serves TLS certificates that can be replaced while the
+// listener runs, one (Keypair, the admin listeners') or a set chosen by
+// the client's SNI (Set, the mirror's public HTTPS listeners): the key
+// pairs are loaded (and checked) first, then swapped in with one atomic
+// store, so a handshake sees the old ones or the new ones, never a mix,
+// and a pair that does not load changes nothing.
 package certs
 
 import (

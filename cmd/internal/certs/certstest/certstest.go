@@ -62,6 +62,12 @@ func NewCA(t testing.TB, dir, name string) *CA {
 // dir/cn.crt and dir/cn.key, whose paths it returns.
 func (ca *CA) Leaf(t testing.TB, dir, cn string) (certFile, keyFile string) {
 	t.Helper()
+	return ca.LeafFor(t, dir, cn, "localhost")
+}
+
+// LeafFor is Leaf for the DNS names names (and 127.0.0.1, ::1).
+func (ca *CA) LeafFor(t testing.TB, dir, cn string, names ...string) (certFile, keyFile string) {
+	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t),
@@ -71,7 +77,7 @@ func (ca *CA) Leaf(t testing.TB, dir, cn string) (certFile, keyFile string) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     []string{"localhost"},
+		DNSNames:     names,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {

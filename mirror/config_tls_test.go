@@ -1,0 +1,154 @@
+package mirror
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/transmirror/transmirror/zones/yamlconf"
+)
+
+// writeCert writes a self-signed certificate for names and its key to
+// dir/name.crt and dir/name.key.
+func writeCert(t *testing.T, dir, name string, names ...string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: names,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{
+		name + ".crt": {Type: "CERTIFICATE", Bytes: der},
+		name + ".key": {Type: "PRIVATE KEY", Bytes: kder},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestConfigTLS covers the tls block: listen and certificates together,
+// addresses apart from the plain and admin ones, pairs that load, the
+// files resolved, handoff refused, and the warning when no certificate
+// covers the group or the host name.
+func TestConfigTLS(t *testing.T) {
+	dir := t.TempDir()
+	writeCert(t, dir, "www", "www.example.org")
+	writeCert(t, dir, "fra1", "fra1.example.org")
+	writeCert(t, dir, "both", "www.example.org", "fra1.example.org")
+	if err := os.WriteFile(filepath.Join(dir, "bad.crt"), []byte("not PEM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeCert(t, filepath.Join(dir, "root"), "served", "www.example.org", "fra1.example.org")
+	head := "listen: [':80']\nadmin: 127.0.0.1:9180\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: root\n"
+	pairs := "certificates: [{cert_file: www.crt, key_file: www.key}, {cert_file: fra1.crt, key_file: fra1.key}]"
+	tests := []struct {
+		name, yaml string
+		want       string // the error; "" is valid
+		warn       string // a warning expected; "" none
+	}{
+		{"two certificates", head + "tls: {listen: [':443'], " + pairs + "}\n", "", ""},
+		{"one for both names", head + "tls: {listen: [':443', '[::]:8443'], certificates: [{cert_file: both.crt, key_file: both.key}]}\n", "", ""},
+		{"group name not covered", head + "tls: {listen: [':443'], certificates: [{cert_file: fra1.crt, key_file: fra1.key}]}\n", "",
+			`mirror.yaml:7:25: tls.certificates: no certificate covers the group name "www.example.org"`},
+		{"host name not covered", head + "tls: {listen: [':443'], certificates: [{cert_file: www.crt, key_file: www.key}]}\n", "",
+			`tls.certificates: no certificate covers the host name "fra1.example.org"`},
+		{"listen without certificates", head + "tls: {listen: [':443']}\n", "mirror.yaml:7:7: tls.listen: needs certificates (ACME is not there yet)", ""},
+		{"certificates without listen", head + "tls: {" + pairs + "}\n", "mirror.yaml:7:7: tls.certificates: needs listen", ""},
+		{"plain address", head + "tls: {listen: [':80'], " + pairs + "}\n", `mirror.yaml:7:16: tls.listen[0]: ":80" is also a plain or the admin listen address`, ""},
+		{"admin address", head + "tls: {listen: ['127.0.0.1:9180'], " + pairs + "}\n", `tls.listen[0]: "127.0.0.1:9180" is also a plain or the admin listen address`, ""},
+		{"twice", head + "tls: {listen: [':443', ':443'], " + pairs + "}\n", `tls.listen[1]: ":443" is listed twice`, ""},
+		{"port 0 twice", head + "tls: {listen: ['127.0.0.1:0', '127.0.0.1:0'], " + pairs + "}\n", "", ""},
+		{"bad address", head + "tls: {listen: ['www.example.org:443'], " + pairs + "}\n", `tls.listen[0]: "www.example.org:443": host "www.example.org" is not an IP address`, ""},
+		{"pair missing its key", head + "tls: {listen: [':443'], certificates: [{cert_file: www.crt}]}\n", "tls.certificates[0]: key_file is required with cert_file", ""},
+		{"empty pair", head + "tls: {listen: [':443'], certificates: [{}]}\n", "tls.certificates[0]: cert_file and key_file are required", ""},
+		{"pair that does not match", head + "tls: {listen: [':443'], certificates: [{cert_file: www.crt, key_file: fra1.key}]}\n", `tls.certificates[0]: key pair "www.crt", "fra1.key": tls: private key does not match public key`, ""},
+		{"file that is no certificate", head + "tls: {listen: [':443'], certificates: [{cert_file: bad.crt, key_file: www.key}]}\n", `tls.certificates[0]: key pair "bad.crt", "www.key"`, ""},
+		{"file missing", head + "tls: {listen: [':443'], certificates: [{cert_file: none.crt, key_file: www.key}]}\n", `tls.certificates[0].cert_file: cannot use "none.crt": no such file or directory`, ""},
+		{"key in the root", head + "tls: {listen: [':443'], certificates: [{cert_file: root/served.crt, key_file: root/served.key}]}\n", `root: "root" holds a TLS key (tls.certificates[0].key_file): it would be served`, ""},
+		{"unknown key", head + "tls: {listen: [':443'], acme: true}\n", "tls.acme: unknown field", ""},
+		{"handoff front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', handoff_socket: /run/b1.sock}]\nsite: {mode: handoff}\ntls: {listen: [':443'], " + pairs + "}\n",
+			"site.mode: handoff passes the clients' TCP connections to the back ends", ""},
+		{"redirect front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', public_url: 'https://b1.example.org/', admin_url: 'http://10.0.0.1:8081'}]\nsite: {mode: redirect}\ntls: {listen: [':443'], " + pairs + "}\n", "", ""},
+		{"proxy front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080'}]\ntls: {listen: [':443'], " + pairs + "}\n", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(filepath.Join(dir, "mirror.yaml"), []byte(tt.yaml))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.want == "":
+			case err == nil:
+				t.Fatalf("no error, want %q", tt.want)
+			case !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("error\n%v\ndoes not contain\n%s", err, tt.want)
+			default:
+				return
+			}
+			warnings := strings.Join(cfg.Warnings, "\n")
+			if tt.warn == "" && warnings != "" || !strings.Contains(warnings, tt.warn) {
+				t.Errorf("warnings %q, want %q", warnings, tt.warn)
+			}
+			for _, f := range cfg.TLS.Certificates {
+				if !filepath.IsAbs(f.CertFile) && filepath.Dir(f.CertFile) != dir || filepath.Dir(f.KeyFile) != dir {
+					t.Errorf("files %q, %q not resolved against %s", f.CertFile, f.KeyFile, dir)
+				}
+			}
+		})
+	}
+}
+
+// TestRestartChangesTLS: the certificates are read again by a reload; the
+// HTTPS listen addresses need a restart.
+func TestRestartChangesTLS(t *testing.T) {
+	base := func() *Config {
+		return &Config{File: "mirror.yaml", Listen: []string{":80"}, TLS: TLSConfig{
+			Listen: []string{":443"}, Certificates: []yamlconf.TLSFiles{{CertFile: "a.crt", KeyFile: "a.key"}},
+		}}
+	}
+	tests := []struct {
+		name    string
+		edit    func(*Config)
+		restart string // "" reloadable
+	}{
+		{"same", func(*Config) {}, ""},
+		{"other files", func(c *Config) { c.TLS.Certificates[0].CertFile = "b.crt" }, ""},
+		{"one more", func(c *Config) {
+			c.TLS.Certificates = append(c.TLS.Certificates, yamlconf.TLSFiles{CertFile: "b.crt", KeyFile: "b.key"})
+		}, ""},
+		{"listen", func(c *Config) { c.TLS.Listen = []string{":8443"} }, "tls.listen: changed"},
+		{"off", func(c *Config) { c.TLS = TLSConfig{} }, "tls.listen: changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := base()
+			tt.edit(next)
+			err := RestartChanges(base(), next)
+			if tt.restart == "" && err != nil || tt.restart != "" && (err == nil || !strings.Contains(err.Error(), tt.restart)) {
+				t.Fatalf("RestartChanges = %v, want %q", err, tt.restart)
+			}
+		})
+	}
+}
