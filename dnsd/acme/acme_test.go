@@ -141,7 +141,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time     { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // newBook returns a Book over a Memory on set (swappable through *set)
