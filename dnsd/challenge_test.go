@@ -41,7 +41,6 @@ func challengeSet(t testing.TB) *zones.Set {
 	return set
 }
 
-
 func TestChallengeAnswers(t *testing.T) {
 	ch := &fakeChallenges{m: map[string][]string{}}
 	ts := newTestServer(t, challengeSet(t), Options{Challenges: ch})
