@@ -11,10 +11,9 @@ import (
 // Challenges is what the DNS side needs of the ACME DNS-01 challenges
 // (implemented by acme.Served): the live values of a challenge name.
 type Challenges interface {
-	// TXT returns the values to answer a TXT query for qname with in
-	// set, the snapshot's configuration; none when qname is not a
-	// challenge name or has no live value.
-	TXT(set *zones.Set, qname string) []string
+	// TXT returns the values to answer a TXT query for qname with;
+	// none when qname is not a challenge name or has no live value.
+	TXT(qname string) []string
 }
 
 // challengeLabel is the first label of an ACME DNS-01 challenge name
@@ -57,7 +56,7 @@ func (c *challenge) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.M
 	if z == nil || z.Cut(name) != "" {
 		return c.next.ServeDNS(ctx, w, r)
 	}
-	values := c.src.TXT(c.set, name)
+	values := c.src.TXT(name)
 	if len(values) == 0 {
 		return c.next.ServeDNS(ctx, w, r)
 	}

@@ -15,7 +15,7 @@ type fakeChallenges struct {
 	m  map[string][]string // canonical challenge name → values
 }
 
-func (f *fakeChallenges) TXT(_ *zones.Set, qname string) []string {
+func (f *fakeChallenges) TXT(qname string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[dns.CanonicalName(qname)]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -66,7 +67,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	ctl, err := newRegistry(set, logger, reg, disp, srv, watcher, shared)
+	ctl, err := newRegistry(set, logger, reg, disp, srv, watcher, shared, challenges)
 	if err != nil {
 		return err
 	}
@@ -168,6 +169,18 @@ func challengeStore(shared *cluster.Store) acme.Store {
 	return shared.Challenges()
 }
 
+// forgettingChallenges is the registry's watcher, whose Remove also drops
+// the member's ACME challenges: a member that leaves its group (GROUP-EXIT
+// here or on another node, a reload) is served with none at once.
+type forgettingChallenges struct {
+	members.Watcher
+	store acme.Store
+}
+
+func (f forgettingChallenges) Remove(group, member string) error {
+	return errors.Join(f.Watcher.Remove(group, member), acme.Forget(f.store, group, member))
+}
+
 // newWatcher is the watcher of the members; their states go to the
 // dispatcher, or through the NS set's quorum (shared, when not nil).
 func newWatcher(h zones.HealthConfig, client *http.Client, logger *slog.Logger, reg prometheus.Registerer, events *admin.EventLog,
@@ -200,13 +213,15 @@ func newProbeClient(h zones.HealthConfig) (*http.Client, error) {
 }
 
 // newRegistry is the member registry, loaded with set; its run-time state
-// is kept by the NS set's store (shared, when not nil) or the state file.
+// is kept by the NS set's store (shared, when not nil) or the state file;
+// a member that leaves loses its ACME challenges (forgettingChallenges).
 func newRegistry(set *zones.Set, logger *slog.Logger, reg prometheus.Registerer, disp *dispatch.Dispatcher,
-	srv *dnsd.Server, watcher *probe.Watcher, shared *cluster.Store) (*members.Controller, error) {
+	srv *dnsd.Server, watcher *probe.Watcher, shared *cluster.Store, challenges acme.Store) (*members.Controller, error) {
 	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
 	if shared != nil {
 		mo.Store, mo.Watcher = shared, shared.Watching(watcher)
 	}
+	mo.Watcher = forgettingChallenges{mo.Watcher, challenges}
 	ctl, err := members.New(mo)
 	if err != nil {
 		return nil, err

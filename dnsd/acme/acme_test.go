@@ -179,13 +179,13 @@ func TestBookPublishServeRemove(t *testing.T) {
 	if _, err := b.Publish("www.example.test.", "fra1", "fra1.mirrors.example.test", v3); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(dns.TXT(set, q), " "); got != v2+" "+v1 && got != strings.Join([]string{v1, v2}, " ") {
+	if got := strings.Join(dns.TXT(q), " "); got != v2+" "+v1 && got != strings.Join([]string{v1, v2}, " ") {
 		t.Fatalf("TXT = %q", got)
 	}
-	if got := dns.TXT(set, "_acme-challenge.fra1.mirrors.example.test."); len(got) != 1 || got[0] != v3 {
+	if got := dns.TXT("_acme-challenge.fra1.mirrors.example.test."); len(got) != 1 || got[0] != v3 {
 		t.Fatalf("host TXT = %q", got)
 	}
-	if got := dns.TXT(set, "www.example.test."); got != nil {
+	if got := dns.TXT("www.example.test."); got != nil {
 		t.Fatalf("TXT of a name that is not a challenge's = %q", got)
 	}
 	if removed, err := b.Remove("www.example.test.", "ams1", "www.example.test.", v1); err != nil || !removed {
@@ -198,7 +198,7 @@ func TestBookPublishServeRemove(t *testing.T) {
 	if removed, _ := b.Remove("www.example.test.", "ams1", "www.example.test.", v2); removed {
 		t.Fatal("ams1 removed fra1's value")
 	}
-	if got := dns.TXT(set, q); len(got) != 1 || got[0] != v2 {
+	if got := dns.TXT(q); len(got) != 1 || got[0] != v2 {
 		t.Fatalf("TXT after remove = %q", got)
 	}
 	if got := len(b.List()); got != 2 {
@@ -224,18 +224,18 @@ func TestBookExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.add(ChallengeTTL/2 - time.Second)
-	if got := dns.TXT(set, q); len(got) != 2 {
+	if got := dns.TXT(q); len(got) != 2 {
 		t.Fatalf("1 s before the first expires: %q", got)
 	}
 	clk.add(time.Second)
-	if got := dns.TXT(set, q); len(got) != 1 || got[0] != v2 {
+	if got := dns.TXT(q); len(got) != 1 || got[0] != v2 {
 		t.Fatalf("at the first's expiry: %q", got)
 	}
 	if n := b.Sweep(); n != 1 {
 		t.Errorf("Sweep dropped %d, want 1", n)
 	}
 	clk.add(ChallengeTTL / 2)
-	if got := dns.TXT(set, q); got != nil {
+	if got := dns.TXT(q); got != nil {
 		t.Fatalf("after both expired: %q", got)
 	}
 	if n := b.Sweep(); n != 1 || len(b.store.List()) != 0 {
@@ -243,20 +243,41 @@ func TestBookExpiry(t *testing.T) {
 	}
 }
 
+// TestBookMemberRemoved: a member that leaves loses its values by
+// Forget (what its watcher is told) or else at the next Sweep.
 func TestBookMemberRemoved(t *testing.T) {
-	set := testSet(t)
-	b, _, dns, _ := newBook(t, &set)
-	for _, m := range []string{"fra1", "ams1"} {
-		if _, err := b.Publish("www.example.test.", m, "www.example.test.", map[string]string{"fra1": v1, "ams1": v2}[m]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	set = testSet(t, zones.MemberConfig{Name: "ams1", Host: "ams1.example.net."})
-	if got := dns.TXT(set, "_acme-challenge.www.example.test."); len(got) != 1 || got[0] != v2 {
-		t.Fatalf("after fra1 left: %q", got)
-	}
-	if n := b.Sweep(); n != 1 {
-		t.Errorf("Sweep dropped %d, want fra1's 1", n)
+	for _, tc := range []struct {
+		name string
+		drop func(b *Book) int
+	}{
+		{"forget", func(b *Book) int {
+			n := len(b.store.List())
+			if err := Forget(b.store, "WWW.example.test", "fra1"); err != nil {
+				t.Fatal(err)
+			}
+			return n - len(b.store.List())
+		}},
+		{"sweep", func(b *Book) int { return b.Sweep() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := testSet(t)
+			b, _, dns, _ := newBook(t, &set)
+			for m, v := range map[string]string{"fra1": v1, "ams1": v2} {
+				if _, err := b.Publish("www.example.test.", m, "www.example.test.", v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set = testSet(t, zones.MemberConfig{Name: "ams1", Host: "ams1.example.net."})
+			if got := b.List(); len(got) != 1 || got[0].Member != "ams1" {
+				t.Fatalf("List after fra1 left: %v", got)
+			}
+			if n := tc.drop(b); n != 1 {
+				t.Errorf("dropped %d, want fra1's 1", n)
+			}
+			if got := dns.TXT("_acme-challenge.www.example.test."); len(got) != 1 || got[0] != v2 {
+				t.Fatalf("served after fra1 left: %q", got)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/zones"
@@ -196,7 +197,9 @@ func compare(a, b string) int {
 
 // Served is what the DNS answers read of a Store (dnsd.Challenges): it
 // writes nothing and needs no Book, so that the DNS server can be built
-// before the member registry whose configuration a Book checks against.
+// before the member registry that a Book checks against. It serves the
+// values that have not expired; that they are still entitled is kept by
+// Forget (a member that leaves) and the Book's Sweep (anything else).
 type Served struct {
 	// Store is the Book's.
 	Store Store
@@ -204,10 +207,10 @@ type Served struct {
 	Now func() time.Time
 }
 
-// TXT returns the values to answer a TXT query for qname with in set (the
-// configuration the answer is made from), sorted and distinct; none when
-// qname is not a challenge name or has no live value.
-func (s Served) TXT(set *zones.Set, qname string) []string {
+// TXT returns the values to answer a TXT query for qname with, sorted
+// and distinct; none when qname is not a challenge name or has no live
+// value.
+func (s Served) TXT(qname string) []string {
 	name := ChallengeName(qname)
 	if name == "" {
 		return nil
@@ -216,14 +219,30 @@ func (s Served) TXT(set *zones.Set, qname string) []string {
 	if s.Now != nil {
 		now = s.Now
 	}
+	at := now()
 	var out []string
-	for _, c := range live(s.Store.List(), set, now()) {
-		if c.Name == name {
+	for _, c := range s.Store.List() {
+		if c.Name == name && c.Expires.After(at) {
 			out = append(out, c.Value)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Forget deletes every challenge of member of group from s: the member
+// left the group (the member registry's watcher is told so on every node
+// of an NS set, whoever removed it). It returns the first error.
+func Forget(s Store, group, member string) error {
+	var first error
+	for _, c := range s.List() {
+		if c.Group == dns.CanonicalName(group) && c.Member == member {
+			if err := s.Delete(c); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
 }
 
 // Sweep drops from the Store what is no longer served (expired, or of a

@@ -133,13 +133,14 @@ func TestChallengeRoutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil || len(list.Challenges) != 1 || list.Challenges[0].Value != acmeValue1 {
 		t.Fatalf("list: %d %s", code, body)
 	}
-	if got := e.dns.TXT(e.ctl.Current(), "_acme-challenge.www.example.org."); len(got) != 1 || got[0] != acmeValue1 {
+	if got := e.dns.TXT("_acme-challenge.www.example.org."); len(got) != 1 || got[0] != acmeValue1 {
 		t.Fatalf("served %q", got)
 	}
 }
 
 // TestChallengeMemberRemoved: a run-time member publishes for its host;
-// once it leaves the group (GROUP-EXIT) its value is served no more.
+// once it leaves the group (GROUP-EXIT) its value is listed no more, and
+// served no more after a sweep (dnsd's watcher forgets it at once).
 func TestChallengeMemberRemoved(t *testing.T) {
 	e := newACMEEnv(t)
 	info := api.MemberInfo{Name: "ams1", Host: "ams1.example.org.", Addresses: []string{"10.0.3.1"}, Capacity: 100}
@@ -151,17 +152,20 @@ func TestChallengeMemberRemoved(t *testing.T) {
 		t.Fatalf("publish: %d %s", code, body)
 	}
 	q := "_acme-challenge.ams1.example.org."
-	if got := e.dns.TXT(e.ctl.Current(), q); len(got) != 1 {
+	if got := e.dns.TXT(q); len(got) != 1 {
 		t.Fatalf("served %q", got)
 	}
 	if code, body := e.do(t, http.MethodDelete, api.RemoveMember.Path("www.example.org.", "ams1"), testenv.Secret, nil); code != 200 {
 		t.Fatalf("remove: %d %s", code, body)
 	}
-	if got := e.dns.TXT(e.ctl.Current(), q); got != nil {
-		t.Fatalf("served after the member left: %q", got)
+	if got := e.book.List(); len(got) != 0 {
+		t.Fatalf("listed after the member left: %v", got)
 	}
 	if n := e.book.Sweep(); n != 1 {
 		t.Errorf("Sweep dropped %d, want 1", n)
+	}
+	if got := e.dns.TXT(q); got != nil {
+		t.Fatalf("served after the member left and a sweep: %q", got)
 	}
 }
 

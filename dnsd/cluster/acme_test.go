@@ -32,7 +32,7 @@ func waitTXT(t *testing.T, n *node, s acme.Served, want ...string) {
 	t.Helper()
 	slices.Sort(want)
 	probetest.Until(t, 5*time.Second, func() string {
-		if got := s.TXT(n.ctl.Current(), "_acme-challenge.www.example.org."); !slices.Equal(got, want) {
+		if got := s.TXT("_acme-challenge.www.example.org."); !slices.Equal(got, want) {
 			return fmt.Sprintf("served %q, want %q", got, want)
 		}
 		return ""
