@@ -93,14 +93,19 @@ func TestACMEChallenges(t *testing.T) {
 		t.Fatal(err)
 	}
 	sin, fra, host := acmeValue("sin1 www"), acmeValue("fra1 www"), acmeValue("fra1 host")
-	for _, p := range []struct{ member, name, value string }{
-		{"sin1", group, sin}, {"fra1", group + ".", fra}, {"fra1", "fra1.mirrors.example.test", host},
-	} {
+	for _, p := range []struct{ member, name, value string }{{"sin1", group, sin}, {"fra1", group + ".", fra}} {
 		if out, err := c.PublishChallenge(ctx, group, p.member, api.ACMEChallenge{Name: p.name, Value: p.value}); err != nil || !out.Expires.After(time.Now()) {
 			t.Fatalf("publish %s %s: %+v %v", p.member, p.name, out, err)
 		}
 	}
+	// The operator's groupctl, signed as fra1, for fra1's host.
+	if out, err := groupctl(t, d.Admin, secret, "acme", "publish", group, "fra1", "fra1.mirrors.example.test", host); err != nil || !strings.Contains(out, "until") {
+		t.Fatalf("groupctl acme publish: %v\n%s", err, out)
+	}
 	waitChallenge(t, d, group, sin, fra)
+	if out, err := groupctl(t, d.Admin, "", "acme", "list"); err != nil || strings.Count(out, "_acme-challenge.") != 3 || !strings.Contains(out, host) {
+		t.Errorf("groupctl acme list: %v\n%s", err, out)
+	}
 	if got, _ := challengeTXT(t, d, group, true); !slices.Equal(got, []string{sin, fra}) && !slices.Equal(got, []string{fra, sin}) {
 		t.Errorf("over TCP: %q", got)
 	}
