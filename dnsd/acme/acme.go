@@ -40,8 +40,6 @@ const (
 	// ChallengeTTL is how long a value lives after it was published if
 	// it is never removed.
 	ChallengeTTL = 10 * time.Minute
-	// AnswerTTL is the TTL of the TXT records served.
-	AnswerTTL = 10
 	// MaxValuesPerMember bounds a member's live values, all names together.
 	MaxValuesPerMember = 4
 	// RequestBurst is how many requests a member may make at once.

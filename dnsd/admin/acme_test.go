@@ -187,3 +187,46 @@ func TestChallengeFlood(t *testing.T) {
 		t.Fatalf("%d live values", n)
 	}
 }
+
+// FuzzPublishChallenge sends any body to api.PublishChallenge, signed:
+// it is answered 200 (and then served), 400 or 403, never anything else,
+// and a refused body changes nothing.
+func FuzzPublishChallenge(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"www.example.org","value":"` + acmeValue1 + `"}`,
+		`{"name":"fra1.example.org.","value":"` + acmeValue2 + `"}`,
+		`{"name":"ns1.example.org.","value":"` + acmeValue1 + `"}`,
+		`{"name":"*.example.org","value":"` + acmeValue1 + `"}`,
+		`{"name":"www.example.org","value":"x"}`,
+		`{"name":"www.example.org"}`,
+		`{"name":"www.example.org","value":"` + acmeValue1 + `","extra":1}`,
+		`[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e := newACMEEnv(t)
+		e.now = e.now.Add(time.Second)
+		r := httptest.NewRequest(http.MethodPut, api.PublishChallenge.Path("www.example.org.", "fra1"), bytes.NewReader(body))
+		api.SignRequest(r, []byte(testenv.Secret), body, e.now)
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		live := e.book.List()
+		switch w.Code {
+		case http.StatusOK:
+			var c api.ACMEChallenge
+			if err := json.Unmarshal(w.Body.Bytes(), &c); err != nil || len(live) != 1 || live[0].Value != c.Value {
+				t.Fatalf("200 %s, live %v", w.Body, live)
+			}
+			if got := e.dns.TXT(acme.Label + "." + c.Name); len(got) != 1 {
+				t.Fatalf("published %s, served %q", c.Name, got)
+			}
+		case http.StatusBadRequest, http.StatusForbidden:
+			if len(live) != 0 {
+				t.Fatalf("%d, yet live %v", w.Code, live)
+			}
+		default:
+			t.Fatalf("status %d %s", w.Code, w.Body)
+		}
+	})
+}

@@ -41,7 +41,13 @@ type ACMELive struct {
 // PublishChallenge asks dnsd to serve an ACME DNS-01 challenge value for
 // member of group (signed).
 func (c *Client) PublishChallenge(ctx context.Context, group, member string, ch ACMEChallenge) (ACMEChallenge, error) {
-	return c.challenge(ctx, PublishChallenge, group, member, ch)
+	body, err := json.Marshal(ACMEChallenge{Name: ch.Name, Value: ch.Value})
+	if err != nil {
+		return ACMEChallenge{}, fmt.Errorf("%w: %w", ErrRequest, err)
+	}
+	var out ACMEChallenge
+	err = c.do(ctx, call{route: PublishChallenge, values: []string{group, member}, body: body, signed: true}, &out)
+	return out, err
 }
 
 // RemoveChallenge stops serving member's value (signed).
@@ -52,16 +58,6 @@ func (c *Client) RemoveChallenge(ctx context.Context, group, member string, ch A
 	}
 	var out ACMERemoved
 	err = c.do(ctx, call{route: RemoveChallenge, values: []string{group, member}, body: body, signed: true}, &out)
-	return out, err
-}
-
-func (c *Client) challenge(ctx context.Context, r Route, group, member string, ch ACMEChallenge) (ACMEChallenge, error) {
-	body, err := json.Marshal(ACMEChallenge{Name: ch.Name, Value: ch.Value})
-	if err != nil {
-		return ACMEChallenge{}, fmt.Errorf("%w: %w", ErrRequest, err)
-	}
-	var out ACMEChallenge
-	err = c.do(ctx, call{route: r, values: []string{group, member}, body: body, signed: true}, &out)
 	return out, err
 }
 
