@@ -19,7 +19,8 @@ import (
 // ServeMsg answers it). miekg/dns stays the packer of record: static
 // replies are packed by it when the snapshot is built, and the bytes the
 // fast path writes by hand are proven identical to the slow path's by
-// TestFastPathMatchesSlowPath.
+// TestFastPathMatchesSlowPath. Names whose first label is _acme-challenge
+// are never in the table: their answers are the live ACME challenges.
 
 // maxFastEntries bounds a snapshot's fast table; names beyond it are
 // answered by the slow path.
@@ -95,8 +96,8 @@ func (s *Server) buildFast(snap *snapshot) *fastTable {
 			case dns.TypeANY, dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, dns.TypeAXFR, dns.TypeIXFR:
 				continue
 			}
-			if set.Find(name) != z {
-				continue
+			if set.Find(name) != z || isChallengeName(name) {
+				continue // another zone's, or an ACME challenge's (live answers)
 			}
 			if k, ok := key(name, qt); !ok || t.entries[k] != nil {
 				continue

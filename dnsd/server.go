@@ -34,6 +34,9 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Groups answers group names; nil uses StaticGroups of each snapshot.
 	Groups GroupAnswerer
+	// Challenges serves the live ACME DNS-01 challenge values; nil
+	// serves none (a challenge name is answered as the zone says).
+	Challenges Challenges
 	// ShutdownTimeout bounds how long Serve* wait for in-flight queries
 	// after their context is done (default 5s).
 	ShutdownTimeout time.Duration
@@ -51,6 +54,7 @@ type Options struct {
 type Server struct {
 	log      *slog.Logger
 	groups   GroupAnswerer
+	acme     Challenges
 	m        *metrics
 	wrap     func(Handler) Handler
 	now      func() time.Time
@@ -90,6 +94,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		log:      opts.Logger,
 		groups:   opts.Groups,
+		acme:     opts.Challenges,
 		wrap:     opts.wrap,
 		now:      opts.now,
 		slowOnly: opts.slowOnly,
@@ -186,6 +191,9 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 		snap.groups = StaticGroups{Set: set}
 	}
 	var chain Handler = &auth{set: set, groups: snap.groups, negSOA: snap.negSOA}
+	if s.acme != nil {
+		chain = &challenge{set: set, src: s.acme, negSOA: snap.negSOA, next: chain}
+	}
 	chain = &transfer{set: set, allow: snap.transfer, next: chain}
 	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
 	if s.wrap != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/acme"
 	"github.com/transmirror/transmirror/dnsd/admin"
 	"github.com/transmirror/transmirror/dnsd/cluster"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
@@ -33,17 +35,15 @@ import (
 // the intake, which takes the pushed reports of the admin API, and the
 // content map of the members' indexes (through the probes' client); the
 // control plane: the member registry (members), fed by the admin API's
-// membership routes and the store, committing to the answers; the admin
-// server and the dashboard.
+// membership routes and the store, committing to the answers; the ACME
+// challenges (kept in the store's acme/ family, else in memory), which
+// the DNS edge reads and the admin API writes; the admin server and the
+// dashboard.
 func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	events, flows := admin.NewEventLog(0, nil), admin.NewAnswerFlows(0, nil)
 	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg, OnAnswer: flows.Add, OnFailOpen: events.FailOpen, OnLagging: events.Lagging})
-	if err != nil {
-		return err
-	}
-	srv, err := dnsd.New(dnsd.Options{Logger: logger, Registry: reg, Groups: disp})
 	if err != nil {
 		return err
 	}
@@ -54,6 +54,11 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if shared != nil {
 		defer shared.Close()
 	}
+	challenges := challengeStore(shared)
+	srv, err := dnsd.New(dnsd.Options{Logger: logger, Registry: reg, Groups: disp, Challenges: acme.Served{Store: challenges}})
+	if err != nil {
+		return err
+	}
 	client, err := newProbeClient(set.Config.Health)
 	if err != nil {
 		return err
@@ -62,7 +67,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	ctl, err := newRegistry(set, logger, reg, disp, srv, watcher, shared)
+	ctl, err := newRegistry(set, logger, reg, disp, srv, watcher, shared, challenges)
 	if err != nil {
 		return err
 	}
@@ -71,6 +76,10 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		return err
 	}
 	masters, err := newMasters(ctl.Current, disp, logger, reg)
+	if err != nil {
+		return err
+	}
+	book, err := acme.New(acme.Options{Set: ctl.Current, Store: challenges, Registry: reg})
 	if err != nil {
 		return err
 	}
@@ -100,13 +109,13 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
-	components := []daemon.Component{watcher.Run, contents.Run, masters.Run, adm.dash.Run, scopeSaver(disp, scopesFile)}
+	components := []daemon.Component{watcher.Run, contents.Run, masters.Run, adm.dash.Run, scopeSaver(disp, scopesFile), book.Run}
 	if shared != nil {
 		components = append(components, func(ctx context.Context) error { return shared.Run(ctx, ctl) })
 	}
 	components = append(components, dnsComponents(srv, socks)...)
 	if adminLn != nil {
-		components = append(components, adm.server(adminLn, set.Config, reg, logger, ctl, reports, disp, events, contents))
+		components = append(components, adm.server(adminLn, set.Config, reg, logger, ctl, reports, disp, events, contents, book))
 	}
 	// SIGHUP is caught before "dnsd started" tells anyone that they may
 	// send it.
@@ -148,6 +157,30 @@ func newCluster(set *zones.Set, logger *slog.Logger, reg prometheus.Registerer, 
 	return shared, nil
 }
 
+var _ dnsd.Challenges = acme.Served{}
+
+// challengeStore is where the live ACME challenges are kept: the NS set's
+// acme/ family, or this node's memory (they live minutes: a restart loses
+// them and the ACME client tries again).
+func challengeStore(shared *cluster.Store) acme.Store {
+	if shared == nil {
+		return acme.NewMemory()
+	}
+	return shared.Challenges()
+}
+
+// forgettingChallenges is the registry's watcher, whose Remove also drops
+// the member's ACME challenges: a member that leaves its group (GROUP-EXIT
+// here or on another node, a reload) is served with none at once.
+type forgettingChallenges struct {
+	members.Watcher
+	store acme.Store
+}
+
+func (f forgettingChallenges) Remove(group, member string) error {
+	return errors.Join(f.Watcher.Remove(group, member), acme.Forget(f.store, group, member))
+}
+
 // newWatcher is the watcher of the members; their states go to the
 // dispatcher, or through the NS set's quorum (shared, when not nil).
 func newWatcher(h zones.HealthConfig, client *http.Client, logger *slog.Logger, reg prometheus.Registerer, events *admin.EventLog,
@@ -180,13 +213,15 @@ func newProbeClient(h zones.HealthConfig) (*http.Client, error) {
 }
 
 // newRegistry is the member registry, loaded with set; its run-time state
-// is kept by the NS set's store (shared, when not nil) or the state file.
+// is kept by the NS set's store (shared, when not nil) or the state file;
+// a member that leaves loses its ACME challenges (forgettingChallenges).
 func newRegistry(set *zones.Set, logger *slog.Logger, reg prometheus.Registerer, disp *dispatch.Dispatcher,
-	srv *dnsd.Server, watcher *probe.Watcher, shared *cluster.Store) (*members.Controller, error) {
+	srv *dnsd.Server, watcher *probe.Watcher, shared *cluster.Store, challenges acme.Store) (*members.Controller, error) {
 	mo := members.Options{Logger: logger, Registry: reg, Answers: disp, Server: srv, Watcher: watcher}
 	if shared != nil {
 		mo.Store, mo.Watcher = shared, shared.Watching(watcher)
 	}
+	mo.Watcher = forgettingChallenges{mo.Watcher, challenges}
 	ctl, err := members.New(mo)
 	if err != nil {
 		return nil, err
@@ -311,12 +346,13 @@ func (a *adminSide) listen(cfg *zones.Config, reg prometheus.Registerer, logger 
 // server serves the admin API on ln: the membership routes to the
 // registry (ctl), the pushed reports to the intake (reports).
 func (a *adminSide) server(ln net.Listener, cfg *zones.Config, reg *prometheus.Registry, logger *slog.Logger,
-	ctl *members.Controller, reports *intake.Intake, disp *dispatch.Dispatcher, events *admin.EventLog, contents admin.Contents) daemon.Component {
+	ctl *members.Controller, reports *intake.Intake, disp *dispatch.Dispatcher, events *admin.EventLog, contents admin.Contents,
+	challenges admin.Challenges) daemon.Component {
 	h := admin.NewHandler(admin.Options{
 		Logger: logger, Gatherer: reg, Reloader: a.reload, Explainer: disp,
 		Membership: events.Membership(ctl), Reports: reports, Verifier: a.verifier,
 		SignedRequests: a.signed, SignedRefused: a.signedRefused, AdminToken: a.token, Dashboard: a.dash,
-		Contents: contents,
+		Contents: contents, Challenges: challenges,
 	})
 	hs := daemon.NewAdminServer(api.Guard(h, cfg.Admin, cfg.AdminHosts, a.keypair != nil), int(cfg.AdminLimits.MaxHeaderBytes), logger)
 	return daemon.ServeHTTP("dnsd: admin", ln, hs, daemon.AdminShutdownGrace)

@@ -47,6 +47,9 @@ commands:
   where GROUP PATH [-json]      which members hold the file PATH: size, mtime, best copy, state, generation, lag
   explain GROUP -client IP [-ecs PREFIX] [-type A|AAAA]
                                 why dnsd answers GROUP the way it does for this client
+  acme list                     the live ACME DNS-01 challenges that dnsd serves
+  acme publish|remove GROUP MEMBER NAME VALUE
+                                serve (or stop serving) _acme-challenge.NAME TXT VALUE for MEMBER (signed)
   load [-dns ADDR] [-subnet PREFIX] [-rate N] [-duration D] URL   bounded demo load, loopback only (load -h)
 
 The secret of signed commands comes from -secret-file or $TRANSMIRROR_SECRET.
@@ -110,6 +113,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = g.explain(ctx, rest, stderr)
 	case "load":
 		err = g.load(ctx, rest, stderr)
+	case "acme":
+		err = g.acme(ctx, rest)
 	case "list":
 		err = g.list(ctx, rest)
 	case "status":

@@ -64,6 +64,10 @@ type Options struct {
 	// Membership (the mirror list ordered by Explainer when set); nil
 	// leaves them out.
 	Contents Contents
+	// Challenges serves the ACME DNS-01 challenge routes
+	// (api.PublishChallenge to api.ListChallenges) with Membership; nil
+	// leaves them out.
+	Challenges Challenges
 	// Dashboard serves the operator's page at / with api.Dashboard and
 	// api.Stream; nil leaves them out.
 	Dashboard *Dashboard
@@ -92,6 +96,9 @@ func NewHandler(o Options) http.Handler {
 		api := &groupsAPI{m: o.Membership, in: o.Reports, verify: o.Verifier, now: now, token: o.AdminToken, signedWith: o.SignedRequests,
 			refused: newRefusals(o.SignedRefused, o.Logger, now)}
 		api.register(mux)
+		if o.Challenges != nil {
+			api.registerChallenges(mux, o.Challenges)
+		}
 		if o.Contents != nil {
 			(&whereAPI{m: o.Membership, c: o.Contents, ex: o.Explainer, now: now}).register(mux)
 		}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/transmirror/transmirror/dnsd"
+	"github.com/transmirror/transmirror/dnsd/acme"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/members"
@@ -244,7 +246,14 @@ func writeError(w http.ResponseWriter, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, probe.ErrReportTooLarge):
 		code = http.StatusRequestEntityTooLarge
-	case errors.Is(err, members.ErrStoreUnavailable):
+	case errors.Is(err, acme.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, acme.ErrForbidden):
+		code = http.StatusForbidden
+	case errors.Is(err, acme.ErrLimited):
+		w.Header().Set("Retry-After", strconv.Itoa(int(acme.RequestEvery/time.Second)))
+		code = http.StatusTooManyRequests
+	case errors.Is(err, members.ErrStoreUnavailable), errors.Is(err, acme.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
 		code = http.StatusServiceUnavailable
 	}

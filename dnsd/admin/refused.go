@@ -65,6 +65,9 @@ var refusedRoutes = map[api.Route]string{
 	api.PushRedirects: "push_redirects",
 	api.DrainMember:   "drain_member",
 	api.UndrainMember: "undrain_member",
+	// The ACME challenge routes.
+	api.PublishChallenge: "publish_challenge",
+	api.RemoveChallenge:  "remove_challenge",
 }
 
 // refusedReason is the reason label of err, a write's refusal.
@@ -106,7 +109,7 @@ var errBadToken = errors.New("admin: wrong admin token")
 func NewSignedRefused(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "dnsd", Name: "signed_refused_total",
-		Help: "Admin API writes refused before they were looked at, by route (add_member, remove_member, push_load, push_redirects, drain_member, undrain_member) and reason (unsigned, malformed, bad_signature, stale, future, replayed, replay_cache_full, bad_token, no_secret, unknown_group, too_large, other).",
+		Help: "Admin API writes refused before they were looked at, by route (add_member, remove_member, push_load, push_redirects, drain_member, undrain_member, publish_challenge, remove_challenge) and reason (unsigned, malformed, bad_signature, stale, future, replayed, replay_cache_full, bad_token, no_secret, unknown_group, too_large, other).",
 	}, []string{"route", "reason"})
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("admin: register metrics: %w", err)

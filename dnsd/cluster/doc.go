@@ -26,5 +26,7 @@
 // is what a session checks), pending/ (pending.go: each node's pending
 // load and what its scopes explain, published every pending_interval)
 // and health/ (health.go: each node's views of the members, and the
-// verdicts served with quorum on; the rule itself is in quorum.go).
+// verdicts served with quorum on; the rule itself is in quorum.go) and
+// acme/ (acme.go: the live ACME DNS-01 challenges, each under a lease of
+// its own that runs out with it).
 package cluster

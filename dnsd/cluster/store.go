@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd/acme"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
@@ -44,14 +45,15 @@ type Options struct {
 // Store is the etcd store of an NS set: one session (the lease, the
 // watch, degraded mode) and a type per key family registered with it,
 // each owning its prefix: groups/ (run-time members and drains), nodes/
-// (the live nodes), pending/ (each node's pending load) and health/ (each
-// node's views of the members).
+// (the live nodes), pending/ (each node's pending load), health/ (each
+// node's views of the members) and acme/ (the live ACME challenges).
 type Store struct {
 	sess    *session
 	groups  *groupKeys
 	nodes   *nodeKeys
 	pending *pendingKeys
 	health  *healthKeys
+	acme    *acmeKeys
 }
 
 // Status is what the dashboard shows of the cluster.
@@ -96,10 +98,11 @@ func New(o Options) (*Store, error) {
 	s := &Store{sess: sess, groups: newGroupKeys(log, sess, o.Cache), nodes: newNodeKeys(sess, o.Config.Node),
 		pending: newPendingKeys(log, sess, o.Config.Node, o.Pending)}
 	s.health = newHealthKeys(log, sess, s.nodes, o.Config.Quorum, o.Health)
+	s.acme = newACMEKeys(log, sess)
 	s.nodes.changed = s.health.reconsider
 	// The order of the read at a session's start: the groups first, so
 	// that the others' pending load finds them.
-	for _, f := range []family{s.groups, s.nodes, s.pending, s.health} {
+	for _, f := range []family{s.groups, s.nodes, s.pending, s.health, s.acme} {
 		sess.register(f)
 	}
 	reg := o.Registry
@@ -115,6 +118,10 @@ func New(o Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Challenges is the NS set's store of ACME DNS-01 challenges (the acme/
+// family), for acme.Options.Store.
+func (s *Store) Challenges() acme.Store { return s.acme }
 
 // Close closes the etcd client; Run must have returned.
 func (s *Store) Close() { _ = s.sess.cli.Close() }

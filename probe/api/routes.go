@@ -72,6 +72,17 @@ const (
 	// UndrainMember answers with a drained member again (signed, or with
 	// the admin token): Drained.
 	UndrainMember Route = "POST /v1/groups/{group}/members/{member}/undrain"
+	// PublishChallenge asks dnsd to serve an ACME DNS-01 challenge for
+	// the member (signed): an ACMEChallenge in, the ACMEChallenge as
+	// published (with its expiry) out, 200; 403 for a name the member is
+	// not entitled to, 429 beyond its limits.
+	PublishChallenge Route = "PUT /v1/groups/{group}/members/{member}/acme"
+	// RemoveChallenge stops serving one of the member's challenge values
+	// (signed): an ACMEChallenge in, ACMERemoved out.
+	RemoveChallenge Route = "DELETE /v1/groups/{group}/members/{member}/acme"
+	// ListChallenges is the live ACME challenges (ACMEChallenges); like
+	// ListGroups it is not signed: what it shows is public in the DNS.
+	ListChallenges Route = "GET /v1/acme/challenges"
 	// Dashboard is the dashboard's data as JSON.
 	Dashboard Route = "GET /v1/dashboard"
 	// Stream is the dashboard's live stream (Server-Sent Events).
@@ -112,7 +123,7 @@ const (
 func Routes() []Route {
 	return []Route{
 		ListGroups, GetGroup, ExplainGroup, GroupWhere, GroupMirrorList, AddMember, RemoveMember, PushLoad, PushRedirects,
-		DrainMember, UndrainMember, Dashboard, Stream, Ready, Reload,
+		DrainMember, UndrainMember, PublishChallenge, RemoveChallenge, ListChallenges, Dashboard, Stream, Ready, Reload,
 		LoadReport, MirrorStatus, SiteReport, ContentIndex, Healthy, Metrics,
 	}
 }
