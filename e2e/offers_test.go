@@ -17,13 +17,13 @@ import (
 )
 
 // TestRedirectKeepsSchemeAndFamily starts dnsd, two real members and a
-// real dispatcher on 127.0.0.1 and [::1]: v4only (IPv4 addresses alone,
-// plain http) and dual (IPv4 and IPv6, behind a terminator: it serves
-// http and https, and says so in its reports). curl asks the dispatcher
-// over IPv4 and IPv6, with and without a trusted X-Forwarded-Proto:
-// https: an https request lands on dual with an https Location, never on
-// v4only; an IPv6 client lands on dual; only a plain IPv4 request may go
-// to either.
+// real dispatcher on 127.0.0.1 and [::1] (and TLS on 127.0.0.1): v4only
+// (IPv4 addresses alone, plain http) and dual (IPv4 and IPv6, with a TLS
+// listener: it serves http and https, and says so in its reports). curl
+// asks the dispatcher over TLS, and over IPv4 and IPv6 with and without a
+// trusted X-Forwarded-Proto: https: an https request lands on dual with
+// an https Location, never on v4only; an IPv6 client lands on dual; only
+// a plain IPv4 request may go to either.
 func TestRedirectKeepsSchemeAndFamily(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -32,7 +32,11 @@ func TestRedirectKeepsSchemeAndFamily(t *testing.T) {
 	dir := t.TempDir()
 	admins := map[string]string{"v4only": probetest.FreeAddr(t, "tcp"), "dual": probetest.FreeAddr(t, "tcp")}
 	d := startDNSD(t, true, "-config", offersDNSD(t, dir, admins))
-	for name, extra := range map[string]string{"v4only": "", "dual": "trusted_proxies: [127.0.0.1, \"::1\"]\n"} {
+	ca := newTestCA(t, dir)
+	dualCert, dualKey := ca.leaf(t, dir, "dual", "dual.mirrors.example.test", faultGroup)
+	dispCert, dispKey := ca.leaf(t, dir, "d", faultGroup)
+	dualTLS := fmt.Sprintf("tls: {listen: [\"127.0.0.1:0\"], certificates: [{cert_file: %q, key_file: %q}]}\n", dualCert, dualKey)
+	for name, extra := range map[string]string{"v4only": "", "dual": dualTLS} {
 		root := filepath.Join(dir, name+"-root")
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			t.Fatal(err)
@@ -55,9 +59,10 @@ member: d
 host: d.mirrors.example.test
 dispatcher: true
 trusted_proxies: [127.0.0.1, "::1"]
+tls: {listen: ["127.0.0.1:0"], certificates: [{cert_file: %q, key_file: %q}]}
 dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
-`, port, port, faultGroup, d.Admin, faultSecret)
-	runMirror(t, writeFile(t, dir, "d.yaml", cfg), "d")
+`, port, port, faultGroup, dispCert, dispKey, d.Admin, faultSecret)
+	disp := runMirror(t, writeFile(t, dir, "d.yaml", cfg), "d")
 	v4, v6 := "http://127.0.0.1:"+port, "http://[::1]:"+port
 	https := []string{"Host: www.example.test", "X-Forwarded-Proto: https"}
 	plain := []string{"Host: www.example.test"}
@@ -81,6 +86,17 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 		{"https over IPv4: dual alone", v4, https, "https", []string{"dual"}},
 		{"https over IPv6: dual alone", v6, https, "https", []string{"dual"}},
 	}
+	t.Run("over TLS itself: dual alone, https", func(t *testing.T) {
+		_, tlsPort, _ := net.SplitHostPort(disp.HTTPS)
+		for range 10 {
+			out, err := exec.Command("curl", "-sS", "--noproxy", "*", "--max-time", "10", "--cacert", ca.file, "-o", "/dev/null",
+				"--resolve", faultGroup+":"+tlsPort+":127.0.0.1", "-w", "%{http_code} %{redirect_url}",
+				"https://"+faultGroup+":"+tlsPort+"/pub/x.iso").CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(out), "302 https://dual.mirrors.example.test:"+tlsPort+"/pub/x.iso") {
+				t.Fatalf("curl over TLS: %v: %q, want a 302 to https://dual", err, out)
+			}
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]int{}
