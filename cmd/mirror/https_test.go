@@ -17,6 +17,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/mirror/webtest"
+	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/probetest"
 )
 
@@ -238,9 +239,14 @@ func getText(t *testing.T, url string) string {
 
 // TestDispatcherHTTPS: a request that comes in over TLS (the listener of
 // tls.listen: crypto/tls's under the mirror's server) has r.TLS, so
-// redirect.scheme auto sends it to an https Location; plain stays http.
+// redirect.scheme auto sends it to an https Location (to a that says it
+// serves https); plain stays http.
 func TestDispatcherHTTPS(t *testing.T) {
 	d := newFakeDNSD(t, "a")
+	// a serves http and https, as its reports say: an https request may
+	// be sent to it (redirects keep the scheme).
+	d.reports["a"] = []probe.Report{{Group: testGroup, Member: "a", Time: time.Now(), Capacity: 1,
+		Schemes: []string{probe.SchemeHTTP, probe.SchemeHTTPS}}}
 	m := startMirror(t, d, "d", "dispatcher: true\n", deps{})
 	dir := t.TempDir()
 	ca := certstest.NewCA(t, dir, "ca")
