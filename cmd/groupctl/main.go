@@ -326,7 +326,7 @@ func (g *global) status(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(g.stdout)
 	tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE\tGENERATION\tLAG\tRESCUED")
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tSOURCE\tHOST\tADDRESSES\tSCHEMES\tLOAD\tCAPACITY\tBANDWIDTH\tBW-UTIL\tUTIL\tANSWERS\tCAP-SHARE\tREPORT-AGE\tGENERATION\tLAG\tRESCUED")
 	for _, m := range v.Members {
 		age := "-"
 		if m.LastReport != nil {
@@ -341,18 +341,30 @@ func (g *global) status(ctx context.Context, args []string) error {
 			source = "joined" // a run-time member that added itself
 		}
 		gen, lag := generation(m)
-		rescued := "-"
+		rescued, schemes := "-", "-"
 		if m.LastReport != nil {
-			rescued = strconv.FormatUint(m.Rescued, 10)
+			rescued, schemes = strconv.FormatUint(m.Rescued, 10), schemesOf(*m.LastReport)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\t%s\t%s\t%s\n",
-			m.Name, m.State, source, m.Host, strings.Join(m.Addresses, ","), m.Load, m.Capacity,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%g\t%s\t%s\t%.2f\t%.0f%%\t%.0f%%\t%s\t%s\t%s\t%s\n",
+			m.Name, m.State, source, m.Host, strings.Join(m.Addresses, ","), schemes, m.Load, m.Capacity,
 			bw, bwUtil, m.Utilization, 100*m.AnswerShare, 100*m.CapacityShare, age, gen, lag, rescued)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	return g.printTop(v.Top)
+}
+
+// schemesOf is what a member's report says it serves a redirected client
+// on, as the siblings read it (an older mirror's report: http).
+func schemesOf(r probe.Report) string {
+	var out []string
+	for _, sc := range []string{probe.SchemeHTTP, probe.SchemeHTTPS} {
+		if r.Serves(sc) {
+			out = append(out, sc)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // printTop prints a group's most requested paths, when it has any: the

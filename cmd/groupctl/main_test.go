@@ -30,7 +30,8 @@ func ptr(f float64) *float64 { return &f }
 func testView() api.GroupView {
 	t := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	rep := probe.Report{Group: "www.example.org.", Member: "fra1", Seq: 7, Time: t.Add(-2 * time.Second),
-		R: 30, M: 0.5, Conns: 3, BytesPerSecond: 1e6, RedirectsPerSecond: 1, Load: 305, Capacity: 1000, Rescued: 12}
+		R: 30, M: 0.5, Conns: 3, BytesPerSecond: 1e6, RedirectsPerSecond: 1, Load: 305, Capacity: 1000, Rescued: 12,
+		Schemes: []string{probe.SchemeHTTP, probe.SchemeHTTPS}}
 	return api.GroupView{
 		Name: "www.example.org.", Policy: "geo-load", Answers: 2, Time: t,
 		TTL:        api.TTLView{Min: 20, Max: 300},
