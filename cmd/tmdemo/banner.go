@@ -23,6 +23,13 @@ func curlCommand(ip, path string) string {
 		groupName, httpPort, ip, groupName, httpPort, path)
 }
 
+// curlHTTPSCommand fetches path over https through the group name from
+// the front end at ip, trusting the demo's CA.
+func curlHTTPSCommand(ip, path, ca string) string {
+	return fmt.Sprintf(`curl -s --cacert %s --resolve %s:%s:%s https://%s:%s%s -o /dev/null -w '%%{http_code} %%{size_download}\n'`,
+		shellQuote(ca), groupName, httpsPort, ip, groupName, httpsPort, path)
+}
+
 // loadCommand pushes the clients of subnet against the group.
 func loadCommand(groupctl, subnet string) string {
 	return fmt.Sprintf("%s load -dns %s -subnet %s -rate 100 -duration 30s -paths /pub/file-%%04d.bin -files %d http://%s:%s/",
@@ -48,8 +55,8 @@ func (d *demo) printBanner(w io.Writer) {
 		for _, u := range d.backends[s.Name] {
 			bes = append(bes, strings.TrimPrefix(u, "http://"))
 		}
-		fmt.Fprintf(w, "  %-5s %s    http://%s  %s front end (lard) over %s, admin %s\n",
-			s.Name, s.Region, fe.Addr("http"), s.City, strings.Join(bes, " "), fe.Addr("admin"))
+		fmt.Fprintf(w, "  %-5s %s    http://%s  https://%s  %s front end (lard) over %s, admin %s\n",
+			s.Name, s.Region, fe.Addr("http"), net.JoinHostPort(s.IP, httpsPort), s.City, strings.Join(bes, " "), fe.Addr("admin"))
 	}
 	fmt.Fprintf(w, "  content     %d files under /pub/ (%s .. %s, 4 KiB to 1 MiB, %.1f MiB in all)\n",
 		nFiles, strings.TrimPrefix(fileName(1), "/pub/"), strings.TrimPrefix(fileName(nFiles), "/pub/"), float64(d.content)/(1<<20))
@@ -66,6 +73,8 @@ func (d *demo) printBanner(w io.Writer) {
 
 	fmt.Fprintf(w, "\nFetch a file through the group name, from the mirror dig gave Europe (curl can not ask dnsd, so --resolve pins that answer):\n")
 	cmd(curlCommand(eu.IP, fileName(1)), fmt.Sprintf("200 %d", fileSize(1)))
+	fmt.Fprintf(w, "and over https (every front end has a certificate for %s from the demo's own CA):\n", groupName)
+	cmd(curlHTTPSCommand(eu.IP, fileName(1), d.lay.CA), fmt.Sprintf("200 %d", fileSize(1)))
 
 	fmt.Fprintln(w, "\nThe group as dnsd sees it (state, load, answer share of each member):")
 	cmd(fmt.Sprintf("%s -server %s status %s", gc, admin, groupName))

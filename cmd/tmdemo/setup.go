@@ -22,6 +22,7 @@ const (
 	dnsAddr   = "127.0.0.1:5300"
 	adminAddr = "127.0.0.1:8053"
 	httpPort  = "8080"
+	httpsPort = "8443"
 	groupName = "www.example.test"
 	zoneName  = "example.test"
 	// capacity is each site's capacity in load units: load = 10·(r + m),
@@ -79,11 +80,12 @@ type layout struct {
 	Logs   string // one log file per process
 	Root   string // the content tree served by every back end
 	Secret string // the group secret's file
+	CA     string // the demo CA's certificate, which curl --cacert trusts
 }
 
 func newLayout(dir string) layout {
 	return layout{Dir: dir, Etc: filepath.Join(dir, "etc"), Logs: filepath.Join(dir, "logs"),
-		Root: filepath.Join(dir, "www"), Secret: filepath.Join(dir, "etc", "secret")}
+		Root: filepath.Join(dir, "www"), Secret: filepath.Join(dir, "etc", "secret"), CA: filepath.Join(dir, "etc", "ca.crt")}
 }
 
 // writeStatic writes everything that does not depend on a started
@@ -98,6 +100,9 @@ func writeStatic(l layout, sites []site) (int64, error) {
 	}
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
+		return 0, err
+	}
+	if err := writeCerts(l, sites); err != nil {
 		return 0, err
 	}
 	files := map[string]string{
@@ -222,8 +227,9 @@ site:
 }
 
 // frontendConfig is the config of s's front end over its started back
-// ends (their http://IP:PORT): it pushes its load to dnsd and redirects
-// when it is over its watermark.
+// ends (their http://IP:PORT): it pushes its load to dnsd, redirects when
+// it is over its watermark, and serves https too, with its certificate
+// from the demo CA (writeCerts).
 func frontendConfig(s site, backends []string, secretFile string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# tmdemo: the front end of %s (%s, %s).
@@ -237,9 +243,12 @@ capacity: %d
 location: %s
 redirect: {enabled: true, max_share: 0.5, never: ["/", %q]}
 timeouts: {shutdown: 2s}
+tls:
+  listen: [%q]
+  certificates: [{cert_file: %s.crt, key_file: %s.key}]
 backends:
 `, s.Name, s.City, s.Region, net.JoinHostPort(s.IP, httpPort), groupName, s.Name, s.Host, adminAddr,
-		quoteYAML(secretFile), capacity, location(s), healthPath)
+		quoteYAML(secretFile), capacity, location(s), healthPath, net.JoinHostPort(s.IP, httpsPort), s.Name, s.Name)
 	for j, u := range backends {
 		fmt.Fprintf(&b, "  - {name: %s, url: %q, memory: 64MiB}\n", s.backendName(j), u)
 	}

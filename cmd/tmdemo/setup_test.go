@@ -57,6 +57,9 @@ func TestConfigsValidate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("front end %s: %v", s.Name, err)
 		}
+		if len(cfg.TLS.Listen) != 1 || cfg.TLS.Listen[0] != net.JoinHostPort(s.IP, httpsPort) || len(cfg.TLS.Certificates) != 1 {
+			t.Errorf("front end %s: tls %+v, want one listener on %s and one certificate", s.Name, cfg.TLS, httpsPort)
+		}
 		if cfg.Listen[0] != net.JoinHostPort(s.IP, httpPort) || cfg.Site.Policy.Name != "lard" || len(cfg.Backends) != 2 ||
 			!cfg.Redirect.Enabled || cfg.DNSD.Secret == "" || cfg.Capacity != capacity {
 			t.Errorf("front end %s: %+v", s.Name, cfg)
