@@ -72,6 +72,7 @@ func startDashStack(t *testing.T, mirrorExtra string) *dashStack {
 	writeFile(t, root, "index.html", "<!doctype html><title>mirror</title>hello\n")
 	s := &dashStack{}
 	var members strings.Builder
+	ca := newTestCA(t, dir)
 	for _, m := range dashMembers {
 		cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
@@ -82,6 +83,10 @@ root: root
 capacity: %d
 location: {lat: %g, lon: %g, country: %s, continent: %s}
 `, m.name, m.name, m.capacity, m.lat, m.lon, m.country, m.continent) + mirrorExtra
+		if m.name == "fra1" { // https with a certificate of a day: the dashboard's HTTPS column
+			crt, key := ca.leaf(t, dir, "fra1", "www.example.test", "fra1.mirrors.example.test")
+			cfg += fmt.Sprintf("tls: {listen: [\"127.0.0.1:0\"], certificates: [{cert_file: %q, key_file: %q}]}\n", crt, key)
+		}
 		bandwidth := ""
 		if m.bandwidth != "" {
 			cfg += "bandwidth: " + m.bandwidth + "\n"
@@ -295,7 +300,7 @@ func TestDashboardBrowser(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "fra1's load and bandwidth utilization", `/^load [0-9]+% · bw [0-9]+%$/.test(document.querySelector('tr[data-member="fra1"] [data-role="util-parts"]').textContent)`)
 		waitDOM(t, ctx, 5*time.Second, "nyc1 without a bandwidth", `!document.querySelector('tr[data-member="nyc1"] [data-role="util-parts"]') && /[0-9] [kMGT]?B\/s$/.test(document.querySelector('tr[data-member="nyc1"] [data-role="bytes"]').textContent)`)
 	})
-	t.Run("most requested and rescued", func(t *testing.T) {
+	t.Run("most requested, rescued, https", func(t *testing.T) {
 		// The traffic GETs /index.html of every mirror on its own host name.
 		waitDOM(t, ctx, 10*time.Second, "/index.html first among the most requested",
 			`(() => { const r = document.querySelector('table.top tbody tr[data-rank="1"]'); return !!r && r.dataset.path === "/index.html" && parseFloat(r.querySelector('[data-role="count"]').textContent) > 0 })()`)
@@ -303,6 +308,8 @@ func TestDashboardBrowser(t *testing.T) {
 			waitDOM(t, ctx, 5*time.Second, m.name+" rescued none", fmt.Sprintf(`document.querySelector('tr[data-member="%s"] [data-role="rescued"]').textContent === "0"`, m.name))
 		}
 		waitDOM(t, ctx, time.Second, "rescued column", `[...document.querySelectorAll('table.members th')].some(th => th.textContent === "Rescued")`)
+		waitDOM(t, ctx, 5*time.Second, "fra1's certificate expiring within a day, marked", `(() => { const c = document.querySelector('tr[data-member="fra1"] [data-role="https"]'); return /^2[0-3]h [0-9]+m$/.test(c.textContent) && c.classList.contains("hot") })()`)
+		waitDOM(t, ctx, time.Second, "nyc1 without https", `document.querySelector('tr[data-member="nyc1"] [data-role="https"]').textContent === "–"`)
 	})
 	t.Run("map", func(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "land drawn", `document.querySelector('svg.map path.land').getAttribute('d').length > 10000`)

@@ -135,6 +135,10 @@ type Report struct {
 	// once; empty is left out: an older mirror, taken to serve http only,
 	// so that a request that came over https is never redirected to it.
 	Schemes []string `json:"schemes,omitempty"`
+	// CertNotAfter is when the first of the certificates its HTTPS
+	// listeners serve expires; zero is left out (no HTTPS, or an older
+	// mirror).
+	CertNotAfter time.Time `json:"cert_not_after,omitzero"`
 }
 
 // The schemes of Report.Schemes.
@@ -181,7 +185,7 @@ var reportFields = [...]struct {
 	{"bytes_per_second", false}, {"redirects_per_second", false},
 	{"load", false}, {"capacity", false}, {"bandwidth", true},
 	{"group_requests_per_second", true}, {"window_seconds", true}, {"serving_load", true},
-	{"generation", true}, {"top", true}, {"rescued", true}, {"schemes", true},
+	{"generation", true}, {"top", true}, {"rescued", true}, {"schemes", true}, {"cert_not_after", true},
 }
 
 // LoadOf returns the server-group load figure 10·(r + m).
@@ -210,6 +214,9 @@ func (r Report) Validate() error {
 	}
 	if y := r.Generation.Year(); !r.Generation.IsZero() && (y < 1970 || y > 9999) {
 		errs = append(errs, fmt.Errorf("generation: year %d out of range", y))
+	}
+	if y := r.CertNotAfter.Year(); !r.CertNotAfter.IsZero() && (y < 1970 || y > 9999) {
+		errs = append(errs, fmt.Errorf("cert_not_after: year %d out of range", y))
 	}
 	if r.Conns < 0 {
 		errs = append(errs, fmt.Errorf("conns: %d is negative", r.Conns))

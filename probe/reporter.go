@@ -50,6 +50,8 @@ type ReporterConfig struct {
 	// Schemes are the schemes the member serves (Report.Schemes); nil
 	// leaves them out.
 	Schemes []string
+	// CertNotAfter, when set, gives Report.CertNotAfter for each report.
+	CertNotAfter func() time.Time
 	// Clock returns the time of a completed request and of a report served
 	// over HTTP (default time.Now).
 	Clock func() time.Time
@@ -262,6 +264,9 @@ func (r *Reporter) Snapshot(now time.Time) Report {
 	}
 	if r.cfg.Generation != nil {
 		rep.Generation = r.cfg.Generation()
+	}
+	if r.cfg.CertNotAfter != nil {
+		rep.CertNotAfter = r.cfg.CertNotAfter().UTC()
 	}
 	if ps := r.paths.Load(); ps != nil {
 		rep.Top, rep.Rescued = validTop(ps.Top(now)), ps.Rescued()

@@ -151,6 +151,8 @@ func TestDecodeReportSchemes(t *testing.T) {
 		{name: "too many", body: with(`"schemes":["http","https","http"]`), err: "more than 2 items"},
 		{name: "not strings", body: with(`"schemes":[1]`), err: "not a string"},
 		{name: "not an array", body: with(`"schemes":"https"`), err: "not an array"},
+		{name: "with a certificate's expiry", body: with(`"schemes":["https"],"cert_not_after":"2027-03-01T00:00:00Z"`), https: true},
+		{name: "an expiry out of range", body: with(`"cert_not_after":"0001-01-02T00:00:00Z"`), err: "cert_not_after: year 1 out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ func loadMeters(cfg *mirror.Config, d deps, flows *group.FlowMeter, generation f
 	rc := probe.ReporterConfig{
 		Group: cfg.Group, Member: cfg.Member, Capacity: cfg.Capacity, Bandwidth: cfg.Bandwidth.BytesPerSecond(),
 		Window: d.reportWindow, RunQueue: d.runQueue, Serving: flows.Served, Clock: d.clock, Logger: d.logger,
-		Generation: generation, Schemes: schemesOf(cfg),
+		Generation: generation, Schemes: schemesOf(cfg), CertNotAfter: certNotAfter(d.tls),
 	}
 	cfg.RunQueue.Apply(&rc)
 	reporter, err := probe.NewReporter(rc)

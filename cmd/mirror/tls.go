@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,6 +41,23 @@ func loadPublicCerts(cfg *mirror.Config) ([]*tls.Certificate, error) {
 		return nil, fmt.Errorf("mirror: tls.certificates: %w", err)
 	}
 	return cs, nil
+}
+
+// certNotAfter is when the first of set's certificates expires, for the
+// load reports; nil for a nil set (no HTTPS).
+func certNotAfter(set *certs.Set) func() time.Time {
+	if set == nil {
+		return nil
+	}
+	return func() time.Time {
+		var first time.Time
+		for _, c := range set.Current() {
+			if t := c.Leaf.NotAfter; first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+		return first
+	}
 }
 
 // certStatus returns the status page's view of set's certificates (nil

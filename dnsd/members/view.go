@@ -29,8 +29,9 @@ const (
 	// state and source, and its last report's keys and figures (its top
 	// left out, see lastReport), the rescued counts (twice: the
 	// member's and its report's) of up to 20 digits, and its report's
-	// schemes.
-	memberViewFixed = 2048 + 2*len(`"rescued":18446744073709551615,`) + len(`"schemes":["https","http"],`)
+	// schemes and certificate expiry.
+	memberViewFixed = 1900 + 2*len(`"rescued":18446744073709551615,`) + len(`"schemes":["https","http"],`) +
+		len(`"cert_not_after":"9999-12-31T23:59:59.999999999Z",`)
 	// maxTopJSON bounds a group's top in the JSON: MaxTopPaths paths
 	// whose JSON is no longer than themselves (probe.CheckTopPath), their
 	// quotes and keys, and counts of at most 24 bytes.

@@ -131,7 +131,7 @@ groups:
 			R: longest, M: longest, Conns: math.MinInt64, BytesPerSecond: longest, RedirectsPerSecond: longest,
 			Load: longest, Capacity: longest, Bandwidth: longest, GroupRequestsPerSecond: longest,
 			Window: longest, ServingLoad: longest, Generation: last, Rescued: math.MaxUint64,
-			Schemes: []string{probe.SchemeHTTPS, probe.SchemeHTTP}}
+			Schemes: []string{probe.SchemeHTTPS, probe.SchemeHTTP}, CertNotAfter: last}
 	}
 	for i := range probe.MaxTopPaths { // the longest paths of the longest JSON
 		v.Top = append(v.Top, probe.PathCount{Path: fmt.Sprintf("/%0*d", probe.MaxTopPathLen-1, i), Count: longest})

@@ -137,10 +137,24 @@
     { key: "share", label: "DNS / cap. share", get: (m) => m.answer_share },
     { key: "lag", label: "Lag", num: true, get: (m) => (m.generation ? m.lag_seconds || 0 : 1e12) },
     { key: "rescued", label: "Rescued", num: true, get: (m) => (m.last_report ? m.rescued || 0 : -1) },
+    { key: "https", label: "HTTPS", num: true, get: (m) => (m.last_report && m.last_report.cert_not_after ? Date.parse(m.last_report.cert_not_after) : 1e15) },
     { key: "loc", label: "Where", get: (m) => (m.location.continent || "") + (m.location.country || "") },
     { key: "age", label: "Report", num: true, get: (m) => (m.last_report ? m.report_age_seconds || 0 : 1e12) },
     { key: "act", label: "", nosort: true },
   ];
+
+  // httpsCell is a member's HTTPS column from its last report r: how
+  // long until its first certificate expires (hot under 14 days), "yes"
+  // for https through a terminator (no certificate of its own), "–" for
+  // none.
+  function httpsCell(r) {
+    const https = r && (r.schemes || []).includes("https");
+    if (!https) return '<td class="num" data-role="https"><span class="muted">–</span></td>';
+    if (!r.cert_not_after) return '<td class="num" data-role="https" title="https through a terminator">yes</td>';
+    const left = (Date.parse(r.cert_not_after) - Date.now()) / 1000;
+    return '<td class="num' + (left < 14 * 86400 ? " hot" : "") + '" data-role="https" title="' + esc("certificate expires " + r.cert_not_after) + '">' +
+      esc(left > 0 ? fmtAge(left) : "expired") + "</td>";
+  }
 
   function groupSection(g) {
     let ref = state.groups[g.name];
@@ -310,6 +324,7 @@
         (m.generation ? (m.lag_seconds ? esc(fmtAge(m.lag_seconds)) + " behind" : "newest") : '<span class="muted">–</span>') + "</td>" +
         '<td class="num" data-role="rescued" title="requests sent to a sibling holding the file instead of a 404, since the mirror started">' +
         (r ? esc(String(m.rescued || 0)) : '<span class="muted">–</span>') + "</td>" +
+        httpsCell(r) +
         '<td title="' + esc(coords) + '">' + esc([loc.country, loc.continent].filter(Boolean).join(" · ") || "–") + "</td>" +
         '<td class="num">' + (r ? fmtAge(m.report_age_seconds || 0) : '<span class="muted">never</span>') + "</td>" +
         "<td>" + act + "</td></tr>";
