@@ -196,6 +196,10 @@ type ACMEConfig struct {
 	// dnsd, which publishes _acme-challenge.NAME TXT for the member);
 	// http-01 and tls-alpn-01 are refused for now.
 	Challenge string `yaml:"challenge"`
+	// TestLifetime is a test knob, not a key of the file: renew as if
+	// the certificate lived at most this long (the mirror's
+	// -acme-test-lifetime flag; a test CA's certificates live years).
+	TestLifetime time.Duration `yaml:"-"`
 }
 
 // Enabled reports whether the block is given.

@@ -104,10 +104,10 @@ func (m *Manager) authorize(ctx context.Context, cl *accountClient, url string) 
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrOrder, err)
 	}
+	defer m.remove(ctx, name, value) // also after a Publish that failed half-way (taken, never seen served)
 	if err := m.o.Solver.Publish(ctx, name, value); err != nil {
 		return fmt.Errorf("%w: %s: publish the challenge: %w", ErrOrder, name, err)
 	}
-	defer m.remove(ctx, name, value)
 	if _, err := cl.Accept(ctx, ch); err != nil {
 		return fmt.Errorf("%w: %s: accept: %w", ErrOrder, name, err)
 	}
