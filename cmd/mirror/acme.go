@@ -118,8 +118,7 @@ func (s *dnsdSolver) served(ctx context.Context, c *api.Client, ch api.ACMEChall
 	for {
 		l, err := c.Challenges(ctx)
 		if err == nil && slices.ContainsFunc(l.Challenges, func(x api.ACMELive) bool {
-			return x.Group == s.group && x.Member == s.member && x.Value == ch.Value &&
-				strings.EqualFold(strings.TrimSuffix(x.Name, "."), strings.TrimSuffix(ch.Name, "."))
+			return sameName(x.Group, s.group) && x.Member == s.member && x.Value == ch.Value && sameName(x.Name, ch.Name)
 		}) {
 			return nil
 		}
@@ -150,4 +149,10 @@ func (s *dnsdSolver) Remove(ctx context.Context, name, value string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sameName reports whether a and b are one DNS name (case and the final
+// dot aside): dnsd lists its names fully qualified.
+func sameName(a, b string) bool {
+	return strings.EqualFold(strings.TrimSuffix(a, "."), strings.TrimSuffix(b, "."))
 }
