@@ -15,6 +15,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,5 +177,102 @@ func TestRunFailsAndRetries(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg, "transmirror_mirror_acme_orders_total"); err != nil || n != 2 {
 		t.Errorf("series %d (%v), want 2 (issued, failed)", n, err)
+	}
+}
+
+// TestOrder runs orders against the fake CA: an issued certificate covers
+// both names, is installed and stored; a refused name fails the order;
+// either way every published value is removed.
+func TestOrder(t *testing.T) {
+	names := []string{"www.example.org", "fra1.example.org"}
+	tests := []struct {
+		name    string
+		refuse  []string
+		wantErr string // "" for issued
+	}{
+		{"issued", nil, ""},
+		{"host refused", []string{"fra1.example.org"}, "fra1.example.org"},
+		{"group refused", []string{"www.example.org"}, "www.example.org"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &recordingSolver{}
+			ca := newFakeCA(t, s, tt.refuse...)
+			dir := t.TempDir()
+			var installed []*tls.Certificate
+			m, err := New(Options{Directory: ca.url("/dir"), HTTP: ca.srv.Client(), Dir: dir, Names: names, Solver: s,
+				Install: func(c *tls.Certificate) { installed = append(installed, c) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = m.renew(context.Background())
+			live, published, removed := s.counts()
+			if live != 0 || removed != published || published == 0 {
+				t.Errorf("solver: %d live, %d published, %d removed; want none live, all removed", live, published, removed)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || len(installed) != 0 {
+					t.Fatalf("renew = %v, %d installed; want an error naming %s, none installed", err, len(installed), tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(installed) != 1 || !usable(installed[0].Leaf, names, time.Now()) {
+				t.Fatalf("renew = %v, %d installed", err, len(installed))
+			}
+			stored, err := (store{dir: dir}).certificate(names, time.Now())
+			if err != nil || stored == nil || !stored.Leaf.Equal(installed[0].Leaf) {
+				t.Fatalf("stored: %v, %v; want the installed certificate", stored, err)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, accountFile)); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("account key: %v, %v", err, fi)
+			}
+		})
+	}
+}
+
+// TestRunRenews: Run orders at once without a certificate, then again at
+// two thirds of each one's lifetime (here taken as 3 s, less a jitter of
+// 150 ms at most; NotBefore is whole seconds, so the third certificate
+// comes 1.85 s after the first at the earliest).
+func TestRunRenews(t *testing.T) {
+	s := &recordingSolver{}
+	ca := newFakeCA(t, s)
+	var mu sync.Mutex
+	var serials []string
+	m, err := New(Options{Directory: ca.url("/dir"), HTTP: ca.srv.Client(), Dir: t.TempDir(), Names: []string{"www.example.org"}, Solver: s,
+		Lifetime: 3 * time.Second, Install: func(c *tls.Certificate) {
+			mu.Lock()
+			serials = append(serials, c.Leaf.SerialNumber.String())
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	start := time.Now()
+	go func() { done <- m.Run(ctx) }()
+	probetest.Until(t, 10*time.Second, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(serials) < 3 {
+			return fmt.Sprintf("%d certificates installed, want 3", len(serials))
+		}
+		return ""
+	})
+	if took := time.Since(start); took < 1850*time.Millisecond {
+		t.Errorf("three certificates in %v: renewed before two thirds of 3 s", took)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if serials[0] == serials[1] || serials[1] == serials[2] {
+		t.Errorf("serials %v: a renewal installed the same certificate", serials)
+	}
+	if n := testutil.ToFloat64(m.orders.WithLabelValues(ResultIssued)); n < 3 {
+		t.Errorf("issued orders %v, want ≥ 3", n)
 	}
 }
