@@ -135,7 +135,7 @@ func TestStoredCertificate(t *testing.T) {
 
 // TestRunFailsAndRetries: a CA that fails every request is counted as
 // failed orders, retried after backoff, and the stored certificate (due
-// for renewal) keeps serving.
+// for renewal) keeps serving; the metric passes promlint.
 func TestRunFailsAndRetries(t *testing.T) {
 	var hits atomic.Int32
 	ca := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -177,6 +177,9 @@ func TestRunFailsAndRetries(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(reg, "transmirror_mirror_acme_orders_total"); err != nil || n != 2 {
 		t.Errorf("series %d (%v), want 2 (issued, failed)", n, err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
 	}
 }
 
