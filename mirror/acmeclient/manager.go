@@ -200,6 +200,9 @@ func (m *Manager) renew(ctx context.Context) error {
 	}
 	chain, err := m.order(ctx, key)
 	if err != nil {
+		m.mu.Lock()
+		m.account = nil // registered again next time: a CA that lost it (a test CA's restart) is not asked in vain
+		m.mu.Unlock()
 		return err
 	}
 	c, err := tls.X509KeyPair(pemChain(chain), pemKey(key))
