@@ -170,8 +170,10 @@ const (
 	// ChallengeDNS01 answers the CA through dnsd's admin API (the
 	// default; it needs dnsd).
 	ChallengeDNS01 = "dns-01"
-	// ChallengeHTTP01 and ChallengeTLSALPN01 are refused: not yet.
-	ChallengeHTTP01    = "http-01"
+	// ChallengeHTTP01 is refused: not yet (and the CA may reach any
+	// member for the group's name, so it could serve the host name only).
+	ChallengeHTTP01 = "http-01"
+	// ChallengeTLSALPN01 is refused: not yet (the same limit).
 	ChallengeTLSALPN01 = "tls-alpn-01"
 )
 

@@ -19,8 +19,8 @@ import (
 
 // Errors of the package.
 var (
-	// ErrOptions is a Manager's options that can not work (no names, no
-	// directory, no solver).
+	// ErrOptions is a Manager's options that can not work (no directory,
+	// dir, names, solver or install).
 	ErrOptions = errors.New("acmeclient: bad options")
 	// ErrStore is a failure to read or write the directory's files.
 	ErrStore = errors.New("acmeclient: store")
