@@ -30,10 +30,12 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # apt-get (e2e: apt update from a mirror, flat and dists/ repositories),
 # mount and umount (e2e: a read-only and a full state directory; these
 # need root, which the test says when it is missing), xmllint (probe/api:
-# the Metalink mirror list against RFC 5854's RELAX NG schema).
+# the Metalink mirror list against RFC 5854's RELAX NG schema), pebble (e2e:
+# the ACME CA that issues the mirrors' certificates by DNS-01 through dnsd).
 TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
-	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils
+	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils \
+	pebble:pebble
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux

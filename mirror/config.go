@@ -148,8 +148,8 @@ type Config struct {
 // ones, serving the same requests, and the certificates they present.
 type TLSConfig struct {
 	// Listen are the public HTTPS listen addresses (as listen's), none
-	// of them a plain listen address or admin. It needs certificates. A
-	// restart applies it.
+	// of them a plain listen address or admin. It needs certificates or
+	// acme. A restart applies it.
 	Listen []string `yaml:"listen"`
 	// Certificates are the certificate chains and keys served, PEM files
 	// relative to the config file (resolved by ParseConfig): the group
@@ -157,9 +157,55 @@ type TLSConfig struct {
 	// picks the first that covers it; a client without SNI, or with a
 	// name that none covers, gets the first. A reload reads them all
 	// again: one that does not load fails the reload and the old ones
-	// keep serving. It needs listen.
+	// keep serving. It needs listen. With acme the certificate from the
+	// CA comes first and these serve the names it does not cover.
 	Certificates []yamlconf.TLSFiles `yaml:"certificates"`
+	// ACME makes the mirror get its certificate for the group name and
+	// the host name itself (see ACMEConfig); absent: files only.
+	ACME ACMEConfig `yaml:"acme"`
 }
+
+// ACME challenge types of ACMEConfig.Challenge.
+const (
+	// ChallengeDNS01 answers the CA through dnsd's admin API (the
+	// default; it needs dnsd).
+	ChallengeDNS01 = "dns-01"
+	// ChallengeHTTP01 is refused: not yet (and the CA may reach any
+	// member for the group's name, so it could serve the host name only).
+	ChallengeHTTP01 = "http-01"
+	// ChallengeTLSALPN01 is refused: not yet (the same limit).
+	ChallengeTLSALPN01 = "tls-alpn-01"
+)
+
+// ACMEConfig is where the mirror gets its certificate from (RFC 8555):
+// one certificate for the group name and the host name, shared by every
+// HTTPS listener, renewed before it expires. A restart applies it.
+type ACMEConfig struct {
+	// Directory is the CA's directory URL (https); given, ACME is on.
+	Directory string `yaml:"directory"`
+	// Email is the account's contact (optional), without "mailto:".
+	Email string `yaml:"email"`
+	// CAFile holds PEM certificates that the CA's HTTPS certificate may
+	// chain to besides the system's roots (a test CA such as Pebble's);
+	// relative to the config file, resolved by ParseConfig.
+	CAFile string `yaml:"ca_file"`
+	// Dir is where the account key and the certificate with its key are
+	// kept (0600 files; created 0700 if missing); relative to the config
+	// file, resolved by ParseConfig. Required: the mirror has no state
+	// directory of its own.
+	Dir string `yaml:"dir"`
+	// Challenge is how the CA is answered: dns-01 (the default, through
+	// dnsd, which publishes _acme-challenge.NAME TXT for the member);
+	// http-01 and tls-alpn-01 are refused for now.
+	Challenge string `yaml:"challenge"`
+	// TestLifetime is a test knob, not a key of the file: renew as if
+	// the certificate lived at most this long (the mirror's
+	// -acme-test-lifetime flag; a test CA's certificates live years).
+	TestLifetime time.Duration `yaml:"-"`
+}
+
+// Enabled reports whether the block is given.
+func (a ACMEConfig) Enabled() bool { return a.Directory != "" }
 
 // ContentConfig is what a mirror knows of its tree beyond serving it.
 type ContentConfig struct {
@@ -466,6 +512,7 @@ func (v *validator) validate() {
 	v.names()
 	v.tls(seen)
 	v.dnsd()
+	v.acme()
 	v.join()
 	v.content()
 	v.contentIndex()
@@ -810,6 +857,7 @@ func (v *validator) rootSafe(written, root string) {
 		{"", "the config file", v.c.File},
 		{"dnsd.secret", "the push secret", d.SecretSource.File},
 		{"dnsd.ca_file", "the CA file", d.CAFile},
+		{"tls.acme.dir", "the ACME directory (account and certificate keys)", v.c.TLS.ACME.Dir},
 		{"admin_tls.cert_file", "the admin TLS certificate", v.c.AdminTLS.CertFile},
 		{"admin_tls.key_file", "the admin TLS key", v.c.AdminTLS.KeyFile},
 	}
@@ -821,8 +869,8 @@ func (v *validator) rootSafe(written, root string) {
 			continue
 		}
 		name := v.resolve(p.path)
-		if _, err := os.Stat(name); err != nil {
-			continue // not there, so not served (its own key says why)
+		if _, err := os.Stat(name); err != nil && p.key != "tls.acme.dir" {
+			continue // not there, so not served (its own key says why); the ACME directory is made at start
 		}
 		if within(real, realPath(name)) {
 			what := p.what

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/transmirror/transmirror/zones/yamlconf"
@@ -31,8 +32,8 @@ func (v *validator) tls(taken map[string]bool) {
 		seen[addr] = true
 	}
 	switch {
-	case len(t.Listen) > 0 && len(t.Certificates) == 0:
-		v.errorf("tls.listen", "needs certificates (ACME is not there yet)")
+	case len(t.Listen) > 0 && len(t.Certificates) == 0 && !v.written("tls.acme"):
+		v.errorf("tls.listen", "needs certificates or acme")
 	case len(t.Listen) == 0 && len(t.Certificates) > 0:
 		v.errorf("tls.certificates", "needs listen (the HTTPS listen addresses)")
 	}
@@ -50,7 +51,7 @@ func (v *validator) tls(taken map[string]bool) {
 			leaves = append(leaves, leafOf(t.Certificates[i].CertFile, t.Certificates[i].KeyFile))
 		}
 	}
-	if len(leaves) == len(t.Certificates) && len(leaves) > 0 {
+	if len(leaves) == len(t.Certificates) && len(leaves) > 0 && !v.written("tls.acme") {
 		v.covered("group", v.c.Group, leaves)
 		v.covered("host", v.c.Host, leaves)
 	}
@@ -82,4 +83,62 @@ func leafOf(certFile, keyFile string) *x509.Certificate {
 		return nil
 	}
 	return l
+}
+
+// acme checks tls.acme: an https directory, the contact, the CA file and
+// the directory resolved, the challenge (dns-01 needs dnsd with its
+// secret, and the group and host names it publishes for), and listen.
+func (v *validator) acme() {
+	if !v.written("tls.acme") {
+		return
+	}
+	a := &v.c.TLS.ACME
+	switch u, err := url.Parse(a.Directory); {
+	case a.Directory == "":
+		v.errorf("tls.acme", "directory is required (the CA's directory URL)")
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil:
+		v.errorf("tls.acme.directory", "%q: want an https URL with a host (RFC 8555 §6.1)", a.Directory)
+	}
+	if a.Email != "" && (strings.HasPrefix(a.Email, "mailto:") || !strings.Contains(a.Email, "@") || strings.ContainsAny(a.Email, " ,\t\n")) {
+		v.errorf("tls.acme.email", "%q: want one address, as user@example.org", a.Email)
+	}
+	if a.CAFile != "" {
+		if msg := yamlconf.CheckCAFile(v.resolve(a.CAFile), a.CAFile); msg != "" {
+			v.errorf("tls.acme.ca_file", "%s", msg)
+		} else {
+			a.CAFile = v.resolve(a.CAFile)
+		}
+	}
+	if a.Dir == "" {
+		v.errorf("tls.acme", "dir is required (where the account key and the certificate are kept)")
+	} else {
+		a.Dir = v.resolve(a.Dir)
+	}
+	if len(v.c.TLS.Listen) == 0 {
+		v.errorf("tls.acme", "needs tls.listen (the HTTPS listen addresses)")
+	}
+	v.acmeChallenge(a)
+}
+
+// acmeChallenge defaults and checks tls.acme.challenge.
+func (v *validator) acmeChallenge(a *ACMEConfig) {
+	if !v.written("tls.acme.challenge") {
+		a.Challenge = ChallengeDNS01
+	}
+	switch a.Challenge {
+	case ChallengeDNS01:
+		if len(v.c.DNSD.URLs) == 0 {
+			v.errorf("tls.acme.challenge", "dns-01 needs dnsd (it publishes the challenge)")
+		}
+		if v.c.Dispatcher {
+			v.errorf("tls.acme", "a dispatcher is no member: dnsd publishes challenges for members only")
+		}
+		if v.c.Group == "" || v.c.Host == "" {
+			v.errorf("tls.acme", "needs group and host (the names of the certificate)")
+		}
+	case ChallengeHTTP01, ChallengeTLSALPN01:
+		v.errorf("tls.acme.challenge", "%s: not yet (dns-01 is)", a.Challenge)
+	default:
+		v.errorf("tls.acme.challenge", "%q: want dns-01", a.Challenge)
+	}
 }

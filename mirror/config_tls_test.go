@@ -62,6 +62,10 @@ func TestConfigTLS(t *testing.T) {
 	}
 	writeCert(t, filepath.Join(dir, "root"), "served", "www.example.org", "fra1.example.org")
 	head := "listen: [':80']\nadmin: 127.0.0.1:9180\ngroup: www.example.org\nmember: fra1\nhost: fra1.example.org\nroot: root\n"
+	dnsd := "dnsd: {url: 'http://127.0.0.1:9053', secret: {file: group.secret}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "group.secret"), []byte("s3cret-s3cret-s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pairs := "certificates: [{cert_file: www.crt, key_file: www.key}, {cert_file: fra1.crt, key_file: fra1.key}]"
 	tests := []struct {
 		name, yaml string
@@ -74,7 +78,21 @@ func TestConfigTLS(t *testing.T) {
 			`mirror.yaml:7:25: tls.certificates: no certificate covers the group name "www.example.org"`},
 		{"host name not covered", head + "tls: {listen: [':443'], certificates: [{cert_file: www.crt, key_file: www.key}]}\n", "",
 			`tls.certificates: no certificate covers the host name "fra1.example.org"`},
-		{"listen without certificates", head + "tls: {listen: [':443']}\n", "mirror.yaml:7:7: tls.listen: needs certificates (ACME is not there yet)", ""},
+		{"listen without certificates", head + "tls: {listen: [':443']}\n", "mirror.yaml:7:7: tls.listen: needs certificates or acme", ""},
+		{"acme", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', email: ops@example.org, dir: acme}}\n", "", ""},
+		{"acme and files", head + dnsd + "tls: {listen: [':443'], " + pairs + ", acme: {directory: 'https://ca.example/dir', dir: acme, challenge: dns-01}}\n", "", ""},
+		{"acme without directory", head + dnsd + "tls: {listen: [':443'], acme: {dir: acme}}\n", "mirror.yaml:8:25: tls.acme: directory is required", ""},
+		{"acme over http", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'http://ca.example/dir', dir: acme}}\n", `tls.acme.directory: "http://ca.example/dir": want an https URL`, ""},
+		{"acme without dir", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir'}}\n", "tls.acme: dir is required", ""},
+		{"acme bad email", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, email: 'mailto:ops@example.org'}}\n", `tls.acme.email: "mailto:ops@example.org": want one address`, ""},
+		{"acme bad ca_file", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, ca_file: bad.crt}}\n", `tls.acme.ca_file: "bad.crt" holds no PEM certificate`, ""},
+		{"acme without listen", head + dnsd + "tls: {acme: {directory: 'https://ca.example/dir', dir: acme}}\n", "tls.acme: needs tls.listen", ""},
+		{"acme without dnsd", head + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme}}\n", "tls.acme.challenge: dns-01 needs dnsd", ""},
+		{"acme http-01", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n", "tls.acme.challenge: http-01: not yet", ""},
+		{"acme tls-alpn-01", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: tls-alpn-01}}\n", "tls.acme.challenge: tls-alpn-01: not yet", ""},
+		{"acme unknown challenge", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: dns-02}}\n", `tls.acme.challenge: "dns-02": want dns-01`, ""},
+		{"acme dir in the root", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: root/acme}}\n", `root: "root" holds the ACME directory`, ""},
+		{"acme unknown key", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, renew: 30d}}\n", "tls.acme.renew: unknown field", ""},
 		{"certificates without listen", head + "tls: {" + pairs + "}\n", "mirror.yaml:7:7: tls.certificates: needs listen", ""},
 		{"plain address", head + "tls: {listen: [':80'], " + pairs + "}\n", `mirror.yaml:7:16: tls.listen[0]: ":80" is also a plain or the admin listen address`, ""},
 		{"admin address", head + "tls: {listen: ['127.0.0.1:9180'], " + pairs + "}\n", `tls.listen[0]: "127.0.0.1:9180" is also a plain or the admin listen address`, ""},
@@ -87,7 +105,7 @@ func TestConfigTLS(t *testing.T) {
 		{"file that is no certificate", head + "tls: {listen: [':443'], certificates: [{cert_file: bad.crt, key_file: www.key}]}\n", `tls.certificates[0]: key pair "bad.crt", "www.key"`, ""},
 		{"file missing", head + "tls: {listen: [':443'], certificates: [{cert_file: none.crt, key_file: www.key}]}\n", `tls.certificates[0].cert_file: cannot use "none.crt": no such file or directory`, ""},
 		{"key in the root", head + "tls: {listen: [':443'], certificates: [{cert_file: root/served.crt, key_file: root/served.key}]}\n", `root: "root" holds a TLS key (tls.certificates[0].key_file): it would be served`, ""},
-		{"unknown key", head + "tls: {listen: [':443'], acme: true}\n", "tls.acme: unknown field", ""},
+		{"unknown key", head + "tls: {listen: [':443'], ocsp: true}\n", "tls.ocsp: unknown field", ""},
 		{"handoff front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', handoff_socket: /run/b1.sock}]\nsite: {mode: handoff}\ntls: {listen: [':443'], " + pairs + "}\n",
 			"site.mode: handoff passes the clients' TCP connections to the back ends", ""},
 		{"redirect front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', public_url: 'https://b1.example.org/', admin_url: 'http://10.0.0.1:8081'}]\nsite: {mode: redirect}\ntls: {listen: [':443'], " + pairs + "}\n", "", ""},

@@ -21,7 +21,7 @@ type wired struct {
 	reporter *probe.Reporter
 	view     *group.ViewWatcher // nil without dnsd (the Mirror's, for the tests)
 	joiner   *group.Joiner      // nil without join
-	loops    []daemon.Component // the group view and the push, beside the listeners
+	loops    []daemon.Component // the group view, the push and the ACME renewal, beside the listeners
 	handler  http.Handler       // the public chain, without the server's request metrics
 	public   *serve.Server
 	admin    http.Handler
@@ -126,6 +126,9 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	w.loops = append(w.loops, c.loops...)
 	if c.index != nil {
 		w.loops = append(w.loops, c.index.Run)
+	}
+	if d.acme != nil {
+		w.loops = append(w.loops, d.acme.Run)
 	}
 	if err := w.front(cfg, d, redirect, c.serving, siteReport(m, c.completions, d.clock)); err != nil {
 		return nil, err

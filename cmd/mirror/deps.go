@@ -11,6 +11,7 @@ import (
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/acmeclient"
 	"github.com/transmirror/transmirror/probe"
 )
 
@@ -29,12 +30,15 @@ type deps struct {
 	// tls are the public HTTPS listeners' certificates; nil without
 	// tls.listen.
 	tls *certs.Set
+	// acme gets and renews the ACME certificate into tls; nil without
+	// tls.acme.
+	acme *acmeclient.Manager
 }
 
 // processDeps are the deps of the daemon: the logger, the metrics in reg,
 // the config's load window and the client of dnsd (with dnsd.ca_file, a
 // private CA of dnsd's admin_tls), which follows no redirect, and the
-// certificates of the public HTTPS listeners.
+// certificates of the public HTTPS listeners with their ACME manager.
 func processDeps(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (deps, error) {
 	tr, err := certs.Transport(cfg.DNSD.CAFile)
 	if err != nil {
@@ -44,11 +48,15 @@ func processDeps(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Regist
 	if err != nil {
 		return deps{}, err
 	}
-	return deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(), tls: set,
-		client: &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
-		}}, nil
+	client := &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
+	}
+	am, err := acmeManager(cfg, set, client, logger, reg)
+	if err != nil {
+		return deps{}, err
+	}
+	return deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(), tls: set, acme: am, client: client}, nil
 }
 
 // withDefaults fills what d leaves out.

@@ -75,6 +75,8 @@ type options struct {
 	logLevel  string
 	// missDelay is -bench-miss-delay-per-mib (frontend.CacheConfig.MissDelayPerMiB).
 	missDelay time.Duration
+	// acmeLifetime is -acme-test-lifetime (mirror.ACMEConfig.TestLifetime).
+	acmeLifetime time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -88,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.missDelay, "bench-miss-delay-per-mib", 0, "for benchmarks and tests only, never in production: a back end's cache miss sleeps this long per MiB, a stand-in for a disk")
+	fs.DurationVar(&o.acmeLifetime, "acme-test-lifetime", 0, "for tests only, never in production: renew the tls.acme certificate as if it lived at most this long (a test CA's live years)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -98,6 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-config FILE is required")
 	case o.missDelay < 0:
 		return o, fmt.Errorf("-bench-miss-delay-per-mib %s: want >= 0", o.missDelay)
+	case o.acmeLifetime < 0:
+		return o, fmt.Errorf("-acme-test-lifetime %s: want >= 0", o.acmeLifetime)
 	}
 	for _, a := range append(append([]string(nil), o.listen...), o.admin) {
 		if a == "" {
@@ -132,7 +137,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
 	}
-	ld := loader{file: o.config, listen: o.listen, admin: o.admin, missDelay: o.missDelay, logger: logger}
+	ld := loader{file: o.config, listen: o.listen, admin: o.admin, missDelay: o.missDelay, acmeLifetime: o.acmeLifetime, logger: logger}
 	cfg, err := ld.load()
 	if err == nil && os.Geteuid() == 0 {
 		// A mistake in root (or a link in it) then exposes every file.

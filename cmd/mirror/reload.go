@@ -20,7 +20,9 @@ type loader struct {
 	admin  string   // -admin, replacing the config's admin
 	// missDelay is -bench-miss-delay-per-mib (frontend.CacheConfig.MissDelayPerMiB).
 	missDelay time.Duration
-	logger    *slog.Logger
+	// acmeLifetime is -acme-test-lifetime (mirror.ACMEConfig.TestLifetime).
+	acmeLifetime time.Duration
+	logger       *slog.Logger
 }
 
 func (l loader) load() (*mirror.Config, error) {
@@ -38,6 +40,7 @@ func (l loader) load() (*mirror.Config, error) {
 		cfg.Admin = l.admin
 	}
 	cfg.Site.Cache.MissDelayPerMiB = yamlconf.Duration(l.missDelay)
+	cfg.TLS.ACME.TestLifetime = l.acmeLifetime
 	return cfg, nil
 }
 

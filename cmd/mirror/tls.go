@@ -87,7 +87,7 @@ type expiryCollector struct {
 func newExpiryCollector(set *certs.Set) *expiryCollector {
 	return &expiryCollector{set: set, desc: prometheus.NewDesc(
 		"transmirror_mirror_tls_certificate_expiry_timestamp_seconds",
-		"When each certificate of the public HTTPS listeners (tls.certificates) expires, Unix time, by its first DNS name.",
+		"When each certificate of the public HTTPS listeners (tls.acme's, tls.certificates) expires, Unix time, by its first DNS name.",
 		[]string{"name"}, nil)}
 }
 

@@ -2,15 +2,21 @@ package certs
 
 import (
 	"crypto/tls"
+	"sync"
 	"sync/atomic"
 )
 
 // Set is the certificates that a TLS listener chooses from by the
-// client's SNI, swapped whole by Store: a handshake sees the old set or
-// the new one, never a mix. Its zero value has none; build it with
-// NewSet.
+// client's SNI: a managed one first (the ACME certificate, replaced by
+// StoreManaged), then the files' (replaced whole by Store), each part
+// swapped alone: a handshake sees the old set or the new one, never a
+// mix. Its zero value has none; build it with NewSet.
 type Set struct {
-	cur atomic.Pointer[[]*tls.Certificate]
+	cur atomic.Pointer[[]*tls.Certificate] // what handshakes read
+
+	mu      sync.Mutex // serializes the writers
+	managed *tls.Certificate
+	files   []*tls.Certificate
 }
 
 // NewSet returns a Set that presents cs.
@@ -39,10 +45,34 @@ func LoadAll(fs []Files) ([]*tls.Certificate, error) {
 	return cs, nil
 }
 
-// Store makes cs the certificates of every handshake from now on (a copy
-// of the slice is kept); connections already established keep theirs.
+// Store makes cs the certificates of every handshake from now on, after
+// the managed one if there is one (a copy of the slice is kept);
+// connections already established keep theirs.
 func (s *Set) Store(cs []*tls.Certificate) {
-	cp := append([]*tls.Certificate(nil), cs...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files = append([]*tls.Certificate(nil), cs...)
+	s.publish()
+}
+
+// StoreManaged makes c the first certificate of every handshake from now
+// on, before the files' that Store keeps (nil removes it); connections
+// already established keep theirs.
+func (s *Set) StoreManaged(c *tls.Certificate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.managed = c
+	s.publish()
+}
+
+// publish stores the managed certificate and the files' for the
+// handshakes; s.mu is held.
+func (s *Set) publish() {
+	cp := make([]*tls.Certificate, 0, len(s.files)+1)
+	if s.managed != nil {
+		cp = append(cp, s.managed)
+	}
+	cp = append(cp, s.files...)
 	s.cur.Store(&cp)
 }
 

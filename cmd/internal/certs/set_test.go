@@ -131,3 +131,40 @@ func TestSetReload(t *testing.T) {
 		t.Errorf("Names = %q", n)
 	}
 }
+
+// TestSetManaged: the managed certificate comes first and outlives a
+// Store of the files; StoreManaged(nil) leaves the files alone.
+func TestSetManaged(t *testing.T) {
+	dir := t.TempDir()
+	ca := certstest.NewCA(t, dir, "ca")
+	load := func(cn string, names ...string) []*tls.Certificate {
+		cs, err := LoadAll([]Files{pair(ca.LeafFor(t, dir, cn, names...))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	s := NewSet(load("files", "www.example.test", "other.example.test"))
+	addr := serveSet(t, s)
+	s.StoreManaged(load("acme", "www.example.test")[0])
+	steps := []struct {
+		name string
+		do   func()
+		sni  map[string]string // SNI name → common name served
+	}{
+		{"managed first", func() {}, map[string]string{"www.example.test": "acme", "other.example.test": "files"}},
+		{"files reloaded", func() { s.Store(load("files2", "other.example.test")) }, map[string]string{"www.example.test": "acme", "other.example.test": "files2"}},
+		{"managed renewed", func() { s.StoreManaged(load("acme2", "www.example.test")[0]) }, map[string]string{"www.example.test": "acme2", "other.example.test": "files2"}},
+		{"managed removed", func() { s.StoreManaged(nil) }, map[string]string{"other.example.test": "files2"}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			st.do()
+			for sni, want := range st.sni {
+				if cn, _, err := shake(t, ca, addr, sni); err != nil || cn != want {
+					t.Errorf("%s: served %q, %v; want %q", sni, cn, err, want)
+				}
+			}
+		})
+	}
+}
