@@ -23,6 +23,7 @@ import (
 	"github.com/transmirror/transmirror/dnsd/dispatch"
 	"github.com/transmirror/transmirror/dnsd/intake"
 	"github.com/transmirror/transmirror/dnsd/members"
+	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/zones"
@@ -71,19 +72,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	if err != nil {
 		return err
 	}
-	contents, err := newContentMap(ctl.Current, client, logger, reg)
-	if err != nil {
-		return err
-	}
-	masters, err := newMasters(ctl.Current, disp, logger, reg)
-	if err != nil {
-		return err
-	}
-	book, err := acme.New(acme.Options{Set: ctl.Current, Store: challenges, Registry: reg})
-	if err != nil {
-		return err
-	}
-	reports, err := intake.New(intake.Options{Groups: ctl.Current, Watcher: watcher, Redirects: disp, Registry: reg})
+	sv, err := newServices(ctl.Current, client, disp, watcher, challenges, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -109,19 +98,47 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 		printDemo(stdout, socks[0].pcs[0].LocalAddr().String(), adminLn)
 	}
 
-	components := []daemon.Component{watcher.Run, contents.Run, masters.Run, adm.dash.Run, scopeSaver(disp, scopesFile), book.Run}
+	components := []daemon.Component{watcher.Run, sv.contents.Run, sv.masters.Run, adm.dash.Run, scopeSaver(disp, scopesFile), sv.book.Run}
 	if shared != nil {
 		components = append(components, func(ctx context.Context) error { return shared.Run(ctx, ctl) })
 	}
 	components = append(components, dnsComponents(srv, socks)...)
 	if adminLn != nil {
-		components = append(components, adm.server(adminLn, set.Config, reg, logger, ctl, reports, disp, events, contents, book))
+		components = append(components, adm.server(adminLn, set.Config, reg, logger, ctl, sv.reports, disp, events, sv.contents, sv.book))
 	}
 	// SIGHUP is caught before "dnsd started" tells anyone that they may
 	// send it.
 	err = daemon.Run(ctx, adm.reload.Reload, announce(set, events, logger), components...)
 	logger.Info("dnsd stopped")
 	return err
+}
+
+// services are what dnsd runs on its groups beside the DNS and the
+// control plane: the content map of the members' indexes, the masters'
+// traces, the book of ACME challenges and the intake of pushed reports.
+type services struct {
+	contents *contentmap.Map
+	masters  *probe.MasterWatcher
+	book     *acme.Book
+	reports  *intake.Intake
+}
+
+// newServices builds the services on the groups as current returns them.
+func newServices(current func() *zones.Set, client *http.Client, disp *dispatch.Dispatcher, watcher *probe.Watcher,
+	challenges acme.Store, logger *slog.Logger, reg prometheus.Registerer) (services, error) {
+	var sv services
+	var err error
+	if sv.contents, err = newContentMap(current, client, logger, reg); err != nil {
+		return sv, err
+	}
+	if sv.masters, err = newMasters(current, disp, logger, reg); err != nil {
+		return sv, err
+	}
+	if sv.book, err = acme.New(acme.Options{Set: current, Store: challenges, Registry: reg}); err != nil {
+		return sv, err
+	}
+	sv.reports, err = intake.New(intake.Options{Groups: current, Watcher: watcher, Redirects: disp, Registry: reg})
+	return sv, err
 }
 
 // announce is what daemon.Run calls once dnsd serves: the event and the

@@ -108,43 +108,11 @@ func newMetrics() *metrics {
 			Namespace: ns, Subsystem: sub, Name: "all_backends_down_total",
 			Help: "Picks made while every back end was down (the front end fails open).",
 		}),
-		contentLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_content_lookups_total",
-			Help: "Requests looked up in the back ends' content indexes (site.content), by result: held (sent to the back ends that hold the file), unknown (no index known: any back end), not_a_file (the root, a listing: any back end), miss (no back end holds it: the usual pick).",
-		}, []string{"result"}),
-		contentMisses: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_content_misses_total",
-			Help: "Requests for a path that no back end's index holds, even after a refresh (site.content): the usual pick, which answers 404.",
-		}),
-		contentHoldersDown: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_content_holders_down_total",
-			Help: "Requests whose file only back ends that are down hold (site.content): the usual pick.",
-		}),
-		admissionLimit: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_admission_limit",
-			Help: "Requests the front end lets be in flight over all back ends; 0: no limit.",
-		}),
-		queued: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_queue_length",
-			Help: "Requests waiting for admission.",
-		}),
-		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_queue_wait_seconds",
-			Help:    "Time requests that found every slot taken waited for admission.",
-			Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10},
-		}),
-		queueRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_queue_rejected_total",
-			Help: "Requests not admitted, by reason: full (503), timeout (503 after max_wait), gone (the client left).",
-		}, []string{"reason"}),
-		reassignments: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "site_reassignments_total",
-			Help: "LARD's load-driven decisions, by policy: targets moved to another back end (lard), back ends added to a target's set (lard-r).",
-		}, []string{"policy"}),
 		policies: make(map[*handler]uint64),
 		owners:   make(map[string]int),
 		pairs:    make(map[[2]string]int),
 	}
+	m.newSiteMetrics(ns, sub)
 	for _, p := range []string{site.LARD, site.LARDR} {
 		m.reassignments.WithLabelValues(p)
 	}
@@ -158,6 +126,44 @@ func newMetrics() *metrics {
 		m.contentLookups.WithLabelValues(r)
 	}
 	return m
+}
+
+// newSiteMetrics makes the metrics of site.content, the admission limit
+// and LARD's reassignments.
+func (m *metrics) newSiteMetrics(ns, sub string) {
+	m.contentLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_content_lookups_total",
+		Help: "Requests looked up in the back ends' content indexes (site.content), by result: held (sent to the back ends that hold the file), unknown (no index known: any back end), not_a_file (the root, a listing: any back end), miss (no back end holds it: the usual pick).",
+	}, []string{"result"})
+	m.contentMisses = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_content_misses_total",
+		Help: "Requests for a path that no back end's index holds, even after a refresh (site.content): the usual pick, which answers 404.",
+	})
+	m.contentHoldersDown = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_content_holders_down_total",
+		Help: "Requests whose file only back ends that are down hold (site.content): the usual pick.",
+	})
+	m.admissionLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_admission_limit",
+		Help: "Requests the front end lets be in flight over all back ends; 0: no limit.",
+	})
+	m.queued = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_queue_length",
+		Help: "Requests waiting for admission.",
+	})
+	m.queueWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_queue_wait_seconds",
+		Help:    "Time requests that found every slot taken waited for admission.",
+		Buckets: []float64{0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10},
+	})
+	m.queueRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_queue_rejected_total",
+		Help: "Requests not admitted, by reason: full (503), timeout (503 after max_wait), gone (the client left).",
+	}, []string{"reason"})
+	m.reassignments = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "site_reassignments_total",
+		Help: "LARD's load-driven decisions, by policy: targets moved to another back end (lard), back ends added to a target's set (lard-r).",
+	}, []string{"policy"})
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
