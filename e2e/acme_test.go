@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -63,9 +62,9 @@ type pebbleProc struct {
 // certificate of ca (for 127.0.0.1), validating DNS-01 by asking only the
 // DNS server at dnsAddr; it returns once the directory answers and the
 // issuing root is fetched (from the management interface, GET /roots/0).
-func startPebble(t *testing.T, dir string, ca *testCA, dnsAddr string) *pebbleProc {
+func startPebble(t *testing.T, dir string, ca *probetest.CA, dnsAddr string) *pebbleProc {
 	t.Helper()
-	crt, key := pebbleCert(t, ca, dir)
+	crt, key := ca.LeafFor(t, dir, "pebble")
 	var err error
 	for range 3 { // a free port may be taken before pebble binds it
 		listen, mgmt := probetest.FreeAddr(t, "tcp"), probetest.FreeAddr(t, "tcp")
@@ -91,9 +90,9 @@ func startPebble(t *testing.T, dir string, ca *testCA, dnsAddr string) *pebblePr
 
 // fetchRoot waits until the directory answers, then reads the issuing
 // root from the management interface at mgmt.
-func (p *pebbleProc) fetchRoot(t *testing.T, ca *testCA, mgmt string) {
+func (p *pebbleProc) fetchRoot(t *testing.T, ca *probetest.CA, mgmt string) {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}}
 	var root []byte
 	probetest.Until(t, 20*time.Second, func() string {
 		for _, u := range []string{p.Directory, "https://" + mgmt + "/roots/0"} {
@@ -119,33 +118,11 @@ func (p *pebbleProc) fetchRoot(t *testing.T, ca *testCA, mgmt string) {
 	}
 }
 
-// pebbleCert writes Pebble's HTTPS certificate, for 127.0.0.1, signed by
-// ca, and its key.
-func pebbleCert(t *testing.T, ca *testCA, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key := newECKey(t)
-	tmpl := certTemplate("pebble")
-	tmpl.IPAddresses, tmpl.KeyUsage = []net.IP{net.IPv4(127, 0, 0, 1)}, x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "pebble.crt"), filepath.Join(dir, "pebble.key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", kder)
-	return certFile, keyFile
-}
-
 // acmeMirrorTLS is the tls block of a mirror that gets its certificate
 // from pebble.
-func acmeMirrorTLS(p *pebbleProc, ca *testCA, dir, name string) string {
+func acmeMirrorTLS(p *pebbleProc, ca *probetest.CA, dir, name string) string {
 	return fmt.Sprintf("tls:\n  listen: [\"127.0.0.1:0\"]\n  acme: {directory: %q, email: ops@example.test, ca_file: %q, dir: %q}\n",
-		p.Directory, ca.file, filepath.Join(dir, name+"-acme"))
+		p.Directory, ca.File, filepath.Join(dir, name+"-acme"))
 }
 
 // TestACMEMirrors: three mirrors get a certificate each for the group's
@@ -164,7 +141,7 @@ func TestACMEMirrors(t *testing.T) {
 	}
 	writeFile(t, dir, "example.test.zone", string(zone))
 	d := startDNSD(t, true, "-config", filepath.Join(dir, "dnsd.yaml"))
-	ca := newTestCA(t, dir)
+	ca := probetest.NewCA(t, dir, "ca")
 	p := startPebble(t, dir, ca, d.Addr)
 
 	start := time.Now()

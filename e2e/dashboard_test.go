@@ -72,7 +72,7 @@ func startDashStack(t *testing.T, mirrorExtra string) *dashStack {
 	writeFile(t, root, "index.html", "<!doctype html><title>mirror</title>hello\n")
 	s := &dashStack{}
 	var members strings.Builder
-	ca := newTestCA(t, dir)
+	ca := probetest.NewCA(t, dir, "ca")
 	for _, m := range dashMembers {
 		cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
@@ -84,7 +84,7 @@ capacity: %d
 location: {lat: %g, lon: %g, country: %s, continent: %s}
 `, m.name, m.name, m.capacity, m.lat, m.lon, m.country, m.continent) + mirrorExtra
 		if m.name == "fra1" { // https with a certificate of a day: the dashboard's HTTPS column
-			crt, key := ca.leaf(t, dir, "fra1", "www.example.test", "fra1.mirrors.example.test")
+			crt, key := ca.LeafFor(t, dir, "fra1", "www.example.test", "fra1.mirrors.example.test")
 			cfg += fmt.Sprintf("tls: {listen: [\"127.0.0.1:0\"], certificates: [{cert_file: %q, key_file: %q}]}\n", crt, key)
 		}
 		bandwidth := ""

@@ -2,16 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -54,9 +46,9 @@ func TestMirrorTLS(t *testing.T) {
 	}
 	body := strings.Repeat("0123456789abcdef", 256) // 4 KiB
 	writeFile(t, filepath.Join(dir, "root"), "file", body)
-	ca := newTestCA(t, dir)
-	ca.leaf(t, dir, "www", "www.example.test")
-	ca.leaf(t, dir, "host", "t1.mirrors.example.test")
+	ca := probetest.NewCA(t, dir, "ca")
+	ca.LeafFor(t, dir, "www", "www.example.test")
+	ca.LeafFor(t, dir, "host", "t1.mirrors.example.test")
 	m := runMirror(t, writeFile(t, dir, "mirror.yaml", mirrorTLSYAML), "mirror")
 	if m.HTTPS == "" {
 		t.Fatalf("no https listening line:\n%s", m.Logs())
@@ -67,7 +59,7 @@ func TestMirrorTLS(t *testing.T) {
 		{"www.example.test", "www"}, {"t1.mirrors.example.test", "host"},
 	} {
 		t.Run("curl "+tt.name, func(t *testing.T) {
-			out, err := exec.Command("curl", "-sS", "--max-time", "10", "--cacert", ca.file,
+			out, err := exec.Command("curl", "-sS", "--max-time", "10", "--cacert", ca.File,
 				"--resolve", tt.name+":"+port+":127.0.0.1", "-w", "\n%{http_code} %{certs}",
 				"https://"+tt.name+":"+port+"/file").CombinedOutput()
 			if err != nil {
@@ -97,13 +89,13 @@ func TestMirrorTLS(t *testing.T) {
 
 // testMirrorTLSReload swaps the group name's certificate and sends
 // SIGHUP while a keep-alive connection is open, then breaks a pair.
-func testMirrorTLSReload(t *testing.T, m *mirrorProc, ca *testCA, dir string) {
+func testMirrorTLSReload(t *testing.T, m *mirrorProc, ca *probetest.CA, dir string) {
 	kept := tlsClient(ca, m.HTTPS)
 	defer kept.CloseIdleConnections()
 	if cn, reused := getOver(t, kept); cn != "www" || reused {
 		t.Fatalf("first request: certificate %q, reused %v", cn, reused)
 	}
-	crt, key := ca.leaf(t, t.TempDir(), "www2", "www.example.test")
+	crt, key := ca.LeafFor(t, t.TempDir(), "www2", "www.example.test")
 	for from, to := range map[string]string{crt: "www.crt", key: "www.key"} {
 		if err := os.Rename(from, filepath.Join(dir, to)); err != nil {
 			t.Fatal(err)
@@ -155,10 +147,10 @@ func lastLine(logs, with string) string {
 
 // tlsClient is an HTTP client that reaches www.example.test at addr,
 // trusting only ca, keeping its connections alive, HTTP/2 when offered.
-func tlsClient(ca *testCA, addr string) *http.Client {
+func tlsClient(ca *probetest.CA, addr string) *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: ca.pool},
+		TLSClientConfig:   &tls.Config{RootCAs: ca.Pool},
 		ForceAttemptHTTP2: true,
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, addr)
@@ -188,81 +180,12 @@ func getOver(t *testing.T, c *http.Client) (cn string, reused bool) {
 
 // handshakeName is the common name of the certificate served at addr for
 // the SNI name, verified against ca.
-func handshakeName(t *testing.T, ca *testCA, addr, name string) string {
+func handshakeName(t *testing.T, ca *probetest.CA, addr, name string) string {
 	t.Helper()
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.pool, ServerName: name})
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: name})
 	if err != nil {
 		t.Fatalf("handshake for %s: %v", name, err)
 	}
 	defer c.Close()
 	return c.ConnectionState().PeerCertificates[0].Subject.CommonName
-}
-
-// testCA is a throw-away certificate authority (the e2e tests can not
-// import cmd/internal/certs/certstest, internal to cmd).
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // its certificate, PEM
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T, dir string) *testCA {
-	t.Helper()
-	ca := &testCA{key: newECKey(t), file: filepath.Join(dir, "ca.crt"), pool: x509.NewCertPool()}
-	tmpl := certTemplate("test CA")
-	tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &ca.key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ca.cert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	ca.pool.AddCert(ca.cert)
-	writePEM(t, ca.file, "CERTIFICATE", der)
-	return ca
-}
-
-// leaf writes a server certificate for names, signed by ca, to
-// dir/cn.crt and its key to dir/cn.key, and returns their paths.
-func (ca *testCA) leaf(t *testing.T, dir, cn string, names ...string) (certFile, keyFile string) {
-	t.Helper()
-	key := newECKey(t)
-	tmpl := certTemplate(cn)
-	tmpl.DNSNames, tmpl.KeyUsage, tmpl.ExtKeyUsage = names, x509.KeyUsageDigitalSignature, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", kder)
-	return certFile, keyFile
-}
-
-func certTemplate(cn string) *x509.Certificate {
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	return &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-}
-
-func newECKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(fmt.Errorf("write %s: %w", path, err))
-	}
 }

@@ -32,9 +32,9 @@ func TestRedirectKeepsSchemeAndFamily(t *testing.T) {
 	dir := t.TempDir()
 	admins := map[string]string{"v4only": probetest.FreeAddr(t, "tcp"), "dual": probetest.FreeAddr(t, "tcp")}
 	d := startDNSD(t, true, "-config", offersDNSD(t, dir, admins))
-	ca := newTestCA(t, dir)
-	dualCert, dualKey := ca.leaf(t, dir, "dual", "dual.mirrors.example.test", faultGroup)
-	dispCert, dispKey := ca.leaf(t, dir, "d", faultGroup)
+	ca := probetest.NewCA(t, dir, "ca")
+	dualCert, dualKey := ca.LeafFor(t, dir, "dual", "dual.mirrors.example.test", faultGroup)
+	dispCert, dispKey := ca.LeafFor(t, dir, "d", faultGroup)
 	dualTLS := fmt.Sprintf("tls: {listen: [\"127.0.0.1:0\"], certificates: [{cert_file: %q, key_file: %q}]}\n", dualCert, dualKey)
 	for name, extra := range map[string]string{"v4only": "", "dual": dualTLS} {
 		root := filepath.Join(dir, name+"-root")
@@ -89,7 +89,7 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 	t.Run("over TLS itself: dual alone, https", func(t *testing.T) {
 		_, tlsPort, _ := net.SplitHostPort(disp.HTTPS)
 		for range 10 {
-			out, err := exec.Command("curl", "-sS", "--noproxy", "*", "--max-time", "10", "--cacert", ca.file, "-o", "/dev/null",
+			out, err := exec.Command("curl", "-sS", "--noproxy", "*", "--max-time", "10", "--cacert", ca.File, "-o", "/dev/null",
 				"--resolve", faultGroup+":"+tlsPort+":127.0.0.1", "-w", "%{http_code} %{redirect_url}",
 				"https://"+faultGroup+":"+tlsPort+"/pub/x.iso").CombinedOutput()
 			if err != nil || !strings.HasPrefix(string(out), "302 https://dual.mirrors.example.test:"+tlsPort+"/pub/x.iso") {

@@ -1,48 +1,20 @@
 package mirror
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/transmirror/transmirror/probe/probetest"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
-// writeCert writes a self-signed certificate for names and its key to
-// dir/name.crt and dir/name.key.
+// writeCert writes a certificate for names, signed by a throw-away CA,
+// and its key to dir/name.crt and dir/name.key.
 func writeCert(t *testing.T, dir, name string, names ...string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, block := range map[string]*pem.Block{
-		name + ".crt": {Type: "CERTIFICATE", Bytes: der},
-		name + ".key": {Type: "PRIVATE KEY", Bytes: kder},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, file), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	probetest.NewCA(t, t.TempDir(), "ca").LeafFor(t, dir, name, names...)
 }
 
 // TestConfigTLS covers the tls block: listen and certificates together,

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestProbeCAFile: dnsd pulls a mirror's load report over https from a
@@ -21,7 +21,7 @@ import (
 // counts the member down (a TLS failure) when it does not.
 func TestProbeCAFile(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	crt, key := ca.Leaf(t, dir, "mirror")
 	pair, err := tls.LoadX509KeyPair(crt, key)
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/probe/api"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // syncBuffer is a bytes.Buffer that the logger and the test share.
@@ -88,7 +88,7 @@ func readFile(t *testing.T, name string) string {
 // TLS off needs a restart.
 func TestAdminTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	zone := "$ORIGIN example.test.\n$TTL 300\n@ IN SOA ns1 hostmaster 1 3600 600 604800 60\n@ IN NS ns1\nns1 IN A 127.0.0.1\n"
 	if err := os.WriteFile(filepath.Join(dir, "example.test.zone"), []byte(zone), 0o644); err != nil {
 		t.Fatal(err)

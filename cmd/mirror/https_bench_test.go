@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // BenchmarkHTTPS compares the public HTTPS listener with the plain one on
@@ -69,9 +69,9 @@ func BenchmarkHTTPS(b *testing.B) {
 
 // benchMirror serves a mirror with a 4 KiB file on a plain and an HTTPS
 // listener until b ends and returns their addresses and the CA.
-func benchMirror(b *testing.B) (plain, secure string, ca *certstest.CA) {
+func benchMirror(b *testing.B) (plain, secure string, ca *probetest.CA) {
 	dir := b.TempDir()
-	ca = certstest.NewCA(b, dir, "ca")
+	ca = probetest.NewCA(b, dir, "ca")
 	ca.LeafFor(b, dir, "www", "www.example.test")
 	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
 		b.Fatal(err)
@@ -108,7 +108,7 @@ func benchMirror(b *testing.B) (plain, secure string, ca *certstest.CA) {
 	return addrs[0], addrs[1], ca
 }
 
-func benchTLS(ca *certstest.CA) *tls.Config {
+func benchTLS(ca *probetest.CA) *tls.Config {
 	return &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"}
 }
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/mirror/webtest"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/probetest"
@@ -27,7 +26,7 @@ var httpsAddrRE = regexp.MustCompile(`msg="https listening" addr=(\S+)`)
 // end's) and tls.listen on 127.0.0.1:0 with the group name's and the host
 // name's certificates of a test CA, and returns the HTTPS and the admin
 // addresses, the CA and the config's directory.
-func startHTTPS(t *testing.T, yaml string) (addr, admin string, ca *certstest.CA, dir string) {
+func startHTTPS(t *testing.T, yaml string) (addr, admin string, ca *probetest.CA, dir string) {
 	t.Helper()
 	config := writeConfig(t, yaml+`tls:
   listen: ["127.0.0.1:0"]
@@ -36,7 +35,7 @@ func startHTTPS(t *testing.T, yaml string) (addr, admin string, ca *certstest.CA
     - {cert_file: host.crt, key_file: host.key}
 `)
 	dir = filepath.Dir(config)
-	ca = certstest.NewCA(t, dir, "ca")
+	ca = probetest.NewCA(t, dir, "ca")
 	ca.LeafFor(t, dir, "www", "www.example.test")
 	ca.LeafFor(t, dir, "host", "a.mirrors.example.test")
 	_, admin, logs := startServe(t, config)
@@ -79,7 +78,7 @@ func TestPublicHTTPS(t *testing.T) {
 
 // testHTTPSCap holds limits.max_conns_per_client (4) TLS connections to
 // addr: a fifth is refused and counted; once they close, one is served.
-func testHTTPSCap(t *testing.T, addr, admin string, ca *certstest.CA) {
+func testHTTPSCap(t *testing.T, addr, admin string, ca *probetest.CA) {
 	var held []net.Conn
 	dial := func() error {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.test"})
@@ -205,7 +204,7 @@ backends: [{name: be, url: %q}]
 // servedTo returns the common name of the certificate served at addr to
 // a client sending SNI name ("": none; certstest's leaves are for
 // 127.0.0.1 too), verified against ca.
-func servedTo(t *testing.T, ca *certstest.CA, addr, name string) string {
+func servedTo(t *testing.T, ca *probetest.CA, addr, name string) string {
 	t.Helper()
 	if name == "" {
 		name = "127.0.0.1" // Go's client sends no SNI for an IP address
@@ -249,7 +248,7 @@ func TestDispatcherHTTPS(t *testing.T) {
 		Schemes: []string{probe.SchemeHTTP, probe.SchemeHTTPS}}}
 	m := startMirror(t, d, "d", "dispatcher: true\n", deps{})
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	cs, err := certs.LoadAll([]certs.Files{pair(ca.LeafFor(t, dir, "www", testGroup))})
 	if err != nil {
 		t.Fatal(err)

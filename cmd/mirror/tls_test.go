@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestAdminTLS: the mirror's admin listener over TLS; a reload after the
@@ -20,7 +20,7 @@ func TestAdminTLS(t *testing.T) {
 	cfgYAML := goodYAML + "admin_tls: {cert_file: admin.crt, key_file: admin.key}\n"
 	config := writeConfig(t, cfgYAML)
 	dir := filepath.Dir(config)
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	install := func(cn string) {
 		t.Helper()
 		crt, key := ca.Leaf(t, dir, cn)

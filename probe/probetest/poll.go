@@ -2,7 +2,8 @@
 // one poll-until-deadline (Until: a condition is asked again and again
 // until it holds or the time is up, and then the test fails with the
 // condition's own last word on why not; no test sleeps for a fixed time to
-// wait for something) and the one free-port helper (FreeAddr). Tests only.
+// wait for something), the one free-port helper (FreeAddr) and the one
+// throw-away certificate authority (NewCA). Tests only.
 // It lives under probe, the lowest package that both daemons' tests and
 // e2e may import.
 package probetest

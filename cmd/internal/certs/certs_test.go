@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	cert, key := ca.Leaf(t, dir, "one")
 	_, otherKey := ca.Leaf(t, dir, "two")
 	garbage := filepath.Join(dir, "garbage.pem")
@@ -49,7 +49,7 @@ func TestLoad(t *testing.T) {
 // any Store fails; a client config with the CA file verifies it.
 func TestSwap(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	k := &Keypair{}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", k.ServerConfig())
 	if err != nil {

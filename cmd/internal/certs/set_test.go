@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // serveSet serves handshakes with s's ServerConfig on 127.0.0.1:0 and
@@ -41,7 +41,7 @@ func serveSet(t *testing.T, s *Set) string {
 // client sending SNI name, verified against ca, and the protocol
 // negotiated. With name "" it sends no SNI: Go's client sends none for
 // an IP address, and certstest's leaves are for 127.0.0.1.
-func shake(t *testing.T, ca *certstest.CA, addr, name string) (cn, proto string, err error) {
+func shake(t *testing.T, ca *probetest.CA, addr, name string) (cn, proto string, err error) {
 	t.Helper()
 	if name == "" {
 		name = "127.0.0.1"
@@ -58,7 +58,7 @@ func shake(t *testing.T, ca *certstest.CA, addr, name string) (cn, proto string,
 
 func TestSetChoose(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	cs, err := LoadAll([]Files{
 		pair(ca.LeafFor(t, dir, "group", "www.example.test")),
 		pair(ca.LeafFor(t, dir, "host", "fra1.mirrors.example.test", "*.cdn.example.test")),
@@ -100,7 +100,7 @@ func pair(cert, key string) Files { return Files{cert, key} }
 // empty Set fails handshakes.
 func TestSetReload(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	s := &Set{}
 	addr := serveSet(t, s)
 	if _, _, err := shake(t, ca, addr, "www.example.test"); err == nil {
@@ -136,7 +136,7 @@ func TestSetReload(t *testing.T) {
 // Store of the files; StoreManaged(nil) leaves the files alone.
 func TestSetManaged(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	load := func(cn string, names ...string) []*tls.Certificate {
 		cs, err := LoadAll([]Files{pair(ca.LeafFor(t, dir, cn, names...))})
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 func TestAdminAddr(t *testing.T) {
@@ -96,7 +96,7 @@ func TestNewAdminServer(t *testing.T) {
 // new pair stored is what the next handshake gets.
 func TestAdminTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	one, err := certs.Load(ca.Leaf(t, dir, "one"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/transmirror/transmirror/cmd/internal/certs"
-	"github.com/transmirror/transmirror/cmd/internal/certs/certstest"
 	"github.com/transmirror/transmirror/cmd/internal/proxyprotocol"
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // TestListenWrap: ListenOptions.Wrap sits beneath the cap and TLS: a
@@ -23,7 +23,7 @@ import (
 // client it carries, and the cap counts that client, not the balancer.
 func TestListenWrap(t *testing.T) {
 	dir := t.TempDir()
-	ca := certstest.NewCA(t, dir, "ca")
+	ca := probetest.NewCA(t, dir, "ca")
 	leaf, err := certs.Load(ca.Leaf(t, dir, "one"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,4 @@
-// Package certstest makes throw-away TLS certificates for tests: a CA
-// and leaf certificates it signs for 127.0.0.1, ::1 and localhost,
-// written as PEM files.
-package certstest
+package probetest
 
 import (
 	"crypto/ecdsa"
@@ -20,7 +17,9 @@ import (
 	"time"
 )
 
-// CA is a certificate authority for one test.
+// CA is a throw-away certificate authority for one test: it signs leaf
+// certificates for 127.0.0.1, ::1 and the names asked for, written as
+// PEM files.
 type CA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
