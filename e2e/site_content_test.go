@@ -117,14 +117,7 @@ timeouts: {shutdown: 2s}
 content: {index: true}
 %s`, name, name, root, extra)), name)
 		hosts[name] = be.HTTP
-		line := fmt.Sprintf("  - {name: %s, url: \"http://%s\", admin_url: \"http://%s\"", name, be.HTTP, be.Admin)
-		switch mode {
-		case "handoff":
-			line += fmt.Sprintf(", handoff_socket: %q", sock)
-		case "redirect":
-			line += fmt.Sprintf(", public_url: \"http://%s\"", be.HTTP)
-		}
-		backends = append(backends, line+"}\n")
+		backends = append(backends, siteBackendLine(name, mode, sock, be))
 	}
 	fe := runMirror(t, writeFile(t, dir, "fe.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0

@@ -58,14 +58,7 @@ site:
   cache: {memory: 64KiB, max_object: 1MiB}
 %s`, name, name, root, extra)
 				be := runMirror(t, writeFile(t, dir, name+".yaml", cfg), name, "-bench-miss-delay-per-mib", "20ms")
-				line := fmt.Sprintf("  - {name: %s, url: \"http://%s\", admin_url: \"http://%s\"", name, be.HTTP, be.Admin)
-				switch mode {
-				case "handoff":
-					line += fmt.Sprintf(", handoff_socket: %q", sock)
-				case "redirect":
-					line += fmt.Sprintf(", public_url: \"http://%s\"", be.HTTP)
-				}
-				backends = append(backends, line+"}\n")
+				backends = append(backends, siteBackendLine(name, mode, sock, be))
 			}
 			fe := runMirror(t, writeFile(t, dir, "fe.yaml", fmt.Sprintf(`listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
@@ -132,4 +125,18 @@ backends:
 			}
 		})
 	}
+}
+
+// siteBackendLine is back end be's item of a front end's backends list in
+// site mode mode: its URL and admin URL, and its handoff socket (sock) or
+// public URL where the mode needs one.
+func siteBackendLine(name, mode, sock string, be *mirrorProc) string {
+	line := fmt.Sprintf("  - {name: %s, url: \"http://%s\", admin_url: \"http://%s\"", name, be.HTTP, be.Admin)
+	switch mode {
+	case "handoff":
+		line += fmt.Sprintf(", handoff_socket: %q", sock)
+	case "redirect":
+		line += fmt.Sprintf(", public_url: \"http://%s\"", be.HTTP)
+	}
+	return line + "}\n"
 }
