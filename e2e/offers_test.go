@@ -97,6 +97,17 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 			}
 		}
 	})
+	t.Run("groupctl explain shows the filter", func(t *testing.T) {
+		for client, want := range map[string]string{
+			"198.51.100.7": "an IPv4 client's http request may go to v4only dual; its https request to dual\n         v4only not for https: no https in its reports",
+			"2001:db8::7":  "an IPv6 client's http request may go to dual; its https request to dual\n         v4only not for http, https: no IPv6 address, no https in its reports",
+		} {
+			out, err := groupctl(t, d.Admin, "", "explain", faultGroup, "-client", client)
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("groupctl explain -client %s: %v\n%s\nwant it to say %q", client, err, out, want)
+			}
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]int{}

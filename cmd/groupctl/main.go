@@ -257,18 +257,43 @@ func printExplanation(w io.Writer, e *api.Explanation) error {
 	if e.FailOpen {
 		fmt.Fprintln(w, "         FAIL-OPEN: no member is up")
 	}
-	fmt.Fprintf(w, "why:     %s\n\n", e.Why)
+	fmt.Fprintf(w, "why:     %s\n", e.Why)
+	printRedirects(w, e.Redirects)
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tDISTANCE\tUTIL\tLOAD\tPENDING\tCAPACITY\tWEIGHT\tPICKED\tNOTE")
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tDISTANCE\tUTIL\tLOAD\tPENDING\tCAPACITY\tWEIGHT\tSERVES\tPICKED\tNOTE")
 	for _, m := range e.Members {
 		picked := ""
 		if m.Picked {
 			picked = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f km\t%.2f\t%g\t%g\t%g\t%g\t%s\t%s\n",
-			m.Name, m.State, m.DistanceKm, m.Utilization, m.Load, m.Pending, m.Capacity, m.Weight, picked, m.Note)
+		serves := strings.Join(m.Serves, ",")
+		if serves == "" {
+			serves = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f km\t%.2f\t%g\t%g\t%g\t%g\t%s\t%s\t%s\n",
+			m.Name, m.State, m.DistanceKm, m.Utilization, m.Load, m.Pending, m.Capacity, m.Weight, serves, picked, m.Note)
 	}
 	return tw.Flush()
+}
+
+// printRedirects writes the filter of a mirror's redirect for the
+// client, when dnsd gave it: whom an http and an https request may be
+// sent to, and why the others may not.
+func printRedirects(w io.Writer, f *api.RedirectFilter) {
+	if f == nil {
+		return
+	}
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none (the mirror serves the request itself)"
+		}
+		return strings.Join(names, " ")
+	}
+	fmt.Fprintf(w, "302s:    an %s client's http request may go to %s; its https request to %s\n", f.Family, list(f.HTTP), list(f.HTTPS))
+	for _, x := range f.Excluded {
+		fmt.Fprintf(w, "         %s not for %s: %s\n", x.Name, strings.Join(x.From, ", "), x.Reason)
+	}
 }
 
 func (g *global) list(ctx context.Context, args []string) error {

@@ -116,10 +116,13 @@ func fakeDNSD(t *testing.T) *httptest.Server {
 			Source: "mmdb", ECSUse: "used", Scope: 24, TTL: 60,
 			Answer: []string{"fra1"}, Addresses: []string{"192.0.2.10"},
 			Members: []api.ExplainedMember{
-				{Name: "fra1", State: "up", DistanceKm: 479.4, Load: 305, Pending: 20, Capacity: 1000, Weight: 1, Utilization: 0.33, Picked: true, Note: "nearest <0.7"},
-				{Name: "ams1", State: "unknown", DistanceKm: 430.1, Capacity: 500, Weight: 2, Note: "no report"},
+				{Name: "fra1", State: "up", DistanceKm: 479.4, Load: 305, Pending: 20, Capacity: 1000, Weight: 1, Utilization: 0.33, Picked: true, Note: "nearest <0.7",
+					Serves: []string{"http", "https", "IPv4", "IPv6"}},
+				{Name: "ams1", State: "unknown", DistanceKm: 430.1, Capacity: 500, Weight: 2, Note: "no report", Serves: []string{"http", "IPv4"}},
 			},
 			Why: "nearest member below the low watermark (utilization < 0.70)", Watermarks: api.Watermarks{Low: 0.7, High: 0.9},
+			Redirects: &api.RedirectFilter{Family: "IPv4", HTTP: []string{"fra1", "ams1"}, HTTPS: []string{"fra1"},
+				Excluded: []api.ExcludedMember{{Name: "ams1", From: []string{"https"}, Reason: "no https in its reports"}}},
 		})
 	})
 	mux.HandleFunc(api.GroupWhere.Pattern(), func(w http.ResponseWriter, r *http.Request) {

@@ -108,14 +108,16 @@ func NewHandler(o Options) http.Handler {
 	}
 	if o.Explainer != nil {
 		mux.HandleFunc(api.ExplainGroup.Pattern(), func(w http.ResponseWriter, r *http.Request) {
-			explain(w, r, o.Explainer)
+			explain(w, r, o.Explainer, o.Membership)
 		})
 	}
 	return mux
 }
 
 // explain serves api.ExplainGroup: the query is an api.ExplainQuery.
-func explain(w http.ResponseWriter, r *http.Request, ex Explainer) {
+// With m (nil: none), it adds what each member serves and the filter of
+// a mirror's redirect for the client.
+func explain(w http.ResponseWriter, r *http.Request, ex Explainer, m Membership) {
 	q := r.URL.Query()
 	client, err := netip.ParseAddr(q.Get(api.ClientParam))
 	if err != nil {
@@ -148,7 +150,25 @@ func explain(w http.ResponseWriter, r *http.Request, ex Explainer) {
 		writeJSON(w, http.StatusInternalServerError, api.ErrorReply{Error: err.Error()})
 		return
 	}
+	if m != nil {
+		if v, err := m.View(e.Group); err == nil {
+			withRedirects(&e, v, client)
+		}
+	}
 	writeJSON(w, http.StatusOK, e)
+}
+
+// withRedirects adds to e what each member of view v serves and the
+// filter of a mirror's redirect for client.
+func withRedirects(e *api.Explanation, v api.GroupView, client netip.Addr) {
+	e.Redirects = api.FilterOf(v, client)
+	serves := make(map[string][]string, len(v.Members))
+	for _, m := range v.Members {
+		serves[m.Name] = api.OffersOf(m).Strings()
+	}
+	for i := range e.Members {
+		e.Members[i].Serves = serves[e.Members[i].Name]
+	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

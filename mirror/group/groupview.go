@@ -202,7 +202,7 @@ type GroupSnapshot struct {
 	booking RedirectBooking
 	booked  *scheduler.Estimator // the redirects booked on the candidates
 	dropped map[string][]string  // the members left out, by Drop reason
-	offers  []Offers             // what each candidate serves, by group index
+	offers  []api.Offers         // what each candidate serves, by group index
 }
 
 // NewGroupSnapshot builds the snapshot of view for the member self
@@ -270,7 +270,7 @@ func NewGroupSnapshot(view api.GroupView, self string, fetched time.Time, staleA
 		s.figs = append(s.figs, fig)
 		s.serving = append(s.serving, servingLoad(m))
 		s.sentAt = append(s.sentAt, booking.Sent.Rate(m.Name, fetched))
-		s.offers = append(s.offers, OffersOf(m))
+		s.offers = append(s.offers, api.OffersOf(m))
 	}
 	s.group = scheduler.NewGroup(members)
 	booking.Sent.Retain(func(name string) bool { _, ok := s.index[name]; return ok })
@@ -435,7 +435,7 @@ type pickQuery struct {
 	rnd            *rand.Rand
 	now            time.Time
 	holds          func(member string) bool
-	need           Offers // what the candidate must serve (NeedOf)
+	need           api.Offers // what the candidate must serve (api.NeedOf)
 	serving, noisy bool
 	limit          float64
 	anyRoom        bool

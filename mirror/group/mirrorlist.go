@@ -16,7 +16,7 @@ import (
 type Ranked struct {
 	Host, Member string
 	Country      string // ISO 3166-1 alpha-2, "" when the view has none
-	Offers       Offers
+	Offers       api.Offers
 }
 
 // Ranked returns every candidate in the order the group's policy gives
@@ -77,7 +77,7 @@ func (rd *Redirector) serveMirrorList(w http.ResponseWriter, r *http.Request, cu
 		l.URLs = append(l.URLs, api.MirrorURL{URL: RedirectLocation(&bare, scheme, rules.Host)})
 	}
 	if snap != nil && !snap.Expired(now) {
-		need := NeedOf(scheme, fw.Client)
+		need := api.NeedOf(scheme, fw.Client)
 		for _, c := range snap.Ranked(locateClient(fw.Client, cur.loc), rnd, now) {
 			if c.Offers.Has(need) && h.Holds(c.Member) {
 				l.URLs = append(l.URLs, api.MirrorURL{URL: RedirectLocation(&bare, scheme, c.Host), Location: c.Country})

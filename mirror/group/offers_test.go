@@ -64,7 +64,7 @@ func TestDecideKeepsSchemeAndFamily(t *testing.T) {
 			if tt.rules.Dispatcher {
 				self = ""
 			}
-			req := RedirectRequest{Method: http.MethodGet, Host: "www.example.org", Path: "/f", Need: NeedOf(tt.scheme, tt.client)}
+			req := RedirectRequest{Method: http.MethodGet, Host: "www.example.org", Path: "/f", Need: api.NeedOf(tt.scheme, tt.client)}
 			for seed := range uint64(20) { // whichever the policy draws
 				snap := snapshot(t, offersView(), self)
 				d := Decide(tt.rules, req, func() Share { return Share{P: 1} }, snap, t0, rand.New(rand.NewPCG(seed, 2)))
@@ -77,7 +77,7 @@ func TestDecideKeepsSchemeAndFamily(t *testing.T) {
 	t.Run("nobody qualifies: served, or refused by a dispatcher", func(t *testing.T) {
 		v := offersView()
 		v.Members = v.Members[:2] // fra1 and ams1: http on IPv4 only
-		req := RedirectRequest{Method: http.MethodGet, Host: "www.example.org", Path: "/f", Need: NeedOf(SchemeHTTPS, v4)}
+		req := RedirectRequest{Method: http.MethodGet, Host: "www.example.org", Path: "/f", Need: api.NeedOf(SchemeHTTPS, v4)}
 		if d := Decide(member, req, func() Share { return Share{P: 1} }, snapshot(t, v, "fra1"), t0, rand.New(rand.NewPCG(1, 2))); d.Action != Serve || d.Reason != ReasonNoSibling {
 			t.Errorf("member: %+v, want served (no sibling)", d)
 		}
@@ -85,24 +85,4 @@ func TestDecideKeepsSchemeAndFamily(t *testing.T) {
 			t.Errorf("dispatcher: %+v, want 503", d)
 		}
 	})
-}
-
-func TestOffersOf(t *testing.T) {
-	tests := []struct {
-		name string
-		m    api.MemberView
-		want Offers
-	}{
-		{"an older mirror: http, both families unknown", api.MemberView{}, OfferHTTP | OfferIPv4 | OfferIPv6},
-		{"https on IPv6", api.MemberView{MemberInfo: api.MemberInfo{Addresses: []string{"2001:db8::1"}},
-			LastReport: &probe.Report{Schemes: []string{"https"}}}, OfferHTTPS | OfferIPv6},
-		{"a mapped IPv4 address is IPv4", api.MemberView{MemberInfo: api.MemberInfo{Addresses: []string{"::ffff:192.0.2.1"}}}, OfferHTTP | OfferIPv4},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := OffersOf(tt.m); got != tt.want {
-				t.Errorf("OffersOf = %04b, want %04b", got, tt.want)
-			}
-		})
-	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/transmirror/transmirror/mirror/serve"
 	"github.com/transmirror/transmirror/probe"
+	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler"
 	"github.com/transmirror/transmirror/scheduler/geo"
 )
@@ -192,9 +193,9 @@ type RedirectRequest struct {
 	// Client returns who the client is, for choosing a sibling near it;
 	// nil means the unknown location.
 	Client func() scheduler.Client
-	// Need is what a sibling must offer this request (NeedOf: its scheme
+	// Need is what a sibling must offer this request (api.NeedOf: its scheme
 	// and the client's family); 0: anything.
-	Need Offers
+	Need api.Offers
 	// Holdings returns which members hold the path's best copy, and
 	// whether this mirror does (from the members' content indexes); nil,
 	// or Holdings that are not Known, means every member holds every
@@ -620,7 +621,7 @@ func (rd *Redirector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Path:     r.URL.Path,
 		Size:     rd.sizeFunc(r),
 		Client:   func() scheduler.Client { return locateClient(fw.Client, cur.loc) },
-		Need:     NeedOf(scheme, fw.Client),
+		Need:     api.NeedOf(scheme, fw.Client),
 		Holdings: rd.holdingsFunc(r, rules),
 	}, share, snap, now, rnd)
 	if d.Action == Redirect {

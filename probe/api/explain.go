@@ -22,6 +22,32 @@ type Explanation struct {
 	Members      []ExplainedMember `json:"members"`
 	Why          string            `json:"why"`
 	Watermarks   Watermarks        `json:"watermarks"`
+	// Redirects is whom a mirror's 302 may send this client to, by the
+	// scheme of its request; absent when dnsd has no group view.
+	Redirects *RedirectFilter `json:"redirects,omitempty"`
+}
+
+// RedirectFilter is the filter of a mirror's redirect (the 302 correction,
+// a rescue, a dispatcher) for one client: a sibling must serve the
+// request's scheme (its reports say so; an older mirror's: http alone) and
+// have an address of the client's family (NeedOf), so that a redirect
+// never downgrades https and never sends an IPv6-only client to an
+// IPv4-only sibling. With none eligible, the mirror serves the request.
+type RedirectFilter struct {
+	Family string `json:"family"` // the client's: IPv4 or IPv6
+	// HTTP and HTTPS are the members eligible for a request of that
+	// scheme, in the view's order.
+	HTTP  []string `json:"http"`
+	HTTPS []string `json:"https"`
+	// Excluded says, for each member left out of either list, why.
+	Excluded []ExcludedMember `json:"excluded,omitempty"`
+}
+
+// ExcludedMember is a member a redirect of some scheme may not go to.
+type ExcludedMember struct {
+	Name   string   `json:"name"`
+	From   []string `json:"from"` // the schemes of the requests it is excluded from
+	Reason string   `json:"reason"`
 }
 
 // ExplainedMember is one member as the policy saw it.
@@ -43,6 +69,9 @@ type ExplainedMember struct {
 	Utilization float64 `json:"utilization"`
 	Picked      bool    `json:"picked"`
 	Note        string  `json:"note"`
+	// Serves is what its redirected clients can reach it on (Offers):
+	// http, https, IPv4, IPv6; absent when dnsd has no group view.
+	Serves []string `json:"serves,omitempty"`
 }
 
 // ExplainQuery is the question of ExplainGroup, sent as its query

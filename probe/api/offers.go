@@ -1,10 +1,10 @@
-package group
+package api
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/transmirror/transmirror/probe"
-	"github.com/transmirror/transmirror/probe/api"
 )
 
 // Offers is what a member serves a redirected client on: the schemes of
@@ -28,7 +28,7 @@ func (o Offers) Has(need Offers) bool { return o&need == need }
 // OffersOf is what member m of a view offers: the schemes of its last
 // report (none, or an older mirror's: http only), and the families of its
 // addresses (none listed: both, as nothing says otherwise).
-func OffersOf(m api.MemberView) Offers {
+func OffersOf(m MemberView) Offers {
 	var o Offers
 	rep := probe.Report{}
 	if m.LastReport != nil {
@@ -56,13 +56,13 @@ func OffersOf(m api.MemberView) Offers {
 }
 
 // NeedOf is what a sibling must offer a client that came with scheme
-// (SchemeHTTP or SchemeHTTPS: a redirect keeps it, never downgrading)
+// (probe.SchemeHTTP or probe.SchemeHTTPS: a redirect keeps it, never downgrading)
 // from address client (the zero address: either family): the scheme, and
 // the client's family, so that an IPv6-only client is never sent to a
 // sibling it can not reach.
 func NeedOf(scheme string, client netip.Addr) Offers {
 	need := OfferHTTP
-	if scheme == SchemeHTTPS {
+	if scheme == probe.SchemeHTTPS {
 		need = OfferHTTPS
 	}
 	switch {
@@ -73,4 +73,64 @@ func NeedOf(scheme string, client netip.Addr) Offers {
 		need |= OfferIPv6
 	}
 	return need
+}
+
+// Strings are o's names, schemes first: http, https, IPv4, IPv6.
+func (o Offers) Strings() []string {
+	var out []string
+	for _, n := range []struct {
+		o    Offers
+		name string
+	}{{OfferHTTP, "http"}, {OfferHTTPS, "https"}, {OfferIPv4, "IPv4"}, {OfferIPv6, "IPv6"}} {
+		if o.Has(n.o) {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// FilterOf is the redirect filter for a client at address client over
+// the members of view v.
+func FilterOf(v GroupView, client netip.Addr) *RedirectFilter {
+	f := &RedirectFilter{Family: "IPv4", HTTP: []string{}, HTTPS: []string{}}
+	if !client.Unmap().Is4() {
+		f.Family = "IPv6"
+	}
+	for _, m := range v.Members {
+		o := OffersOf(m)
+		var from []string
+		for _, s := range []struct {
+			scheme string
+			list   *[]string
+		}{{probe.SchemeHTTP, &f.HTTP}, {probe.SchemeHTTPS, &f.HTTPS}} {
+			if o.Has(NeedOf(s.scheme, client)) {
+				*s.list = append(*s.list, m.Name)
+			} else {
+				from = append(from, s.scheme)
+			}
+		}
+		if len(from) > 0 {
+			f.Excluded = append(f.Excluded, ExcludedMember{Name: m.Name, From: from, Reason: excludedWhy(o, f.Family)})
+		}
+	}
+	return f
+}
+
+// excludedWhy says what a member offering o lacks for a client of family.
+func excludedWhy(o Offers, family string) string {
+	fam := OfferIPv4
+	if family == "IPv6" {
+		fam = OfferIPv6
+	}
+	var lacks []string
+	if !o.Has(fam) {
+		lacks = append(lacks, "no "+family+" address")
+	}
+	if !o.Has(OfferHTTPS) {
+		lacks = append(lacks, "no https in its reports")
+	}
+	if !o.Has(OfferHTTP) {
+		lacks = append(lacks, "no plain http")
+	}
+	return strings.Join(lacks, ", ")
 }
