@@ -310,6 +310,12 @@ func TestDashboardBrowser(t *testing.T) {
 		waitDOM(t, ctx, time.Second, "rescued column", `[...document.querySelectorAll('table.members th')].some(th => th.textContent === "Rescued")`)
 		waitDOM(t, ctx, 5*time.Second, "fra1's certificate expiring within a day, marked", `(() => { const c = document.querySelector('tr[data-member="fra1"] [data-role="https"]'); return /^2[0-3]h [0-9]+m$/.test(c.textContent) && c.classList.contains("hot") })()`)
 		waitDOM(t, ctx, time.Second, "nyc1 without https", `document.querySelector('tr[data-member="nyc1"] [data-role="https"]').textContent === "–"`)
+		// An ACME order under way: nyc1's live challenge at dnsd, beside its HTTPS cell.
+		if out, err := groupctl(t, s.DNSD.Admin, "e2e-secret", "acme", "publish", "www.example.test", "nyc1", "nyc1.mirrors.example.test", strings.Repeat("v", 42)+"A"); err != nil {
+			t.Fatalf("groupctl acme publish: %v\n%s", err, out)
+		}
+		waitDOM(t, ctx, 5*time.Second, "nyc1's live ACME challenge", `(() => { const c = document.querySelector('tr[data-member="nyc1"] [data-role="acme"]'); return !!c && c.textContent === "ACME ×1" })()`)
+		waitDOM(t, ctx, time.Second, "fra1 without one", `!document.querySelector('tr[data-member="fra1"] [data-role="acme"]')`)
 	})
 	t.Run("map", func(t *testing.T) {
 		waitDOM(t, ctx, 5*time.Second, "land drawn", `document.querySelector('svg.map path.land').getAttribute('d').length > 10000`)

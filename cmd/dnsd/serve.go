@@ -78,7 +78,7 @@ func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger,
 	}
 	scopesFile := func() string { return dispatch.ScopesPath(ctl.Current().StateFile) }
 	loadScopes(disp, scopesFile(), logger)
-	adm, err := newAdminSide(set, ld, logger, reg, ctl, disp, events, flows, shared)
+	adm, err := newAdminSide(set, ld, logger, reg, ctl, disp, events, flows, shared, sv.book)
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ type adminSide struct {
 }
 
 func newAdminSide(set *zones.Set, ld *loader, logger *slog.Logger, reg *prometheus.Registry, ctl *members.Controller,
-	disp *dispatch.Dispatcher, events *admin.EventLog, flows *admin.AnswerFlows, shared *cluster.Store) (*adminSide, error) {
+	disp *dispatch.Dispatcher, events *admin.EventLog, flows *admin.AnswerFlows, shared *cluster.Store, book *acme.Book) (*adminSide, error) {
 	a := &adminSide{verifier: api.NewVerifier(set.Config.Health.SignatureWindow.D(), 0),
 		token: func() string { return ctl.Current().Config.AdminToken }}
 	var err error
@@ -331,7 +331,7 @@ func newAdminSide(set *zones.Set, ld *loader, logger *slog.Logger, reg *promethe
 	a.dash, err = admin.NewDashboard(admin.DashboardOptions{
 		Logger: logger, Registry: reg, Source: ctl, Flows: flows, Events: events,
 		TokenAuth: func() bool { return a.token() != "" },
-		Cluster:   clusterView(shared),
+		Cluster:   clusterView(shared), Challenges: book,
 	})
 	if err != nil {
 		return nil, err

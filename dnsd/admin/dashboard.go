@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/dnsd/acme"
 	"github.com/transmirror/transmirror/dnsd/members"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
@@ -43,6 +44,12 @@ type DashboardSource interface {
 }
 
 var _ DashboardSource = (*members.Controller)(nil)
+
+// LiveChallenges lists the live ACME DNS-01 challenges (implemented by
+// acme.Book).
+type LiveChallenges interface {
+	List() []acme.Challenge
+}
 
 // DashboardOptions configure a Dashboard.
 type DashboardOptions struct {
@@ -75,6 +82,9 @@ type DashboardOptions struct {
 	// TokenAuth reports whether an admin token is configured, so that the
 	// page offers drain buttons that use it; nil means no.
 	TokenAuth func() bool
+	// Challenges are the live ACME challenges, counted per member; nil
+	// shows none.
+	Challenges LiveChallenges
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -95,6 +105,7 @@ type Dashboard struct {
 	heartbeat time.Duration
 	tokenAuth func() bool
 	cluster   func() *ClusterView
+	acme      LiveChallenges // nil: none
 	now       func() time.Time
 	web       fs.FS         // the page's files
 	slots     chan struct{} // one per stream allowed
@@ -118,7 +129,7 @@ func NewDashboard(o DashboardOptions) (*Dashboard, error) {
 	d := &Dashboard{
 		log: o.Logger, src: o.Source, flows: o.Flows, events: o.Events, history: o.History,
 		histEvery: o.HistoryInterval, every: o.StreamInterval, heartbeat: o.StreamHeartbeat,
-		tokenAuth: o.TokenAuth, cluster: o.Cluster, now: o.Now, stop: make(chan struct{}),
+		tokenAuth: o.TokenAuth, cluster: o.Cluster, acme: o.Challenges, now: o.Now, stop: make(chan struct{}),
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -272,6 +283,8 @@ type DashboardGroup struct {
 	// Flows are the answers of the last minute by client country and
 	// member, largest first.
 	Flows []Flow `json:"flows"`
+	// ACME counts the live ACME challenges by member (absent: none).
+	ACME map[string]int `json:"acme_challenges,omitempty"`
 }
 
 // DashboardHistory is the charts' data.
@@ -286,12 +299,13 @@ type DashboardHistory struct {
 // withHistory.
 func (d *Dashboard) Snapshot(withHistory bool) DashboardSnapshot {
 	s := DashboardSnapshot{Time: d.now(), TokenAuth: d.tokenAuth(), Groups: []DashboardGroup{}, Events: d.events.Snapshot()}
+	acme := d.challenges()
 	for _, gs := range d.src.List().Groups {
 		v, err := d.src.View(gs.Name)
 		if err != nil {
 			continue
 		}
-		s.Groups = append(s.Groups, DashboardGroup{GroupView: v, Flows: d.flows.Flows(v.Name)})
+		s.Groups = append(s.Groups, DashboardGroup{GroupView: v, Flows: d.flows.Flows(v.Name), ACME: acme[v.Name]})
 	}
 	if d.cluster != nil {
 		s.Cluster = d.cluster()
@@ -300,6 +314,21 @@ func (d *Dashboard) Snapshot(withHistory bool) DashboardSnapshot {
 		s.History = d.historyData(s.Groups)
 	}
 	return s
+}
+
+// challenges counts the live ACME challenges by group and member.
+func (d *Dashboard) challenges() map[string]map[string]int {
+	if d.acme == nil {
+		return nil
+	}
+	out := map[string]map[string]int{}
+	for _, c := range d.acme.List() {
+		if out[c.Group] == nil {
+			out[c.Group] = map[string]int{}
+		}
+		out[c.Group][c.Member]++
+	}
+	return out
 }
 
 func (d *Dashboard) historyData(groups []DashboardGroup) *DashboardHistory {

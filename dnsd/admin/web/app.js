@@ -147,13 +147,16 @@
   // long until its first certificate expires (hot under 14 days), "yes"
   // for https through a terminator (no certificate of its own), "–" for
   // none.
-  function httpsCell(r) {
+  // acme (0: none) is its live ACME challenges at dnsd: an order under
+  // way, shown beside the expiry.
+  function httpsCell(r, acme) {
     const https = r && (r.schemes || []).includes("https");
-    if (!https) return '<td class="num" data-role="https"><span class="muted">–</span></td>';
-    if (!r.cert_not_after) return '<td class="num" data-role="https" title="https through a terminator">yes</td>';
+    const order = acme ? ' <span class="util-parts" data-role="acme" title="live ACME DNS-01 challenges: an order under way">ACME ×' + acme + "</span>" : "";
+    if (!https) return '<td class="num" data-role="https"><span class="muted">–</span>' + order + "</td>";
+    if (!r.cert_not_after) return '<td class="num" data-role="https" title="https through a terminator">yes' + order + "</td>";
     const left = (Date.parse(r.cert_not_after) - Date.now()) / 1000;
     return '<td class="num' + (left < 14 * 86400 ? " hot" : "") + '" data-role="https" title="' + esc("certificate expires " + r.cert_not_after) + '">' +
-      esc(left > 0 ? fmtAge(left) : "expired") + "</td>";
+      esc(left > 0 ? fmtAge(left) : "expired") + order + "</td>";
   }
 
   function groupSection(g) {
@@ -324,7 +327,7 @@
         (m.generation ? (m.lag_seconds ? esc(fmtAge(m.lag_seconds)) + " behind" : "newest") : '<span class="muted">–</span>') + "</td>" +
         '<td class="num" data-role="rescued" title="requests sent to a sibling holding the file instead of a 404, since the mirror started">' +
         (r ? esc(String(m.rescued || 0)) : '<span class="muted">–</span>') + "</td>" +
-        httpsCell(r) +
+        httpsCell(r, (g.acme_challenges || {})[m.name] || 0) +
         '<td title="' + esc(coords) + '">' + esc([loc.country, loc.continent].filter(Boolean).join(" · ") || "–") + "</td>" +
         '<td class="num">' + (r ? fmtAge(m.report_age_seconds || 0) : '<span class="muted">never</span>') + "</td>" +
         "<td>" + act + "</td></tr>";
