@@ -60,8 +60,9 @@ unit:
 	$(GO) test -count=1 -run 'Allocs' $$($(GO) list ./... | grep -v /e2e)
 
 # E2E_TIMEOUT: one whole run of the e2e package took 375 s of wall time
-# on 2 cores shared with two other builds (TestSkew's six phases about
-# 255 s of it, three rounds of two); 20m leaves more than 3x that.
+# on 2 cores shared with two other builds, when TestSkew ran six phases
+# (about 255 s of it, three rounds of two; it runs four now, two rounds);
+# 20m leaves more than 3x that.
 E2E_TIMEOUT ?= 20m
 
 e2e: build
@@ -137,7 +138,7 @@ bench-dns: build
 ## goroutines or memory growing past the bounds stated in e2e/soak_test.go.
 ## Not part of test (the build tag soak keeps it out of e2e).
 ## skew: TestSkew with every phase: the skewed scenario for every global
-## policy on one dnsd and on an NS set of two (make test runs six of the
+## policy on one dnsd and on an NS set of two (make test runs four of the
 ## eight), printing each phase's figures line.
 skew: build
 	E2E_SKEW_ALL=1 $(GO) test -count=1 -run '^TestSkew$$' -timeout 30m -v ./e2e/ | grep -E '^(=== RUN|--- |\s+--- |ok|FAIL)|skew figures'
