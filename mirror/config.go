@@ -549,8 +549,25 @@ func (v *validator) validate() {
 	}
 	// The site section and the back ends are the front end's to check.
 	c.Site.Check(v.errs, v.pos, v.dir, c.Backends, c.Root != "")
-	if len(c.TLS.Listen) > 0 && len(c.Backends) > 0 && c.Site.Mode == frontend.ModeHandoff {
+	if len(c.TLS.Listen) > 0 && len(c.Backends) > 0 {
+		v.siteOverTLS()
+	}
+}
+
+// siteOverTLS checks a front end with tls.listen: handoff can not pass a
+// TLS connection, and a redirect to a back end's http public URL would
+// downgrade the clients that came over https.
+func (v *validator) siteOverTLS() {
+	c := v.c
+	switch c.Site.Mode {
+	case frontend.ModeHandoff:
 		v.errorf("site.mode", "handoff passes the clients' TCP connections to the back ends, which can not take a TLS connection: tls.listen needs site.mode proxy or redirect")
+	case frontend.ModeRedirect:
+		for i, b := range c.Backends {
+			if strings.HasPrefix(strings.ToLower(b.PublicURL), "http://") {
+				v.errorf(fmt.Sprintf("backends[%d].public_url", i), "%q: with tls.listen, site.mode redirect would send https clients to http; give the back end's https URL", b.PublicURL)
+			}
+		}
 	}
 }
 

@@ -81,6 +81,8 @@ func TestConfigTLS(t *testing.T) {
 		{"handoff front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', handoff_socket: /run/b1.sock}]\nsite: {mode: handoff}\ntls: {listen: [':443'], " + pairs + "}\n",
 			"site.mode: handoff passes the clients' TCP connections to the back ends", ""},
 		{"redirect front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', public_url: 'https://b1.example.org/', admin_url: 'http://10.0.0.1:8081'}]\nsite: {mode: redirect}\ntls: {listen: [':443'], " + pairs + "}\n", "", ""},
+		{"redirect front end to http", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080', public_url: 'http://b1.example.org/', admin_url: 'http://10.0.0.1:8081'}]\nsite: {mode: redirect}\ntls: {listen: [':443'], " + pairs + "}\n",
+			`backends[0].public_url: "http://b1.example.org/": with tls.listen, site.mode redirect would send https clients to http`, ""},
 		{"proxy front end", strings.Replace(head, "root: root\n", "", 1) + "backends: [{name: b1, url: 'http://10.0.0.1:8080'}]\ntls: {listen: [':443'], " + pairs + "}\n", "", ""},
 	}
 	for _, tt := range tests {
