@@ -39,6 +39,9 @@ type Config struct {
 	// listens on 127.0.0.1 only; write the host ("0.0.0.0:9180",
 	// "192.0.2.10:9180") to listen elsewhere.
 	Admin string `yaml:"admin"`
+	// Pprof is not a key of the file: the -pprof flag, Go's profiles on
+	// the admin listener for loopback callers (needs a restart).
+	Pprof bool `yaml:"-"`
 	// AdminTLS serves the admin listener over TLS (1.2 or later) with
 	// this certificate and key; absent is plain HTTP. After ParseConfig
 	// both paths are resolved against the config file's directory. A

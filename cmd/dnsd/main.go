@@ -40,6 +40,7 @@ type options struct {
 	admin     string
 	logFormat string
 	logLevel  string
+	pprof     bool // -pprof: daemon.Pprof on the admin listener
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -54,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.admin, "admin", "", "admin HTTP listen address (overrides the config)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on the admin listener, to loopback callers only")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

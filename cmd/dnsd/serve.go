@@ -303,12 +303,13 @@ type adminSide struct {
 	reload        admin.Reloader
 	dash          *admin.Dashboard
 	token         func() string
+	pprof         bool // -pprof
 }
 
 func newAdminSide(set *zones.Set, ld *loader, logger *slog.Logger, reg *prometheus.Registry, ctl *members.Controller,
 	disp *dispatch.Dispatcher, events *admin.EventLog, flows *admin.AnswerFlows, shared *cluster.Store, book *acme.Book) (*adminSide, error) {
 	a := &adminSide{verifier: api.NewVerifier(set.Config.Health.SignatureWindow.D(), 0),
-		token: func() string { return ctl.Current().Config.AdminToken }}
+		token: func() string { return ctl.Current().Config.AdminToken }, pprof: ld.opts.pprof}
 	var err error
 	if a.signedRefused, err = admin.NewSignedRefused(reg); err != nil {
 		return nil, err
@@ -371,7 +372,7 @@ func (a *adminSide) server(ln net.Listener, cfg *zones.Config, reg *prometheus.R
 		SignedRequests: a.signed, SignedRefused: a.signedRefused, AdminToken: a.token, Dashboard: a.dash,
 		Contents: contents, Challenges: challenges,
 	})
-	hs := daemon.NewAdminServer(api.Guard(h, cfg.Admin, cfg.AdminHosts, a.keypair != nil), int(cfg.AdminLimits.MaxHeaderBytes), logger)
+	hs := daemon.NewAdminServer(api.Guard(daemon.Pprof(h, a.pprof), cfg.Admin, cfg.AdminHosts, a.keypair != nil), int(cfg.AdminLimits.MaxHeaderBytes), logger)
 	return daemon.ServeHTTP("dnsd: admin", ln, hs, daemon.AdminShutdownGrace)
 }
 

@@ -77,6 +77,8 @@ type options struct {
 	missDelay time.Duration
 	// acmeLifetime is -acme-test-lifetime (mirror.ACMEConfig.TestLifetime).
 	acmeLifetime time.Duration
+	// pprof is -pprof (daemon.Pprof on the admin listener).
+	pprof bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -90,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.missDelay, "bench-miss-delay-per-mib", 0, "for benchmarks and tests only, never in production: a back end's cache miss sleeps this long per MiB, a stand-in for a disk")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on the admin listener, to loopback callers only")
 	fs.DurationVar(&o.acmeLifetime, "acme-test-lifetime", 0, "for tests only, never in production: renew the tls.acme certificate as if it lived at most this long (a test CA's live years)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -137,7 +140,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
 	}
-	ld := loader{file: o.config, listen: o.listen, admin: o.admin, missDelay: o.missDelay, acmeLifetime: o.acmeLifetime, logger: logger}
+	ld := loader{file: o.config, listen: o.listen, admin: o.admin, missDelay: o.missDelay, acmeLifetime: o.acmeLifetime, pprof: o.pprof, logger: logger}
 	cfg, err := ld.load()
 	if err == nil && os.Geteuid() == 0 {
 		// A mistake in root (or a link in it) then exposes every file.

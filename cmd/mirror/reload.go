@@ -22,6 +22,8 @@ type loader struct {
 	missDelay time.Duration
 	// acmeLifetime is -acme-test-lifetime (mirror.ACMEConfig.TestLifetime).
 	acmeLifetime time.Duration
+	// pprof is -pprof (mirror.Config.Pprof).
+	pprof bool
 	logger       *slog.Logger
 }
 
@@ -41,6 +43,7 @@ func (l loader) load() (*mirror.Config, error) {
 	}
 	cfg.Site.Cache.MissDelayPerMiB = yamlconf.Duration(l.missDelay)
 	cfg.TLS.ACME.TestLifetime = l.acmeLifetime
+	cfg.Pprof = l.pprof
 	return cfg, nil
 }
 

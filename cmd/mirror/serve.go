@@ -222,6 +222,6 @@ func adminComponent(cfg *mirror.Config, admin http.Handler, reloader *daemon.Rel
 	mux := http.NewServeMux()
 	mux.Handle(api.Reload.Pattern(), api.ReloadHandler(reloader.Reload))
 	mux.Handle("/", admin)
-	hs := daemon.NewAdminServer(api.Guard(mux, cfg.Admin, cfg.AdminHosts, keypair != nil), int(cfg.Limits.MaxHeaderBytes), logger)
+	hs := daemon.NewAdminServer(api.Guard(daemon.Pprof(mux, cfg.Pprof), cfg.Admin, cfg.AdminHosts, keypair != nil), int(cfg.Limits.MaxHeaderBytes), logger)
 	return ln, daemon.ServeHTTP("mirror: admin", ln, hs, daemon.AdminShutdownGrace), nil
 }
