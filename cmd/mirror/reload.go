@@ -23,8 +23,8 @@ type loader struct {
 	// acmeLifetime is -acme-test-lifetime (mirror.ACMEConfig.TestLifetime).
 	acmeLifetime time.Duration
 	// pprof is -pprof (mirror.Config.Pprof).
-	pprof bool
-	logger       *slog.Logger
+	pprof  bool
+	logger *slog.Logger
 }
 
 func (l loader) load() (*mirror.Config, error) {
