@@ -25,10 +25,10 @@ import (
 // siblings are v4plain (IPv4 addresses, plain http) and duals (IPv4 and
 // IPv6, http and https).
 const (
-	// memberCapacity is hot's capacity in load units: with run_queue none
-	// its target load (the low watermark's 0.7 of it, as the siblings'
-	// figures keep the group's fair utilization far below) is 0.7
-	// requests/s, which the loader exceeds 30 times over.
+	// memberCapacity is hot's capacity in load units. Its target is the
+	// low watermark, 0.7 (the idle siblings keep the group's fair
+	// utilization far below it), so with run_queue none it is over its
+	// target from 0.7 requests/s on: the loader alone sends 20.
 	memberCapacity = 10
 	// memberLoadRate and memberLoadMax bound the loader: requests/s, and
 	// requests in all (over a minute's worth, far more than the test
@@ -168,8 +168,8 @@ type memberOffers struct {
 	failed     int            // requests without an answer, or with a bad one
 }
 
-// startMemberOffers starts dnsd and the three mirrors, and waits until
-// hot has a group view with both siblings' reports.
+// startMemberOffers starts dnsd and the three mirrors, and makes the
+// clients; the test waits for hot's view itself.
 func startMemberOffers(t *testing.T) *memberOffers {
 	t.Helper()
 	dir := t.TempDir()
