@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ func TestRedirectKeepsSchemeAndFamily(t *testing.T) {
 	}
 	dir := t.TempDir()
 	admins := map[string]string{"v4only": probetest.FreeAddr(t, "tcp"), "dual": probetest.FreeAddr(t, "tcp")}
-	d := startDNSD(t, true, "-config", offersDNSD(t, dir, admins))
+	d := startDNSD(t, true, "-config", offersDNSD(t, dir,
+		offersMember{name: "v4only", addresses: []string{"127.0.9.1"}, admin: admins["v4only"]},
+		offersMember{name: "dual", addresses: []string{"127.0.9.2", "2001:db8::9"}, admin: admins["dual"]}))
 	ca := probetest.NewCA(t, dir, "ca")
 	dualCert, dualKey := ca.LeafFor(t, dir, "dual", "dual.mirrors.example.test", faultGroup)
 	dispCert, dispKey := ca.LeafFor(t, dir, "d", faultGroup)
@@ -128,12 +131,29 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 	}
 }
 
-// offersDNSD writes dnsd's config for TestRedirectKeepsSchemeAndFamily:
-// the group with v4only (an IPv4 address) and dual (IPv4 and IPv6), each
+// offersMember is one member of offersDNSD's group.
+type offersMember struct {
+	name      string
+	addresses []string // dnsd's addresses of it: the families it offers
+	admin     string   // its admin host:port, which dnsd probes
+}
+
+// offersDNSD writes dnsd's config for the tests of the scheme and the
+// family of a redirect (TestRedirectKeepsSchemeAndFamily,
+// TestMemberRedirectKeepsSchemeAndFamily): the group with members, each
 // probed on its admin listener.
-func offersDNSD(t *testing.T, dir string, admins map[string]string) string {
+func offersDNSD(t *testing.T, dir string, members ...offersMember) string {
 	t.Helper()
 	writeFile(t, dir, "example.test.zone", readFileT(t, filepath.Join("testdata", "example.test.zone")))
+	var lines strings.Builder
+	for _, m := range members {
+		addrs := make([]string, len(m.addresses))
+		for i, a := range m.addresses {
+			addrs[i] = strconv.Quote(a)
+		}
+		fmt.Fprintf(&lines, "      - {name: %s, host: %s.mirrors.example.test., addresses: [%s], capacity: 1000, probe: \"http://%s/v1/load\"}\n",
+			m.name, m.name, strings.Join(addrs, ", "), m.admin)
+	}
 	return writeFile(t, dir, "dnsd.yaml", fmt.Sprintf(`# e2e: redirects keep the scheme and the family
 listen: ["127.0.0.1:0"]
 admin: 127.0.0.1:0
@@ -146,7 +166,5 @@ groups:
     policy: {name: weighted}
     secret: %s
     members:
-      - {name: v4only, host: v4only.mirrors.example.test., addresses: [127.0.9.1], capacity: 1000, probe: "http://%s/v1/load"}
-      - {name: dual, host: dual.mirrors.example.test., addresses: [127.0.9.2, "2001:db8::9"], capacity: 1000, probe: "http://%s/v1/load"}
-`, faultGroup, faultSecret, admins["v4only"], admins["dual"]))
+%s`, faultGroup, faultSecret, lines.String()))
 }
