@@ -100,8 +100,9 @@ func BenchmarkSiteTLS(b *testing.B) {
 		}
 		b.Run(mode, func(b *testing.B) {
 			fe, ca := tlsSite(b, bin, b.TempDir(), mode)
+			hs := handshakeOf(b, fe, ca)
 			rounds := tlsRounds(b, fe, ca, mode)
-			tables = append(tables, fmt.Sprintf("%s mode: ", mode)+tlsTable(tlsRows(rounds), len(rounds))+handshakeLine(rounds))
+			tables = append(tables, fmt.Sprintf("%s mode, %s: ", mode, hs)+tlsTable(tlsRows(rounds), len(rounds))+handshakeLine(rounds))
 		})
 	}
 	fmt.Printf("\n%s", strings.Join(tables, "\n"))
@@ -190,6 +191,23 @@ func tlsClient(c tlsCase, ca *probetest.CA) *http.Client {
 		ForceAttemptHTTP2:   c.h2,
 		TLSClientConfig:     &tls.Config{RootCAs: ca.Pool, ServerName: "www.example.org"},
 	}}
+}
+
+// handshakeOf returns the TLS version, key exchange and cipher suite
+// that a client of the comparison agrees with fe.
+func handshakeOf(b *testing.B, fe *mirrorProc, ca *probetest.CA) string {
+	b.Helper()
+	client := tlsClient(tlsCase{https: true, newConn: true}, ca)
+	resp, err := client.Get("https://" + fe.https + "/-/healthy")
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.TLS == nil {
+		b.Fatal("a response over https without TLS state")
+	}
+	st := resp.TLS
+	return fmt.Sprintf("%s, %s, %s", tls.VersionName(st.Version), st.CurveID, tls.CipherSuiteName(st.CipherSuite))
 }
 
 // noRedirect is an http.Client's CheckRedirect that returns the 302
