@@ -122,6 +122,12 @@ bench:
 ## back-end mirror processes on loopback, in proxy mode (concurrency 32), then
 ## handoff mode (concurrency 256, above LARD's admission limit S = 219), each
 ## the median and range of 3 runs (about 15 minutes on two cores).
+## BENCH_SITE_ARGS=-tls measures TLS through the front end instead
+## (BenchmarkSiteTLS, about 5 minutes): one front end with a plain and an
+## HTTPS listener, proxy then redirect mode, a 4 KiB file over plain HTTP,
+## HTTPS (HTTP/1.1 and HTTP/2) on kept connections and new connections (full
+## handshakes), requests/s and the front end's CPU per request as ratios to
+## plain HTTP in interleaved rounds (-tls-rounds, -tls-mode, -tls-policy).
 bench-site:
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkSite -benchtime=1x -timeout=60m ./e2e/benchsite/ -args -site $(BENCH_SITE_ARGS)
 

@@ -6,9 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -263,4 +265,120 @@ func TestModes(t *testing.T) {
 	if want := []string{`proxy 32 true "as in earlier runs, so that they compare"`, `handoff 256 false ""`}; !slices.Equal(got, want) {
 		t.Errorf("modes() = %q, want %q", got, want)
 	}
+}
+
+// TestStatCPUTicks checks utime + stime out of /proc/PID/stat lines,
+// command names with spaces and parentheses among them.
+func TestStatCPUTicks(t *testing.T) {
+	const tail = " S 1 2 3 4 5 6 7 8 9 10 %s %s 0 0 20 0 12 0 100 200 300\n"
+	cases := []struct {
+		name string
+		line string
+		want int64
+		err  string
+	}{
+		{"plain", "4242 (mirror)" + fmt.Sprintf(tail, "150", "37"), 187, ""},
+		{"spaces and parentheses in the name", "4242 (a (b) c) d)" + fmt.Sprintf(tail, "1", "2"), 3, ""},
+		{"no name", "4242 mirror S 1 2", 0, "no command name"},
+		{"short", "4242 (mirror) S 1 2 3", 0, "fields after the command name"},
+		{"not a number", "4242 (mirror)" + fmt.Sprintf(tail, "x", "2"), 0, "utime or stime"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := statCPUTicks(tc.line)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("statCPUTicks = %d, %v; want an error with %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("statCPUTicks = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestProcCPU checks that the CPU time read for this process grows
+// while it computes (it reads the running kernel's /proc/PID/stat).
+func TestProcCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/PID/stat is Linux's")
+	}
+	before, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	x := uint64(1)
+	for time.Now().Before(deadline) {
+		for i := range 1_000_000 {
+			x = x*6364136223846793005 + uint64(i) // a tick of CPU, however busy the machine
+		}
+		now, err := procCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > before {
+			return
+		}
+	}
+	t.Errorf("procCPU stayed at %v over a minute of computing (%d)", before, x)
+}
+
+// tlsTestRounds are two rounds of the five TLS cases: the second with
+// everything twice as fast, which leaves the ratios alone.
+var tlsTestRounds = [][]sample{
+	{{5000, 100e-6}, {4000, 120e-6}, {4500, 150e-6}, {2500, 200e-6}, {500, 800e-6}},
+	{{10000, 50e-6}, {8000, 60e-6}, {9000, 75e-6}, {5000, 100e-6}, {1000, 400e-6}},
+}
+
+// TestTLSRows checks that the ratios are taken within each round: drift
+// between rounds moves the absolute figures, not the ratios.
+func TestTLSRows(t *testing.T) {
+	rows := tlsRows(tlsTestRounds)
+	cases := []struct {
+		name       string
+		row        int
+		rps, cpu   spread
+		rpsX, cpuX float64
+	}{
+		{"baseline", 0, spread{7500, 5000, 10000}, spread{75e-6, 50e-6, 100e-6}, 1, 1},
+		{"TLS kept", 1, spread{6000, 4000, 8000}, spread{90e-6, 60e-6, 120e-6}, 0.8, 1.2},
+		{"TLS new connection", 4, spread{750, 500, 1000}, spread{600e-6, 400e-6, 800e-6}, 0.1, 8},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rows[tc.row]
+			if r.baseline != (tc.row == 0) || r.name != tlsCases[tc.row].name {
+				t.Errorf("row %d is %q, baseline %v", tc.row, r.name, r.baseline)
+			}
+			if r.rps != tc.rps || !near(r.cpu.med, tc.cpu.med) || !near(r.cpu.lo, tc.cpu.lo) || !near(r.cpu.hi, tc.cpu.hi) {
+				t.Errorf("req/s %+v, CPU %+v; want %+v, %+v", r.rps, r.cpu, tc.rps, tc.cpu)
+			}
+			for _, x := range []struct {
+				got  spread
+				want float64
+			}{{r.rpsX, tc.rpsX}, {r.cpuX, tc.cpuX}} {
+				if !near(x.got.med, x.want) || !near(x.got.lo, x.want) || !near(x.got.hi, x.want) {
+					t.Errorf("ratio %+v, want %v in both rounds", x.got, x.want)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSTable checks the printed TLS comparison against testdata, with
+// the handshake estimate below it.
+func TestTLSTable(t *testing.T) {
+	out := tlsTable(tlsRows(tlsTestRounds), len(tlsTestRounds))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2+len(tlsCases) {
+		t.Errorf("table has %d lines, want a title, a header and %d rows:\n%s", len(lines), len(tlsCases), out)
+	}
+	hs := handshakeLine(tlsTestRounds)
+	if !strings.Contains(hs, "450 µs (300–600)") {
+		t.Errorf("handshakeLine = %q, want the median and range of 600 and 300 µs", hs)
+	}
+	golden(t, filepath.Join("testdata", "tls-table.golden"), out+hs)
 }

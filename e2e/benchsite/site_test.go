@@ -34,6 +34,11 @@
 // policy (lard, ward, tb-ccrd, chbl) does not at least halve wrr's
 // median miss ratio with its own median.
 //
+// With -tls, BenchmarkSiteTLS runs instead (tls_test.go): TLS through
+// one front end, plain HTTP against HTTPS on kept and on new connections,
+// in interleaved rounds, with the front end's CPU per request from its
+// /proc/PID/stat.
+//
 // -bin=cmd (the default) builds cmd/mirror and runs it; -bin=self runs
 // this test binary as the mirror instead (a minimal mirror from the same
 // package pieces: FileServer with Cache, or frontend.New), for when
@@ -186,6 +191,9 @@ func (a queueFigures) sub(before queueFigures) queueFigures {
 func BenchmarkSite(b *testing.B) {
 	if !*flagSite {
 		b.Skip("the site comparison runs with -site (make bench-site)")
+	}
+	if *flagTLS {
+		b.Skip("-tls runs BenchmarkSiteTLS instead")
 	}
 	ms, err := modes()
 	if err != nil {
@@ -501,16 +509,7 @@ func runPolicy(b *testing.B, bin, dir, socks string, w *workload, m mode, policy
 		if m.name == "handoff" {
 			sock = filepath.Join(socks, prefix+name)
 		}
-		cfg := fmt.Sprintf(`listen: ["127.0.0.1:0"]
-group: www.example.org
-member: %s
-host: %s.site.example.org
-capacity: 1000
-root: %s
-redirect: {enabled: false}
-site:
-  cache: {memory: %d, max_object: 1MiB}
-`, name, name, strconv.Quote(w.root), cache)
+		cfg := backendYAML(name, w.root, cache)
 		if sock != "" {
 			cfg += fmt.Sprintf("  handoff_socket: %s\n", strconv.Quote(sock))
 		}
@@ -572,6 +571,22 @@ backends:
 		b.Errorf("%s mode, %s, run %d: %d requests failed", m.name, policy, run, r.errors)
 	}
 	return r
+}
+
+// backendYAML is the config of the back end name: the document root
+// root and a memory cache of cache bytes, its site block last (for a
+// handoff_socket line after it).
+func backendYAML(name, root string, cache int64) string {
+	return fmt.Sprintf(`listen: ["127.0.0.1:0"]
+group: www.example.org
+member: %s
+host: %s.site.example.org
+capacity: 1000
+root: %s
+redirect: {enabled: false}
+site:
+  cache: {memory: %d, max_object: 1MiB}
+`, name, name, strconv.Quote(root), cache)
 }
 
 // play sends the requests of trace with concurrency workers.
@@ -694,13 +709,16 @@ func metricSum(text, name string) (float64, bool) {
 	return sum, found
 }
 
-// mirrorProc is a running mirror and the addresses it logged.
+// mirrorProc is a running mirror: its process and the addresses it
+// logged (https "" without tls.listen).
 type mirrorProc struct {
-	http, admin string
+	pid                int
+	http, https, admin string
 }
 
 var (
 	httpAddrRE  = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+	httpsAddrRE = regexp.MustCompile(`msg="https listening" addr=(\S+)`)
 	adminAddrRE = regexp.MustCompile(`msg="admin listening" addr=(\S+)`)
 )
 
@@ -736,7 +754,7 @@ func startMirror(b *testing.B, bin, path, cfg string, args ...string) *mirrorPro
 			<-done
 		}
 	})
-	p := &mirrorProc{}
+	p := &mirrorProc{pid: cmd.Process.Pid}
 	ready := make(chan error, 1)
 	var mu sync.Mutex
 	var logs strings.Builder
@@ -758,6 +776,9 @@ func startMirror(b *testing.B, bin, path, cfg string, args ...string) *mirrorPro
 			mu.Unlock()
 			if m := httpAddrRE.FindStringSubmatch(line); m != nil && p.http == "" {
 				p.http = m[1]
+			}
+			if m := httpsAddrRE.FindStringSubmatch(line); m != nil && p.https == "" {
+				p.https = m[1]
 			}
 			if m := adminAddrRE.FindStringSubmatch(line); m != nil {
 				p.admin = m[1]
