@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/h1"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
 	"github.com/transmirror/transmirror/scheduler/site"
@@ -48,6 +49,9 @@ type Options struct {
 	// Content is the content map of the back ends (ContentMembers), which
 	// the caller runs; required by site.content, unused without it.
 	Content ContentMap
+	// NoFastPath sends every proxied request through
+	// httputil.ReverseProxy (tests compare the two paths).
+	NoFastPath bool
 }
 
 // Response header timeout and connection pool of the default transport.
@@ -69,6 +73,8 @@ type handler struct {
 	health    HealthConfig
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
+	fast      bool        // every back end is plain HTTP: GET and HEAD take the fast path
+	heads     headBuffers // the fast path's request heads
 	m         *metrics
 	log       *slog.Logger
 	now       func() time.Time
@@ -93,6 +99,7 @@ type backend struct {
 	url      *url.URL
 	public   *url.URL // redirect mode
 	socket   string   // handoff mode
+	pool     *h1.Pool // the fast path's connections; nil for an https back end
 	checkURL string
 	weight   float64
 	memory   int64
@@ -320,6 +327,10 @@ func New(cfg Config, backends []Backend, o Options) (http.Handler, io.Closer, er
 		}
 		h.backends = append(h.backends, b)
 	}
+	h.fast = !o.NoFastPath
+	for _, b := range h.backends {
+		h.fast = h.fast && b.pool != nil
+	}
 	h.m = newMetrics()
 	if o.Registerer != nil {
 		if h.m, err = probe.RegisterShared(o.Registerer, h.m); err != nil {
@@ -426,8 +437,19 @@ func newBackend(bc Backend, hc HealthConfig, mode string) (*backend, error) {
 		}
 		b.reportURL = targetURL(au, &url.URL{Path: api.SiteReport.Path()}).String()
 	}
+	if u.Scheme == "http" {
+		b.pool = h1.NewPool(hostPort(u), h1.PoolOptions{MaxIdle: maxIdleConnsPerHost, DialTimeout: dialTimeout})
+	}
 	b.routable.Store(true)
 	return b, nil
+}
+
+// hostPort is u's host with its port, 80 when it has none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // Close stops the health checks, closes idle back-end connections and
@@ -439,6 +461,11 @@ func (h *handler) Close() error {
 		h.stopFollowing()
 		h.wg.Wait()
 		h.transport.CloseIdleConnections()
+		for _, b := range h.backends {
+			if b.pool != nil {
+				b.pool.Close()
+			}
+		}
 		h.m.unfollow(h)
 		h.m.release(h.policy.Name(), h.backends)
 	})

@@ -36,6 +36,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveHandoff(w, r, req, s)
 		return
 	}
+	if h.fast && fastable(r) {
+		h.serveFast(w, r, req)
+		return
+	}
 	h.serveProxy(w, r, req)
 }
 

@@ -1,0 +1,222 @@
+package frontend
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/webtest"
+)
+
+// conformanceBackend serves what TestFastPathConformance asks of both
+// paths: a file with ranges and validators, empty and large bodies, a
+// chunked body, hop-by-hop fields, the request it got, and a body cut
+// short.
+func conformanceBackend(t *testing.T) *httptest.Server {
+	t.Helper()
+	file := bytes.Repeat([]byte("0123456789abcdef"), 256) // 4 KiB
+	big := bytes.Repeat([]byte("x"), 1<<20)
+	mod := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		http.ServeContent(w, r, "file.bin", mod, bytes.NewReader(file))
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "big.bin", mod, bytes.NewReader(big))
+	})
+	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "0")
+	})
+	mux.HandleFunc("/chunked", func(w http.ResponseWriter, r *http.Request) {
+		for i := range 3 {
+			fmt.Fprintf(w, "part %d\n", i)
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/hop", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "X-Private")
+		w.Header().Set("X-Private", "secret")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		w.Header().Set("X-Kept", "1")
+		w.Header().Add("X-Twice", "a")
+		w.Header().Add("X-Twice", "b")
+		io.WriteString(w, "hop")
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		var lines []string
+		for k, vv := range r.Header {
+			lines = append(lines, k+": "+strings.Join(vv, ","))
+		}
+		slices.Sort(lines)
+		fmt.Fprintf(w, "%s %s %s host=%s\n%s\n", r.Method, r.RequestURI, r.Proto, r.Host, strings.Join(lines, "\n"))
+	})
+	mux.HandleFunc("/cut", func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+		brw.Flush()
+	})
+	mux.HandleFunc("/missing", http.NotFound)
+	be := httptest.NewServer(mux)
+	t.Cleanup(be.Close)
+	return be
+}
+
+// exchangeOf is what a client saw of one exchange, to compare between
+// the paths.
+func exchangeOf(t *testing.T, client *http.Client, req *http.Request) string {
+	t.Helper()
+	resp, err := client.Do(req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n", resp.Proto, resp.Status)
+	var keys []string
+	for k := range resp.Header {
+		if k != "Date" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(resp.Header[k], ","))
+	}
+	fmt.Fprintf(&b, "length %d close %v\n%d bytes, body error %v\n", resp.ContentLength, resp.Close, len(body), err != nil)
+	if len(body) < 2048 {
+		b.Write(body)
+	}
+	return b.String()
+}
+
+// TestFastPathConformance: the same requests through the fast path and
+// through httputil.ReverseProxy give the same responses and the same
+// errors, and the back end sees the same requests.
+func TestFastPathConformance(t *testing.T) {
+	be := conformanceBackend(t)
+	bases := map[bool]string{}
+	for _, noFast := range []bool{false, true} {
+		h, closer, err := New(Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
+			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: noFast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closer.Close() })
+		bases[noFast] = webtest.Serve(t, h)
+	}
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+	}{
+		{"GET", "GET", "/file", nil},
+		{"HEAD", "HEAD", "/file", nil},
+		{"range", "GET", "/file", map[string]string{"Range": "bytes=10-19"}},
+		{"two ranges", "GET", "/file", map[string]string{"Range": "bytes=0-1,5-6"}},
+		{"range past the end", "GET", "/file", map[string]string{"Range": "bytes=9000-"}},
+		{"If-None-Match", "GET", "/file", map[string]string{"If-None-Match": `"v1"`}},
+		{"If-Modified-Since", "GET", "/file", map[string]string{"If-Modified-Since": "Fri, 02 Jan 2026 03:04:05 GMT"}},
+		{"If-Range stale", "GET", "/file", map[string]string{"Range": "bytes=0-3", "If-Range": `"v0"`}},
+		{"large", "GET", "/big", nil},
+		{"empty", "GET", "/empty", nil},
+		{"chunked from the back end", "GET", "/chunked", nil},
+		{"hop-by-hop fields dropped", "GET", "/hop", nil},
+		{"the request the back end sees", "GET", "/echo?q=1&r=%2F", map[string]string{
+			"Connection": "X-Client-Private", "X-Client-Private": "1", "Keep-Alive": "300", "Te": "trailers, deflate",
+			"X-Forwarded-For": "203.0.113.9", "Forwarded": "for=203.0.113.9", "X-Forwarded-Host": "forged", "User-Agent": "conformance/1",
+			"Accept": "*/*", "Cookie": "a=1"}},
+		{"HEAD of the echo", "HEAD", "/echo", nil},
+		{"client closes", "GET", "/file", map[string]string{"Connection": "close"}},
+		{"body cut short", "GET", "/cut", nil},
+		{"not found", "GET", "/missing", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[bool]string{}
+			for noFast, base := range bases {
+				// A client per request and path: the Forwarded port is
+				// then the only difference.
+				client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
+				req, err := http.NewRequest(tt.method, base+tt.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range tt.header {
+					req.Header.Set(k, v)
+				}
+				got[noFast] = varying.ReplaceAllString(exchangeOf(t, client, req), "X")
+				client.CloseIdleConnections()
+			}
+			if got[false] != got[true] {
+				t.Errorf("fast path:\n%s\nReverseProxy:\n%s", got[false], got[true])
+			}
+		})
+	}
+}
+
+// TestFastPathMalformedBackend: a back end that answers what is not
+// HTTP/1.1 gets the client a 502 on both paths, counted as its error.
+func TestFastPathMalformedBackend(t *testing.T) {
+	for _, answer := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"SSH-2.0-OpenSSH\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n",
+	} {
+		t.Run(strings.Fields(answer)[0]+" "+fmt.Sprint(len(answer)), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						br := bufio.NewReader(c)
+						for l, err := br.ReadString('\n'); err == nil && l != "\r\n"; l, err = br.ReadString('\n') {
+						}
+						io.WriteString(c, answer)
+					}()
+				}
+			}()
+			base, _, reg := startSite(t, Config{Health: quietHealth}, Backend{Name: "bad", URL: "http://" + ln.Addr().String()})
+			resp, err := http.Get(base + "/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("status %d, want 502", resp.StatusCode)
+			}
+			if n := webtest.SampleSum(t, reg, "transmirror_mirror_backend_errors_total", map[string]string{"backend": "bad"}); n < 1 {
+				t.Errorf("backend_errors_total{bad} = %g, want >= 1", n)
+			}
+		})
+	}
+}
+
+// varying is what differs between two exchanges whatever the path: the
+// ports (of the two front ends, of the two clients) and the boundary of a
+// multipart body.
+var varying = regexp.MustCompile(`127\.0\.0\.1:[0-9]+|[0-9a-f]{60}`)

@@ -1,0 +1,170 @@
+package h1
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httputil"
+	"sync/atomic"
+)
+
+// ErrBodyTruncated is a body whose connection ended before its
+// Content-Length.
+var ErrBodyTruncated = errors.New("h1: body cut short")
+
+// Body reads a response body by its framing: a Content-Length, chunked
+// (decoded), or until the connection ends.
+type Body struct {
+	c         *Conn
+	remaining int64     // Content-Length framing: bytes still to come; -1 other
+	chunked   io.Reader // chunked framing; nil other
+	untilEOF  bool      // the body ends with the connection
+	done      bool      // read whole
+	failed    bool      // a read failed: the connection is not used again
+	aborted   atomic.Bool
+	n         int64 // bytes read
+}
+
+// reset prepares b for the body of resp on c (head: of a HEAD request).
+func (b *Body) reset(c *Conn, resp *Response, head bool) {
+	*b = Body{c: c, remaining: -1}
+	switch {
+	case !resp.HasBody(head):
+		b.done = true
+	case resp.Chunked:
+		b.chunked = httputil.NewChunkedReader(c.br)
+	case resp.ContentLength >= 0:
+		b.remaining = resp.ContentLength
+		b.done = b.remaining == 0
+	default:
+		b.untilEOF = true
+		resp.Close = true
+	}
+}
+
+// Len is the bytes read so far.
+func (b *Body) Len() int64 { return b.n }
+
+// Read reads the body; io.EOF at its end.
+func (b *Body) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	if b.failed {
+		return 0, ErrBodyTruncated
+	}
+	var n int
+	var err error
+	switch {
+	case b.chunked != nil:
+		n, err = b.chunked.Read(p)
+		if err == io.EOF {
+			b.done = true
+		}
+	case b.untilEOF:
+		n, err = b.c.br.Read(p)
+		if err == io.EOF {
+			b.done = true
+		}
+	default:
+		n, err = b.readLength(p)
+	}
+	b.n += int64(n)
+	if err != nil && err != io.EOF {
+		b.failed = true
+	}
+	return n, err
+}
+
+// readLength reads from a body of known length.
+func (b *Body) readLength(p []byte) (int, error) {
+	if int64(len(p)) > b.remaining {
+		p = p[:b.remaining]
+	}
+	n, err := b.c.br.Read(p)
+	b.remaining -= int64(n)
+	switch {
+	case b.remaining == 0:
+		b.done = true
+		return n, io.EOF
+	case err == io.EOF:
+		return n, fmt.Errorf("%w: %d bytes missing", ErrBodyTruncated, b.remaining)
+	}
+	return n, err
+}
+
+// WriteTo writes the body to w: what is already buffered in one write
+// (a small response's whole body), the rest through a buffer of the
+// pool's. A failed write is a *WriteError, a failed read is not.
+func (b *Body) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	if b.chunked == nil && !b.untilEOF && !b.done && !b.failed {
+		if k := min(int64(b.c.br.Buffered()), b.remaining); k > 0 {
+			buf, _ := b.c.br.Peek(int(k))
+			n, err := w.Write(buf)
+			_, _ = b.c.br.Discard(n)
+			b.remaining -= int64(n)
+			b.n += int64(n)
+			b.done = b.remaining == 0
+			total += int64(n)
+			if err != nil {
+				return total, writeFailed(err)
+			}
+		}
+	}
+	if b.done {
+		return total, nil
+	}
+	bp := b.c.p.buffer()
+	defer b.c.p.bufs.Put(bp)
+	var f flusher
+	if b.chunked != nil || b.untilEOF {
+		f, _ = w.(flusher) // a stream: each piece on its way at once
+	}
+	n, err := copyBody(w, f, b, *bp)
+	return total + n, err
+}
+
+// flusher is a writer that buffers, such as net/http's ResponseWriter.
+type flusher interface{ Flush() }
+
+// copyBody copies the body b to w through buf, flushing f (nil: none)
+// after every write.
+func copyBody(w io.Writer, f flusher, b *Body, buf []byte) (int64, error) {
+	var total int64
+	for {
+		n, rerr := b.Read(buf)
+		if n > 0 {
+			m, werr := w.Write(buf[:n])
+			total += int64(m)
+			if werr != nil {
+				return total, writeFailed(werr)
+			}
+			if f != nil {
+				f.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
+}
+
+// WriteError is a failure to write the body to the client, not the back
+// end's.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "h1: writing the body: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+func writeFailed(err error) error { return &WriteError{Err: err} }
+
+// reusable reports whether the connection may carry another request:
+// the body was read whole, no read failed, nothing aborted, and the
+// response did not close the connection.
+func (b *Body) reusable() bool {
+	return b.done && !b.failed && !b.aborted.Load() && !b.c.resp.Close
+}

@@ -1,0 +1,177 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scripted is a back end on 127.0.0.1 that answers the n-th request on
+// every connection with answers[n] (the last one over and over), then
+// closes the connection when close is set.
+type scripted struct {
+	ln      net.Listener
+	answers []string
+	close   bool
+	accepts chan struct{}
+}
+
+func newScripted(t *testing.T, closeAfter bool, answers ...string) *scripted {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scripted{ln: ln, answers: answers, close: closeAfter, accepts: make(chan struct{}, 100)}
+	t.Cleanup(func() { ln.Close() })
+	go s.serve()
+	return s
+}
+
+func (s *scripted) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.accepts <- struct{}{}
+		go s.conn(c)
+	}
+}
+
+func (s *scripted) conn(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for n := 0; ; n++ {
+		for { // the request head
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\r\n" {
+				break
+			}
+		}
+		if _, err := io.WriteString(c, s.answers[min(n, len(s.answers)-1)]); err != nil || s.close {
+			return
+		}
+	}
+}
+
+func get(t *testing.T, p *Pool, head bool) (*Conn, *Response, string, error) {
+	t.Helper()
+	c, err := p.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"), head, 5*time.Second)
+	if err != nil {
+		c.Close()
+		return nil, nil, "", err
+	}
+	var body bytes.Buffer
+	_, err = c.Body().WriteTo(&body)
+	return c, resp, body.String(), err
+}
+
+func TestConnFraming(t *testing.T) {
+	tests := []struct {
+		name, answer string
+		closeAfter   bool
+		head         bool
+		body         string
+		reused       bool // the next request reuses the connection
+		err          error
+	}{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false, false, "hello", true, nil},
+		{"large length", "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("x", 100000), false, false, strings.Repeat("x", 100000), true, nil},
+		{"HEAD has no body", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", false, true, "", true, nil},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", false, false, "hello world", true, nil},
+		{"until the end", "HTTP/1.0 200 OK\r\n\r\nall of it", true, false, "all of it", false, nil},
+		{"304 has no body", "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", false, false, "", true, nil},
+		{"cut short", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", true, false, "hello", false, ErrBodyTruncated},
+		{"Connection: close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", true, false, "ok", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newScripted(t, tt.closeAfter, tt.answer)
+			p := NewPool(s.ln.Addr().String(), PoolOptions{})
+			defer p.Close()
+			c, _, body, err := get(t, p, tt.head)
+			if !errors.Is(err, tt.err) || body != tt.body {
+				t.Fatalf("body %.40q, %v; want %.40q, %v", body, err, tt.body, tt.err)
+			}
+			c.Release()
+			if got := p.Idle() == 1; got != tt.reused {
+				t.Errorf("kept idle: %v, want %v", got, tt.reused)
+			}
+		})
+	}
+}
+
+func TestPoolReuse(t *testing.T) {
+	s := newScripted(t, false, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	p := NewPool(s.ln.Addr().String(), PoolOptions{})
+	defer p.Close()
+	for i := range 5 {
+		c, _, body, err := get(t, p, false)
+		if err != nil || body != "ok" || c.Reused != (i > 0) {
+			t.Fatalf("request %d: %q, %v, reused %v", i, body, err, c.Reused)
+		}
+		c.Release()
+	}
+	if n := len(s.accepts); n != 1 {
+		t.Errorf("%d connections for 5 requests, want 1", n)
+	}
+}
+
+// TestStaleConnection: a back end that closed an idle connection gives
+// ErrNoResponse, which a caller retries on a new one.
+func TestStaleConnection(t *testing.T) {
+	s := newScripted(t, true, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	p := NewPool(s.ln.Addr().String(), PoolOptions{})
+	defer p.Close()
+	c, _, _, err := get(t, p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.resp.Close = false // as if it had said keep-alive
+	c.Release()
+	_, _, _, err = get(t, p, false)
+	if !errors.Is(err, ErrNoResponse) {
+		t.Fatalf("on the closed connection: %v, want ErrNoResponse", err)
+	}
+}
+
+func TestAbort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accepts and never answers
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	p := NewPool(ln.Addr().String(), PoolOptions{})
+	c, err := p.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, c.Abort)
+	if _, err := c.Do([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"), false, time.Minute); err == nil {
+		t.Fatal("Do returned without an answer")
+	}
+	c.Release()
+	if p.Idle() != 0 {
+		t.Error("an aborted connection was kept")
+	}
+}
