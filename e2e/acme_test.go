@@ -195,7 +195,9 @@ func TestACMEMirrors(t *testing.T) {
 }
 
 // writeACMEMirror writes the config startMirror writes, for runMirror
-// with flags.
+// with flags. Its load is its requests alone (run_queue: none): with the
+// host's load average a busy machine would make a mirror redirect the
+// test's requests to a sibling whose certificate is another.
 func writeACMEMirror(t *testing.T, dir, name, dnsdAdmin, extra string) string {
 	t.Helper()
 	root := filepath.Join(dir, name+"-root")
@@ -210,6 +212,7 @@ member: %s
 host: %s.mirrors.example.test
 dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 root: %s
+run_queue: none
 %s`, name, name, dnsdAdmin, acmeSecret, root, extra))
 }
 
