@@ -195,9 +195,7 @@ func TestACMEMirrors(t *testing.T) {
 }
 
 // writeACMEMirror writes the config startMirror writes, for runMirror
-// with flags. Its load is its requests alone (run_queue: none): with the
-// host's load average a busy machine would make a mirror redirect the
-// test's requests to a sibling whose certificate is another.
+// with flags.
 func writeACMEMirror(t *testing.T, dir, name, dnsdAdmin, extra string) string {
 	t.Helper()
 	root := filepath.Join(dir, name+"-root")
