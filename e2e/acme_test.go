@@ -64,17 +64,25 @@ type pebbleProc struct {
 // issuing root is fetched (from the management interface, GET /roots/0).
 func startPebble(t *testing.T, dir string, ca *probetest.CA, dnsAddr string) *pebbleProc {
 	t.Helper()
+	return startPebbleOn(t, dir, ca, dnsAddr, 5002, 5001)
+}
+
+// startPebbleOn is startPebble validating HTTP-01 on httpPort and
+// TLS-ALPN-01 on tlsPort of the addresses that the DNS server gives
+// (every validation real: PEBBLE_VA_ALWAYS_VALID unset).
+func startPebbleOn(t *testing.T, dir string, ca *probetest.CA, dnsAddr string, httpPort, tlsPort int) *pebbleProc {
+	t.Helper()
 	crt, key := ca.LeafFor(t, dir, "pebble")
 	var err error
 	for range 3 { // a free port may be taken before pebble binds it
 		listen, mgmt := probetest.FreeAddr(t, "tcp"), probetest.FreeAddr(t, "tcp")
 		conf, _ := json.Marshal(map[string]any{"pebble": map[string]any{
 			"listenAddress": listen, "managementListenAddress": mgmt, "certificate": crt, "privateKey": key,
-			"httpPort": 5002, "tlsPort": 5001, "ocspResponderURL": "", "externalAccountBindingRequired": false,
+			"httpPort": httpPort, "tlsPort": tlsPort, "ocspResponderURL": "", "externalAccountBindingRequired": false,
 		}})
 		cfg := writeFile(t, dir, "pebble.json", string(conf))
 		var p *proc
-		p, err = launch(t, "env", []string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0",
+		p, err = launch(t, "env", []string{"-u", "PEBBLE_VA_ALWAYS_VALID", "PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0",
 			"pebble", "-config", cfg, "-dnsserver", dnsAddr, "-strict=false"},
 			func(line string) bool { return strings.Contains(line, "Listening on") })
 		if err != nil {
@@ -202,6 +210,7 @@ member: %s
 host: %s.mirrors.example.test
 dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 root: %s
+run_queue: none
 %s`, name, name, dnsdAdmin, acmeSecret, root, extra))
 }
 

@@ -31,6 +31,8 @@ var (
 )
 
 // startMirror writes a mirror config into dir and starts the real mirror.
+// Its load is its requests alone (run_queue: none): the host's load
+// average would make it redirect the tests' requests on a busy machine.
 func startMirror(t testing.TB, dir, name, dnsdAdmin, secret string, extra string) *mirrorProc {
 	t.Helper()
 	root := filepath.Join(dir, name+"-root")
@@ -46,6 +48,7 @@ host: %s.mirrors.example.test
 dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 root: %s
 capacity: 1000
+run_queue: none
 %s`, name, name, dnsdAdmin, secret, root, extra)
 	return runMirror(t, writeFile(t, dir, name+".yaml", cfg), name)
 }

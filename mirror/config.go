@@ -163,26 +163,33 @@ type TLSConfig struct {
 	// keep serving. It needs listen. With acme the certificate from the
 	// CA comes first and these serve the names it does not cover.
 	Certificates []yamlconf.TLSFiles `yaml:"certificates"`
-	// ACME makes the mirror get its certificate for the group name and
-	// the host name itself (see ACMEConfig); absent: files only.
+	// ACME makes the mirror get its certificate itself, for the group
+	// name and the host name by dns-01, for the host name alone by
+	// http-01 and tls-alpn-01 (see ACMEConfig); absent: files only.
 	ACME ACMEConfig `yaml:"acme"`
 }
 
 // ACME challenge types of ACMEConfig.Challenge.
 const (
 	// ChallengeDNS01 answers the CA through dnsd's admin API (the
-	// default; it needs dnsd).
+	// default; it needs dnsd): the certificate covers the group name and
+	// the host name.
 	ChallengeDNS01 = "dns-01"
-	// ChallengeHTTP01 is refused: not yet (and the CA may reach any
-	// member for the group's name, so it could serve the host name only).
+	// ChallengeHTTP01 answers the CA on the plain listeners (port 80 in
+	// production). The CA connects to what DNS gives for the name, for
+	// the group name any member, so the certificate covers the host name
+	// only.
 	ChallengeHTTP01 = "http-01"
-	// ChallengeTLSALPN01 is refused: not yet (the same limit).
+	// ChallengeTLSALPN01 answers the CA on tls.listen (port 443 in
+	// production) with ALPN acme-tls/1; the host name only, as http-01.
 	ChallengeTLSALPN01 = "tls-alpn-01"
 )
 
 // ACMEConfig is where the mirror gets its certificate from (RFC 8555):
-// one certificate for the group name and the host name, shared by every
-// HTTPS listener, renewed before it expires. A restart applies it.
+// one certificate, shared by every HTTPS listener, renewed before it
+// expires: for the group name and the host name by dns-01, for the host
+// name alone by http-01 or tls-alpn-01 (the group name's certificate is
+// then a file of tls.certificates). A restart applies it.
 type ACMEConfig struct {
 	// Directory is the CA's directory URL (https); given, ACME is on.
 	Directory string `yaml:"directory"`
@@ -198,8 +205,11 @@ type ACMEConfig struct {
 	// directory of its own.
 	Dir string `yaml:"dir"`
 	// Challenge is how the CA is answered: dns-01 (the default, through
-	// dnsd, which publishes _acme-challenge.NAME TXT for the member);
-	// http-01 and tls-alpn-01 are refused for now.
+	// dnsd, which publishes _acme-challenge.NAME TXT for the member; not
+	// for a dispatcher), http-01 (the plain listeners answer
+	// /.well-known/acme-challenge/, on port 80 for a CA) or tls-alpn-01
+	// (tls.listen answers ALPN acme-tls/1, on port 443 for a CA); the
+	// latter two prove the host name only.
 	Challenge string `yaml:"challenge"`
 	// TestLifetime is a test knob, not a key of the file: renew as if
 	// the certificate lived at most this long (the mirror's

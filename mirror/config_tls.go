@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/transmirror/transmirror/zones/yamlconf"
@@ -86,8 +88,7 @@ func leafOf(certFile, keyFile string) *x509.Certificate {
 }
 
 // acme checks tls.acme: an https directory, the contact, the CA file and
-// the directory resolved, the challenge (dns-01 needs dnsd with its
-// secret, and the group and host names it publishes for), and listen.
+// the directory resolved, the challenge (acmeChallenge), and listen.
 func (v *validator) acme() {
 	if !v.written("tls.acme") {
 		return
@@ -120,7 +121,9 @@ func (v *validator) acme() {
 	v.acmeChallenge(a)
 }
 
-// acmeChallenge defaults and checks tls.acme.challenge.
+// acmeChallenge defaults and checks tls.acme.challenge: dns-01 needs
+// dnsd and a member; http-01 and tls-alpn-01 prove the host name only
+// (see acmeHostOnly).
 func (v *validator) acmeChallenge(a *ACMEConfig) {
 	if !v.written("tls.acme.challenge") {
 		a.Challenge = ChallengeDNS01
@@ -131,14 +134,35 @@ func (v *validator) acmeChallenge(a *ACMEConfig) {
 			v.errorf("tls.acme.challenge", "dns-01 needs dnsd (it publishes the challenge)")
 		}
 		if v.c.Dispatcher {
-			v.errorf("tls.acme", "a dispatcher is no member: dnsd publishes challenges for members only")
+			v.errorf("tls.acme", "a dispatcher is no member: dnsd publishes challenges for members only (http-01 or tls-alpn-01 need no dnsd)")
 		}
-		if v.c.Group == "" || v.c.Host == "" {
-			v.errorf("tls.acme", "needs group and host (the names of the certificate)")
-		}
-	case ChallengeHTTP01, ChallengeTLSALPN01:
-		v.errorf("tls.acme.challenge", "%s: not yet (dns-01 is)", a.Challenge)
+	case ChallengeHTTP01:
+		v.acmeHostOnly(a.Challenge, "listen", v.c.Listen, "80")
+	case ChallengeTLSALPN01:
+		v.acmeHostOnly(a.Challenge, "tls.listen", v.c.TLS.Listen, "443")
 	default:
-		v.errorf("tls.acme.challenge", "%q: want dns-01", a.Challenge)
+		v.errorf("tls.acme.challenge", "%q: want dns-01, http-01 or tls-alpn-01", a.Challenge)
 	}
+}
+
+// acmeHostOnly checks an http-01 or tls-alpn-01 challenge, answered on
+// the addresses of key (none is an error, of listen's or of tls.acme's
+// own). The CA connects to port (a warning when no address has it: a
+// forward must then bring it there) of what DNS gives for a name, which
+// for the group name is any member: only the host name is proved, so a
+// warning when no file of tls.certificates covers the group name.
+func (v *validator) acmeHostOnly(challenge, key string, addrs []string, port string) {
+	if len(addrs) > 0 && !slices.ContainsFunc(addrs, func(a string) bool { _, p, _ := net.SplitHostPort(a); return p == port }) {
+		v.errs.Warnf("tls.acme.challenge", "tls.acme.challenge: %s: no %s address has port %s, where the CA connects: forward port %s to one", challenge, key, port, port)
+	}
+	group := strings.TrimSuffix(v.c.Group, ".")
+	if group == "" {
+		return
+	}
+	for _, f := range v.c.TLS.Certificates {
+		if l := leafOf(f.CertFile, f.KeyFile); l != nil && l.VerifyHostname(group) == nil {
+			return
+		}
+	}
+	v.errs.Warnf("tls.acme.challenge", "tls.acme.challenge: %s proves the host name only (the CA may reach any member for the group name): https for the group name %q needs a file of tls.certificates that covers it", challenge, group)
 }

@@ -39,6 +39,7 @@ func TestConfigTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := "certificates: [{cert_file: www.crt, key_file: www.key}, {cert_file: fra1.crt, key_file: fra1.key}]"
+	dispatcher := strings.Replace(head, "root: root\n", "dispatcher: true\n", 1) + dnsd
 	tests := []struct {
 		name, yaml string
 		want       string // the error; "" is valid
@@ -60,9 +61,20 @@ func TestConfigTLS(t *testing.T) {
 		{"acme bad ca_file", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, ca_file: bad.crt}}\n", `tls.acme.ca_file: "bad.crt" holds no PEM certificate`, ""},
 		{"acme without listen", head + dnsd + "tls: {acme: {directory: 'https://ca.example/dir', dir: acme}}\n", "tls.acme: needs tls.listen", ""},
 		{"acme without dnsd", head + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme}}\n", "tls.acme.challenge: dns-01 needs dnsd", ""},
-		{"acme http-01", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n", "tls.acme.challenge: http-01: not yet", ""},
-		{"acme tls-alpn-01", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: tls-alpn-01}}\n", "tls.acme.challenge: tls-alpn-01: not yet", ""},
-		{"acme unknown challenge", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: dns-02}}\n", `tls.acme.challenge: "dns-02": want dns-01`, ""},
+		{"acme http-01", head + "tls: {listen: [':443'], " + pairs + ", acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n", "", ""},
+		{"acme http-01 without a file for the group", head + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n", "",
+			`mirror.yaml:7:80: tls.acme.challenge: http-01 proves the host name only (the CA may reach any member for the group name): https for the group name "www.example.org" needs a file of tls.certificates`},
+		{"acme http-01 off port 80", strings.Replace(head, "':80'", "':8080'", 1) + "tls: {listen: [':443'], " + pairs + ", acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n", "",
+			"tls.acme.challenge: http-01: no listen address has port 80, where the CA connects"},
+		{"acme http-01 without listen", strings.Replace(head, "listen: [':80']\n", "", 1) + "tls: {listen: [':443'], " + pairs + ", acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n",
+			"listen: at least one address is required", ""},
+		{"acme http-01 dispatcher", dispatcher + "tls: {listen: [':443'], " + pairs + ", acme: {directory: 'https://ca.example/dir', dir: acme, challenge: http-01}}\n", "", ""},
+		{"acme tls-alpn-01", head + "tls: {listen: [':443'], certificates: [{cert_file: www.crt, key_file: www.key}], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: tls-alpn-01}}\n", "", ""},
+		{"acme tls-alpn-01 off port 443", head + "tls: {listen: ['[::]:8443'], " + pairs + ", acme: {directory: 'https://ca.example/dir', dir: acme, challenge: tls-alpn-01}}\n", "",
+			"tls.acme.challenge: tls-alpn-01: no tls.listen address has port 443"},
+		{"acme tls-alpn-01 without tls.listen", head + "tls: {acme: {directory: 'https://ca.example/dir', dir: acme, challenge: tls-alpn-01}}\n", "mirror.yaml:7:7: tls.acme: needs tls.listen", ""},
+		{"acme dns-01 dispatcher", dispatcher + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme}}\n", "tls.acme: a dispatcher is no member", ""},
+		{"acme unknown challenge", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, challenge: dns-02}}\n", `mirror.yaml:8:80: tls.acme.challenge: "dns-02": want dns-01, http-01 or tls-alpn-01`, ""},
 		{"acme dir in the root", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: root/acme}}\n", `root: "root" holds the ACME directory`, ""},
 		{"acme unknown key", head + dnsd + "tls: {listen: [':443'], acme: {directory: 'https://ca.example/dir', dir: acme, renew: 30d}}\n", "tls.acme.renew: unknown field", ""},
 		{"certificates without listen", head + "tls: {" + pairs + "}\n", "mirror.yaml:7:7: tls.certificates: needs listen", ""},

@@ -29,38 +29,58 @@ const (
 )
 
 // acmeManager returns the manager of the certificate of tls.acme, which
-// installs it first in set (the stored one at once); nil without
-// tls.acme. dnsd answers the challenges, reached with client.
-func acmeManager(cfg *mirror.Config, set *certs.Set, client *http.Client, logger *slog.Logger, reg prometheus.Registerer) (*acmeclient.Manager, error) {
+// installs it first in set (the stored one at once), with its Solver;
+// nils without tls.acme. dnsd, reached with client, answers dns-01; the
+// public listeners answer the other types (see acmeSolver).
+func acmeManager(cfg *mirror.Config, set *certs.Set, client *http.Client, logger *slog.Logger, reg prometheus.Registerer) (*acmeclient.Manager, acmeclient.Solver, error) {
 	a := cfg.TLS.ACME
 	if !a.Enabled() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	tr, err := certs.Transport(a.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: tls.acme.ca_file: %w", err)
+		return nil, nil, fmt.Errorf("mirror: tls.acme.ca_file: %w", err)
 	}
-	solver, err := newDNSDSolver(cfg, client)
+	solver, err := acmeSolver(cfg, client)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := acmeclient.New(acmeclient.Options{
 		Directory: a.Directory, Email: a.Email, HTTP: &http.Client{Transport: tr}, Dir: a.Dir,
-		Names: acmeNames(cfg), Solver: solver, Install: set.StoreManaged, Lifetime: a.TestLifetime,
+		Names: acmeNames(cfg), Challenge: a.Challenge, Solver: solver, Install: set.StoreManaged, Lifetime: a.TestLifetime,
 		Logger: logger, Registerer: reg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mirror: tls.acme: %w", err)
+		return nil, nil, fmt.Errorf("mirror: tls.acme: %w", err)
 	}
-	return m, nil
+	return m, solver, nil
 }
 
-// acmeNames are the names of the ACME certificate: the group's and the
-// host's (once when they are one).
+// acmeSolver is the Solver of tls.acme.challenge: dnsd's for dns-01; for
+// http-01 the table that the plain listeners serve (wired.front), for
+// tls-alpn-01 the certificates that tls.listen presents on acme-tls/1
+// (wired.httpsConfig).
+func acmeSolver(cfg *mirror.Config, client *http.Client) (acmeclient.Solver, error) {
+	switch cfg.TLS.ACME.Challenge {
+	case mirror.ChallengeHTTP01:
+		return &acmeclient.HTTP01{}, nil
+	case mirror.ChallengeTLSALPN01:
+		return &acmeclient.TLSALPN01{}, nil
+	}
+	return newDNSDSolver(cfg, client)
+}
+
+// acmeNames are the names of the ACME certificate: by dns-01 the group's
+// and the host's (once when they are one); by http-01 and tls-alpn-01
+// the host's alone, as the CA reaches any member for the group's name.
 func acmeNames(cfg *mirror.Config) []string {
+	host := strings.TrimSuffix(cfg.Host, ".")
+	if cfg.TLS.ACME.Challenge == mirror.ChallengeHTTP01 || cfg.TLS.ACME.Challenge == mirror.ChallengeTLSALPN01 {
+		return []string{host}
+	}
 	names := []string{strings.TrimSuffix(cfg.Group, ".")}
-	if h := strings.TrimSuffix(cfg.Host, "."); !strings.EqualFold(h, names[0]) {
-		names = append(names, h)
+	if !strings.EqualFold(host, names[0]) {
+		names = append(names, host)
 	}
 	return names
 }
@@ -91,10 +111,10 @@ func newDNSDSolver(cfg *mirror.Config, client *http.Client) (*dnsdSolver, error)
 	return s, nil
 }
 
-// Publish publishes on the first dnsd that takes the value and returns
-// once it lists it.
-func (s *dnsdSolver) Publish(ctx context.Context, name, value string) error {
-	ch := api.ACMEChallenge{Name: name, Value: value}
+// Publish publishes ch's value on the first dnsd that takes it and
+// returns once it lists it.
+func (s *dnsdSolver) Publish(ctx context.Context, a acmeclient.Challenge) error {
+	ch := api.ACMEChallenge{Name: a.Name, Value: a.Value}
 	var errs []error
 	for i, c := range s.clients {
 		if _, err := c.PublishChallenge(ctx, s.group, s.member, ch); err != nil {
@@ -130,10 +150,10 @@ func (s *dnsdSolver) served(ctx context.Context, c *api.Client, ch api.ACMEChall
 	}
 }
 
-// Remove removes the value where it was published (from every dnsd when
-// that is not known).
-func (s *dnsdSolver) Remove(ctx context.Context, name, value string) error {
-	ch := api.ACMEChallenge{Name: name, Value: value}
+// Remove removes ch's value where it was published (from every dnsd
+// when that is not known).
+func (s *dnsdSolver) Remove(ctx context.Context, a acmeclient.Challenge) error {
+	ch := api.ACMEChallenge{Name: a.Name, Value: a.Value}
 	s.mu.Lock()
 	c, ok := s.where[ch]
 	delete(s.where, ch)

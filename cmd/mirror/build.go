@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
+	"github.com/transmirror/transmirror/mirror/acmeclient"
 	"github.com/transmirror/transmirror/mirror/contentmap"
 	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/mirror/serve"
@@ -28,6 +30,9 @@ type wired struct {
 	index    http.Handler // the content index's admin API; nil without content.index
 	release  func() error // releases the content, once nothing serves
 	tls      *certs.Set   // the public HTTPS listeners' certificates; nil without tls.listen
+	// tlsALPN01 answers TLS-ALPN-01 on the HTTPS listeners (nil but
+	// with tls.acme.challenge tls-alpn-01).
+	tlsALPN01 *acmeclient.TLSALPN01
 	// proxyProtocol wraps each public listener (proxy_protocol).
 	proxyProtocol func(net.Listener) net.Listener
 }
@@ -46,6 +51,10 @@ func build(cfg *mirror.Config, d deps) (*wired, error) {
 		return nil, err
 	}
 	w.proxyProtocol = proxied
+	w.tlsALPN01 = d.tlsALPN01
+	if d.acme != nil {
+		w.loops = append(w.loops, d.acme.Run)
+	}
 	return w, nil
 }
 
@@ -127,9 +136,6 @@ func buildMember(cfg *mirror.Config, d deps, c content) (*wired, error) {
 	if c.index != nil {
 		w.loops = append(w.loops, c.index.Run)
 	}
-	if d.acme != nil {
-		w.loops = append(w.loops, d.acme.Run)
-	}
 	if err := w.front(cfg, d, redirect, c.serving, siteReport(m, c.completions, d.clock)); err != nil {
 		return nil, err
 	}
@@ -173,8 +179,9 @@ func buildDispatcher(cfg *mirror.Config, d deps) (*wired, error) {
 }
 
 // front builds what both roles serve around the redirect decision: the
-// public chain (the health path, the load Reporter, the most-requested
-// counter, the Redirector) and its Server, the status page and the admin
+// public chain (the HTTP-01 answers with d.http01, the health path, the
+// load Reporter, the most-requested counter, the Redirector) and its
+// Server, the status page and the admin
 // handler (with siteReport, when set, a back end's report to its front
 // end, and w.index, when set, the content index).
 func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving func() bool, siteReport http.Handler) error {
@@ -183,6 +190,9 @@ func (w *wired) front(cfg *mirror.Config, d deps, redirect http.Handler, serving
 		return err
 	}
 	w.handler = mirror.WithHealth(serving, w.reporter.Wrap(counted))
+	if d.http01 != nil {
+		w.handler = d.http01.Wrap(w.handler) // the CA's requests before anything counts or redirects them
+	}
 	so := mirror.ServerOptionsFromConfig(cfg, w.handler)
 	so.Logger, so.Registerer = d.logger, d.reg
 	if w.public, err = serve.NewServer(so); err != nil {
@@ -213,4 +223,18 @@ func loops(view *group.ViewWatcher, pusher *group.Pusher, siblings *contentmap.M
 		cs = append(cs, siblings.Run)
 	}
 	return cs
+}
+
+// httpsConfig is the TLS config of every public HTTPS listener (one for
+// all, so that a session resumes on any): w.tls's certificates by SNI,
+// TLS-ALPN-01's on acme-tls/1 with w.tlsALPN01; nil without tls.listen.
+func (w *wired) httpsConfig() *tls.Config {
+	if w.tls == nil {
+		return nil
+	}
+	c := w.tls.ServerConfig()
+	if w.tlsALPN01 != nil {
+		c = w.tlsALPN01.ServerConfig(c)
+	}
+	return c
 }

@@ -33,12 +33,19 @@ type deps struct {
 	// acme gets and renews the ACME certificate into tls; nil without
 	// tls.acme.
 	acme *acmeclient.Manager
+	// http01 answers HTTP-01 on the plain listeners; nil unless
+	// tls.acme.challenge is http-01.
+	http01 *acmeclient.HTTP01
+	// tlsALPN01 answers TLS-ALPN-01 on tls.listen; nil unless
+	// tls.acme.challenge is tls-alpn-01.
+	tlsALPN01 *acmeclient.TLSALPN01
 }
 
 // processDeps are the deps of the daemon: the logger, the metrics in reg,
 // the config's load window and the client of dnsd (with dnsd.ca_file, a
 // private CA of dnsd's admin_tls), which follows no redirect, and the
-// certificates of the public HTTPS listeners with their ACME manager.
+// certificates of the public HTTPS listeners with their ACME manager and
+// the solver that a public listener answers (http-01, tls-alpn-01).
 func processDeps(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Registry) (deps, error) {
 	tr, err := certs.Transport(cfg.DNSD.CAFile)
 	if err != nil {
@@ -52,11 +59,14 @@ func processDeps(cfg *mirror.Config, logger *slog.Logger, reg *prometheus.Regist
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, // a signature covers one URL
 	}
-	am, err := acmeManager(cfg, set, client, logger, reg)
+	am, solver, err := acmeManager(cfg, set, client, logger, reg)
 	if err != nil {
 		return deps{}, err
 	}
-	return deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(), tls: set, acme: am, client: client}, nil
+	d := deps{logger: logger, reg: reg, reportWindow: cfg.LoadWindow.D(), tls: set, acme: am, client: client}
+	d.http01, _ = solver.(*acmeclient.HTTP01)
+	d.tlsALPN01, _ = solver.(*acmeclient.TLSALPN01)
+	return d, nil
 }
 
 // withDefaults fills what d leaves out.

@@ -143,11 +143,7 @@ func adminKeypair(cfg *mirror.Config) (*certs.Keypair, error) {
 // that serve them: m's public server on each public one, its admin
 // handler and the reload endpoint on the admin one.
 func openListeners(cfg *mirror.Config, m *wired, reloader *daemon.Reloader, refused *prometheus.CounterVec, keypair *certs.Keypair, logger *slog.Logger) ([]net.Listener, []daemon.Component, error) {
-	var httpsConf *tls.Config // one for all, so that a session resumes on any
-	if m.tls != nil {
-		httpsConf = m.tls.ServerConfig()
-	}
-	lns, err := listenPublic(cfg, refused, m.proxyProtocol, httpsConf, logger)
+	lns, err := listenPublic(cfg, refused, m.proxyProtocol, m.httpsConfig(), logger)
 	if err != nil {
 		return lns, nil, err
 	}

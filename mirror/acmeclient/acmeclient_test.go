@@ -93,8 +93,8 @@ func selfSigned(t *testing.T, dir string, nb, na time.Time, names ...string) {
 
 type nopSolver struct{ published, removed atomic.Int32 }
 
-func (s *nopSolver) Publish(context.Context, string, string) error { s.published.Add(1); return nil }
-func (s *nopSolver) Remove(context.Context, string, string) error  { s.removed.Add(1); return nil }
+func (s *nopSolver) Publish(context.Context, Challenge) error { s.published.Add(1); return nil }
+func (s *nopSolver) Remove(context.Context, Challenge) error  { s.removed.Add(1); return nil }
 
 // TestStoredCertificate: a stored certificate that is valid and covers
 // the names is installed by New, before any order; one that expired or
@@ -160,7 +160,7 @@ func TestRunFailsAndRetries(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()
 	probetest.Until(t, 10*time.Second, func() string {
-		if n := testutil.ToFloat64(m.orders.WithLabelValues(ResultFailed)); n < 3 {
+		if n := testutil.ToFloat64(m.orders.WithLabelValues(ResultFailed, ChallengeDNS01)); n < 3 {
 			return fmt.Sprintf("%v failed orders, want 3", n)
 		}
 		return ""
@@ -275,7 +275,7 @@ func TestRunRenews(t *testing.T) {
 	if serials[0] == serials[1] || serials[1] == serials[2] {
 		t.Errorf("serials %v: a renewal installed the same certificate", serials)
 	}
-	if n := testutil.ToFloat64(m.orders.WithLabelValues(ResultIssued)); n < 3 {
+	if n := testutil.ToFloat64(m.orders.WithLabelValues(ResultIssued, ChallengeDNS01)); n < 3 {
 		t.Errorf("issued orders %v, want ≥ 3", n)
 	}
 }

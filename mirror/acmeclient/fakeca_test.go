@@ -1,13 +1,16 @@
 package acmeclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -22,15 +25,21 @@ import (
 )
 
 // fakeCA is the part of an RFC 8555 CA that Manager uses, in process:
-// directory, nonces, account, order, authorizations that are valid when
-// the solver published the right DNS-01 value (invalid for the names in
-// refuse), finalization and the chain. It checks no signature.
+// directory, nonces, account, order, authorizations that offer the
+// challenges of offer and are valid when the one the client accepted is
+// answered (invalid for the names in refuse), finalization and the
+// chain. It checks no signature. DNS-01 is validated by asking solver,
+// HTTP-01 by a GET of the handler http, TLS-ALPN-01 by a handshake with
+// the listener at alpnAddr on ALPN acme-tls/1.
 type fakeCA struct {
-	t      *testing.T
-	srv    *httptest.Server
-	solver *recordingSolver
-	refuse map[string]bool
-	life   time.Duration // of the certificates issued
+	t        *testing.T
+	srv      *httptest.Server
+	solver   *recordingSolver
+	refuse   map[string]bool
+	life     time.Duration // of the certificates issued
+	offer    []string      // the challenge types of each authorization (default dns-01)
+	http     http.Handler
+	alpnAddr string
 
 	mu     sync.Mutex
 	thumb  string          // the account key's JWK thumbprint (RFC 7638)
@@ -43,7 +52,8 @@ type fakeCA struct {
 }
 
 func newFakeCA(t *testing.T, s *recordingSolver, refuse ...string) *fakeCA {
-	ca := &fakeCA{t: t, solver: s, refuse: map[string]bool{}, life: time.Hour, valid: map[string]bool{}, failed: map[string]bool{}}
+	ca := &fakeCA{t: t, solver: s, refuse: map[string]bool{}, life: time.Hour, offer: []string{ChallengeDNS01},
+		valid: map[string]bool{}, failed: map[string]bool{}}
 	for _, n := range refuse {
 		ca.refuse[n] = true
 	}
@@ -146,23 +156,71 @@ func (ca *fakeCA) authz(w http.ResponseWriter, i string) {
 	case ca.failed[i]:
 		status = "invalid"
 	}
+	var chals []map[string]string
+	for _, typ := range ca.offer {
+		chals = append(chals, map[string]string{"type": typ, "url": ca.url("/chal/" + typ + "/" + i), "token": "token" + i, "status": status})
+	}
 	ca.json(w, http.StatusOK, map[string]any{"status": status, "identifier": map[string]string{"type": "dns", "value": ca.names[n]},
-		"challenges": []map[string]string{{"type": "dns-01", "url": ca.url("/chal/" + i), "token": "token" + i, "status": status}}})
+		"challenges": chals})
 }
 
-// challenge validates at once: the solver must serve the digest of the
-// key authorization (RFC 8555 §8.4) for the name.
-func (ca *fakeCA) challenge(w http.ResponseWriter, i string) {
+// challenge validates the challenge at typ/i at once, by the key
+// authorization (RFC 8555 §8.1).
+func (ca *fakeCA) challenge(w http.ResponseWriter, typAndI string) {
+	typ, i, _ := strings.Cut(typAndI, "/")
 	var n int
 	fmt.Sscan(i, &n)
-	sum := sha256.Sum256([]byte("token" + i + "." + ca.thumb))
-	want := base64.RawURLEncoding.EncodeToString(sum[:])
-	if ca.solver.serves(ca.names[n], want) && !ca.refuse[ca.names[n]] {
+	token := "token" + i
+	if ca.answered(typ, ca.names[n], token, token+"."+ca.thumb) && !ca.refuse[ca.names[n]] {
 		ca.valid[i] = true
 	} else {
 		ca.failed[i] = true
 	}
-	ca.json(w, http.StatusOK, map[string]string{"type": "dns-01", "url": ca.url("/chal/" + i), "token": "token" + i, "status": "processing"})
+	ca.json(w, http.StatusOK, map[string]string{"type": typ, "url": ca.url("/chal/" + typAndI), "token": token, "status": "processing"})
+}
+
+// answered reports whether the challenge of typ for name is answered
+// with keyAuth.
+func (ca *fakeCA) answered(typ, name, token, keyAuth string) bool {
+	sum := sha256.Sum256([]byte(keyAuth))
+	switch typ {
+	case ChallengeDNS01:
+		return ca.solver.serves(name, base64.RawURLEncoding.EncodeToString(sum[:]))
+	case ChallengeHTTP01:
+		rec := httptest.NewRecorder()
+		ca.http.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://"+name+"/.well-known/acme-challenge/"+token, nil))
+		return rec.Code == http.StatusOK && rec.Body.String() == keyAuth
+	case ChallengeTLSALPN01:
+		return ca.alpnAnswered(name, sum[:])
+	}
+	return false
+}
+
+// idPeAcmeIdentifier is the OID of RFC 8737's acmeIdentifier extension.
+var idPeAcmeIdentifier = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 31}
+
+// alpnAnswered dials alpnAddr as RFC 8737 §3 validates: SNI name, ALPN
+// acme-tls/1 negotiated, a certificate for name alone with a critical
+// acmeIdentifier of digest.
+func (ca *fakeCA) alpnAnswered(name string, digest []byte) bool {
+	c, err := tls.Dial("tcp", ca.alpnAddr, &tls.Config{ServerName: name, NextProtos: []string{"acme-tls/1"}, InsecureSkipVerify: true})
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	st := c.ConnectionState()
+	leaf := st.PeerCertificates[0]
+	if st.NegotiatedProtocol != "acme-tls/1" || len(leaf.DNSNames) != 1 || leaf.VerifyHostname(name) != nil {
+		return false
+	}
+	for _, e := range leaf.Extensions {
+		var got []byte
+		if e.Id.Equal(idPeAcmeIdentifier) && e.Critical {
+			_, err := asn1.Unmarshal(e.Value, &got)
+			return err == nil && bytes.Equal(got, digest)
+		}
+	}
+	return false
 }
 
 func (ca *fakeCA) finalize(w http.ResponseWriter, payload []byte) {
@@ -192,21 +250,21 @@ type recordingSolver struct {
 	published, removed int
 }
 
-func (s *recordingSolver) Publish(_ context.Context, name, value string) error {
+func (s *recordingSolver) Publish(_ context.Context, ch Challenge) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.live == nil {
 		s.live = map[string]string{}
 	}
-	s.live[name], s.published = value, s.published+1
+	s.live[ch.Name], s.published = ch.Value, s.published+1
 	return nil
 }
 
-func (s *recordingSolver) Remove(_ context.Context, name, value string) error {
+func (s *recordingSolver) Remove(_ context.Context, ch Challenge) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.live[name] == value {
-		delete(s.live, name)
+	if s.live[ch.Name] == ch.Value {
+		delete(s.live, ch.Name)
 	}
 	s.removed++
 	return nil

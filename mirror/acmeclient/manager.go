@@ -20,7 +20,8 @@ import (
 // Errors of the package.
 var (
 	// ErrOptions is a Manager's options that can not work (no directory,
-	// dir, names, solver or install).
+	// dir, names, solver or install, an unknown challenge type), or a
+	// challenge given to a Solver of another type.
 	ErrOptions = errors.New("acmeclient: bad options")
 	// ErrStore is a failure to read or write the directory's files.
 	ErrStore = errors.New("acmeclient: store")
@@ -34,14 +35,6 @@ const (
 	ResultFailed = "failed" // an order that failed (retried with backoff)
 )
 
-// Solver answers the DNS-01 challenges: Publish makes the CA find value
-// at _acme-challenge.NAME TXT, returning once it is served; Remove stops
-// serving it.
-type Solver interface {
-	Publish(ctx context.Context, name, value string) error
-	Remove(ctx context.Context, name, value string) error
-}
-
 // Options configure a Manager.
 type Options struct {
 	Directory string       // the CA's directory URL
@@ -49,6 +42,10 @@ type Options struct {
 	HTTP      *http.Client // talks to the CA (default http.DefaultClient)
 	Dir       string       // where the keys and the certificate are kept
 	Names     []string     // what the certificate is for, the first its subject
+	// Challenge is the type answered (default ChallengeDNS01): of each
+	// authorization the Manager takes the challenge of this type, and
+	// Solver makes it answerable.
+	Challenge string
 	Solver    Solver
 	// Install is given each certificate to serve: the stored one in New,
 	// then every renewal. It must not block.
@@ -84,12 +81,15 @@ func New(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("%w: directory, dir, names, solver and install are required", ErrOptions)
 	}
 	o = o.withDefaults()
+	if !validChallenge(o.Challenge) {
+		return nil, fmt.Errorf("%w: challenge %q", ErrOptions, o.Challenge)
+	}
 	m := &Manager{o: o, store: store{dir: o.Dir}, orders: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "transmirror", Subsystem: "mirror", Name: "acme_orders_total",
-		Help: "ACME orders of the public HTTPS certificate by result: issued, failed (retried with backoff).",
-	}, []string{"result"})}
+		Help: "ACME orders of the public HTTPS certificate by result (issued; failed, retried with backoff) and challenge type (the configured one).",
+	}, []string{"result", "challenge"})}
 	for _, r := range []string{ResultIssued, ResultFailed} {
-		m.orders.WithLabelValues(r)
+		m.orders.WithLabelValues(r, o.Challenge)
 	}
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(m.orders); err != nil {
@@ -109,6 +109,9 @@ func New(o Options) (*Manager, error) {
 func (o Options) withDefaults() Options {
 	if o.HTTP == nil {
 		o.HTTP = http.DefaultClient
+	}
+	if o.Challenge == "" {
+		o.Challenge = ChallengeDNS01
 	}
 	if o.RetryBase <= 0 {
 		o.RetryBase = DefaultRetryBase
@@ -166,11 +169,11 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			failures++
-			m.orders.WithLabelValues(ResultFailed).Inc()
+			m.orders.WithLabelValues(ResultFailed, m.o.Challenge).Inc()
 			m.o.Logger.Warn("acme order failed", "names", m.o.Names, "failures", failures, "err", err)
 		default:
 			failures = 0
-			m.orders.WithLabelValues(ResultIssued).Inc()
+			m.orders.WithLabelValues(ResultIssued, m.o.Challenge).Inc()
 		}
 	}
 }

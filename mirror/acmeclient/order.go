@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/crypto/acme"
@@ -49,8 +50,8 @@ func (m *Manager) client(ctx context.Context) (*accountClient, error) {
 }
 
 // order runs one order for the names (RFC 8555 §7.4): every pending
-// authorization through DNS-01, then the finalization with a CSR of key;
-// it returns the chain, DER, leaf first.
+// authorization through the challenge of the configured type, then the
+// finalization with a CSR of key; it returns the chain, DER, leaf first.
 func (m *Manager) order(ctx context.Context, key *ecdsa.PrivateKey) ([][]byte, error) {
 	cl, err := m.client(ctx)
 	if err != nil {
@@ -79,9 +80,10 @@ func (m *Manager) order(ctx context.Context, key *ecdsa.PrivateKey) ([][]byte, e
 	return chain, nil
 }
 
-// authorize answers the authorization at url by DNS-01 unless it is
-// valid already: publish the value, ask the CA to validate, wait for its
-// decision, and remove the value whatever it was.
+// authorize answers the authorization at url by its challenge of the
+// configured type unless it is valid already: make the answer
+// answerable, ask the CA to validate, wait for its decision, and remove
+// the answer whatever it was.
 func (m *Manager) authorize(ctx context.Context, cl *accountClient, url string) error {
 	z, err := cl.GetAuthorization(ctx, url)
 	if err != nil {
@@ -90,25 +92,20 @@ func (m *Manager) authorize(ctx context.Context, cl *accountClient, url string) 
 	if z.Status == acme.StatusValid {
 		return nil
 	}
-	var ch *acme.Challenge
-	for _, c := range z.Challenges {
-		if c.Type == "dns-01" {
-			ch = c
-		}
-	}
 	name := z.Identifier.Value
-	if ch == nil {
-		return fmt.Errorf("%w: %s: the CA offers no dns-01 challenge", ErrOrder, name)
+	i := slices.IndexFunc(z.Challenges, func(c *acme.Challenge) bool { return c.Type == m.o.Challenge })
+	if i < 0 {
+		return fmt.Errorf("%w: %s: the CA offers no %s challenge", ErrOrder, name, m.o.Challenge)
 	}
-	value, err := cl.DNS01ChallengeRecord(ch.Token)
+	ch, err := prepare(cl.Client, name, z.Challenges[i])
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrOrder, err)
+		return err
 	}
-	defer m.remove(ctx, name, value) // also after a Publish that failed half-way (taken, never seen served)
-	if err := m.o.Solver.Publish(ctx, name, value); err != nil {
+	defer m.remove(ctx, ch) // also after a Publish that failed half-way (taken, never seen served)
+	if err := m.o.Solver.Publish(ctx, ch); err != nil {
 		return fmt.Errorf("%w: %s: publish the challenge: %w", ErrOrder, name, err)
 	}
-	if _, err := cl.Accept(ctx, ch); err != nil {
+	if _, err := cl.Accept(ctx, z.Challenges[i]); err != nil {
 		return fmt.Errorf("%w: %s: accept: %w", ErrOrder, name, err)
 	}
 	if _, err := cl.WaitAuthorization(ctx, z.URI); err != nil {
@@ -117,13 +114,13 @@ func (m *Manager) authorize(ctx context.Context, cl *accountClient, url string) 
 	return nil
 }
 
-// remove stops serving a challenge value, on a bounded context of its
-// own; a failure is logged (dnsd drops the value by itself later).
-func (m *Manager) remove(ctx context.Context, name, value string) {
+// remove stops answering a challenge, on a bounded context of its own;
+// a failure is logged (dnsd drops a DNS-01 value by itself later).
+func (m *Manager) remove(ctx context.Context, ch Challenge) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 	defer cancel()
-	if err := m.o.Solver.Remove(ctx, name, value); err != nil {
-		m.o.Logger.Warn("acme challenge not removed", "name", name, "err", err)
+	if err := m.o.Solver.Remove(ctx, ch); err != nil {
+		m.o.Logger.Warn("acme challenge not removed", "name", ch.Name, "challenge", ch.Type, "err", err)
 	}
 }
 
