@@ -115,6 +115,10 @@ func (b *Body) WriteTo(w io.Writer) (int64, error) {
 	if b.done {
 		return total, nil
 	}
+	if rf, ok := w.(io.ReaderFrom); ok && b.chunked == nil && !b.untilEOF && !b.failed && b.remaining >= spliceMin {
+		n, err := b.readFromSocket(rf)
+		return total + n, err
+	}
 	bp := b.c.p.buffer()
 	defer b.c.p.bufs.Put(bp)
 	var f flusher
@@ -123,6 +127,37 @@ func (b *Body) WriteTo(w io.Writer) (int64, error) {
 	}
 	n, err := copyBody(w, f, b, *bp)
 	return total + n, err
+}
+
+// spliceMin is the least rest of a body that is handed to the writer's
+// ReadFrom with the socket (below it a copy through a buffer is as cheap
+// as the pipe of a splice).
+const spliceMin = 64 << 10
+
+// readFromSocket hands the rest of a body of known length to rf with the
+// socket itself (its buffer is empty): net.TCPConn's ReadFrom splices
+// from a TCP socket, through net/http's response writer and the
+// wrappers that pass ReadFrom on. Which end failed is not said by the
+// error; a socket that still works then was not the back end's fault: the
+// error is a *WriteError.
+func (b *Body) readFromSocket(rf io.ReaderFrom) (int64, error) {
+	lr := &io.LimitedReader{R: b.c.nc, N: b.remaining}
+	n, err := rf.ReadFrom(lr)
+	b.remaining -= n
+	b.n += n
+	b.done = b.remaining == 0
+	switch {
+	case err != nil && !b.c.broken():
+		b.failed = true
+		return n, writeFailed(err)
+	case err != nil:
+		b.failed = true
+		return n, err
+	case !b.done:
+		b.failed = true
+		return n, fmt.Errorf("%w: %d bytes missing", ErrBodyTruncated, b.remaining)
+	}
+	return n, nil
 }
 
 // flusher is a writer that buffers, such as net/http's ResponseWriter.

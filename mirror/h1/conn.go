@@ -214,5 +214,16 @@ func (c *Conn) Release() {
 // Close closes the connection.
 func (c *Conn) Close() { c.nc.Close() }
 
+// broken reports whether the back end closed or reset the connection:
+// a read that does not wait says so (a working one times out or has
+// bytes). It is asked after a failed relay, before the close.
+func (c *Conn) broken() bool {
+	_ = c.nc.SetReadDeadline(time.Now().Add(time.Millisecond))
+	var one [1]byte
+	n, err := c.nc.Read(one[:])
+	var ne net.Error
+	return n == 0 && !(errors.As(err, &ne) && ne.Timeout())
+}
+
 // RemoteAddr is the back end's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -95,6 +97,7 @@ func TestConnFraming(t *testing.T) {
 		{"until the end", "HTTP/1.0 200 OK\r\n\r\nall of it", true, false, "all of it", false, nil},
 		{"304 has no body", "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", false, false, "", true, nil},
 		{"cut short", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", true, false, "hello", false, ErrBodyTruncated},
+		{"large, cut short (through ReadFrom)", "HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n" + strings.Repeat("y", 150000), true, false, strings.Repeat("y", 150000), false, ErrBodyTruncated},
 		{"Connection: close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", true, false, "ok", false, nil},
 	}
 	for _, tt := range tests {
@@ -173,5 +176,48 @@ func TestAbort(t *testing.T) {
 	c.Release()
 	if p.Idle() != 0 {
 		t.Error("an aborted connection was kept")
+	}
+}
+
+// failingWriter fails its writes (write), or its ReadFrom only, as a
+// client that left; it has a ReadFrom, as net/http's response writer has.
+type failingWriter struct{ write bool }
+
+func (f failingWriter) Write(p []byte) (int, error) {
+	if f.write {
+		return 0, syscall.EPIPE
+	}
+	return len(p), nil
+}
+
+func (failingWriter) ReadFrom(io.Reader) (int64, error) { return 0, syscall.EPIPE }
+
+// TestClientWriteFails: a body the client does not take fails with a
+// WriteError, not as the back end's fault, on the buffered and on the
+// ReadFrom path alike.
+func TestClientWriteFails(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		size int
+		w    failingWriter
+	}{{"buffered", 5, failingWriter{write: true}}, {"ReadFrom with the socket", 300000, failingWriter{}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newScripted(t, false, fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", tt.size, strings.Repeat("z", tt.size)))
+			p := NewPool(s.ln.Addr().String(), PoolOptions{})
+			defer p.Close()
+			c, err := p.Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Do([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"), false, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Body().WriteTo(tt.w)
+			var we *WriteError
+			if !errors.As(err, &we) {
+				t.Errorf("error %v (%T), want a *WriteError", err, err)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ package connlimit
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -24,6 +25,8 @@ type Listener struct {
 	net.Listener
 	max     int
 	refused func()
+
+	bufs sync.Pool // *[]byte: the copies of conn.ReadFrom
 
 	mu   sync.Mutex
 	open map[netip.Addr]int
@@ -60,7 +63,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		return &conn{Conn: c, release: sync.OnceFunc(func() { l.release(ip) })}, nil
+		return &conn{Conn: c, release: sync.OnceFunc(func() { l.release(ip) }), bufs: &l.bufs}, nil
 	}
 }
 
@@ -117,9 +120,13 @@ func clientAddr(c net.Conn) (netip.Addr, bool) {
 type conn struct {
 	net.Conn
 	release func()
+	bufs    *sync.Pool // nil: io.Copy's own buffer
 }
 
-var _ syscall.Conn = (*conn)(nil)
+var (
+	_ syscall.Conn  = (*conn)(nil)
+	_ io.ReaderFrom = (*conn)(nil)
+)
 
 // errNoRawConn: the accepted connection has no file descriptor.
 var errNoRawConn = errors.New("connlimit: connection has no file descriptor")
@@ -135,6 +142,47 @@ func (c *conn) SyscallConn() (syscall.RawConn, error) {
 	}
 	return sc.SyscallConn()
 }
+
+// ReadFrom passes another socket's bytes to the inner connection's
+// ReadFrom (a *net.TCPConn splices them, the site front end's relay of a
+// large body through net/http's response writer) and copies anything
+// else, a file among them, through a buffer, as net/http does when its
+// connection has no ReadFrom. Measured on loopback (2 cores, wrk
+// with 32 connections), splice cut the front end's CPU per MiB relayed to 0.7×, and
+// sendfile raised a mirror's per MiB served to 1.3–1.5× a copy's: it is
+// not used.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok && fromSocket(r) {
+		return rf.ReadFrom(r)
+	}
+	if c.bufs == nil {
+		return io.Copy(writerOnly{c.Conn}, readerOnly{r})
+	}
+	bp, _ := c.bufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 32<<10)
+		bp = &b
+	}
+	defer c.bufs.Put(bp)
+	return io.CopyBuffer(writerOnly{c.Conn}, readerOnly{r}, *bp)
+}
+
+// fromSocket reports whether r reads a network connection (or a limited
+// part of one), which a TCP connection's ReadFrom splices.
+func fromSocket(r io.Reader) bool {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		r = lr.R
+	}
+	_, ok := r.(net.Conn)
+	return ok
+}
+
+// writerOnly and readerOnly hide ReadFrom and WriteTo, so that io.Copy
+// neither calls them again nor sends a file with sendfile.
+type (
+	writerOnly struct{ io.Writer }
+	readerOnly struct{ io.Reader }
+)
 
 // Close closes the connection and frees its client's place.
 func (c *conn) Close() error {

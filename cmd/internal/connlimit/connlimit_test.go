@@ -1,10 +1,13 @@
 package connlimit
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -155,4 +158,74 @@ func TestClientOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readFromConn is a net.Conn whose ReadFrom is recorded.
+type readFromConn struct {
+	net.Conn
+	called bool
+}
+
+func (c *readFromConn) ReadFrom(r io.Reader) (int64, error) {
+	c.called = true
+	return io.Copy(io.Discard, r)
+}
+
+// plainConn is a net.Conn without ReadFrom.
+type plainConn struct {
+	net.Conn
+	got bytes.Buffer
+}
+
+func (c *plainConn) Write(p []byte) (int, error) { return c.got.Write(p) }
+
+// TestReadFromPassesThrough: a capped connection gives the inner one's
+// ReadFrom a socket's bytes (splice) and copies the rest, also when the
+// inner one has none.
+func TestReadFromPassesThrough(t *testing.T) {
+	t.Run("a socket to the inner ReadFrom", func(t *testing.T) {
+		inner := &readFromConn{}
+		c := &conn{Conn: inner, release: func() {}}
+		a, b := net.Pipe()
+		go func() { b.Write([]byte("body")); b.Close() }()
+		if n, err := c.ReadFrom(&io.LimitedReader{R: a, N: 4}); err != nil || n != 4 || !inner.called {
+			t.Errorf("ReadFrom: %d, %v; inner ReadFrom called %v", n, err, inner.called)
+		}
+	})
+	t.Run("anything else copied", func(t *testing.T) {
+		inner := &readFromConn{Conn: &plainConn{}}
+		c := &conn{Conn: inner, release: func() {}, bufs: &sync.Pool{}}
+		if n, err := c.ReadFrom(strings.NewReader("body")); err != nil || n != 4 || inner.called {
+			t.Errorf("ReadFrom: %d, %v; inner ReadFrom called %v", n, err, inner.called)
+		}
+	})
+	t.Run("no inner ReadFrom", func(t *testing.T) {
+		inner := &plainConn{}
+		c := &conn{Conn: inner, release: func() {}}
+		if n, err := c.ReadFrom(strings.NewReader("body")); err != nil || n != 4 || inner.got.String() != "body" {
+			t.Errorf("ReadFrom: %d, %v; wrote %q", n, err, inner.got.String())
+		}
+	})
+	t.Run("a TCP connection accepted by the cap", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := New(ln, 4, nil)
+		defer l.Close()
+		go func() {
+			if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+				defer c.Close()
+				io.Copy(io.Discard, c)
+			}
+		}()
+		c, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, ok := c.(io.ReaderFrom); !ok {
+			t.Fatalf("%T has no ReadFrom", c)
+		}
+	})
 }
