@@ -220,3 +220,75 @@ func TestFastPathMalformedBackend(t *testing.T) {
 // ports (of the two front ends, of the two clients) and the boundary of a
 // multipart body.
 var varying = regexp.MustCompile(`127\.0\.0\.1:[0-9]+|[0-9a-f]{60}`)
+
+// rawExchange writes raw to base's server on one connection and reads
+// every response to it (pipelined requests get one each), as the client
+// sees them.
+func rawExchange(t *testing.T, base, raw string, responses int) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var b strings.Builder
+	for range responses {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			fmt.Fprintf(&b, "read: %v\n", err)
+			break
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Fprintf(&b, "%s %s close %v, %d bytes, type %s\n", resp.Proto, resp.Status, resp.Close, len(body), resp.Header.Get("Content-Type"))
+	}
+	return b.String()
+}
+
+// TestFastPathConformanceOnTheWire: requests that no Go client sends
+// (malformed heads, no Host, pipelined requests, HTTP/1.0, a GET with a
+// body) get the same answers on both paths.
+func TestFastPathConformanceOnTheWire(t *testing.T) {
+	be := conformanceBackend(t)
+	bases := map[bool]string{}
+	for _, noFast := range []bool{false, true} {
+		h, closer, err := New(Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
+			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: noFast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closer.Close() })
+		bases[noFast] = webtest.Serve(t, h)
+	}
+	tests := []struct {
+		name, raw string
+		responses int
+	}{
+		{"pipelined", "GET /file HTTP/1.1\r\nHost: a\r\n\r\nGET /file?2 HTTP/1.1\r\nHost: a\r\n\r\nGET /empty HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 3},
+		{"HTTP/1.0", "GET /file HTTP/1.0\r\n\r\n", 1},
+		{"HTTP/1.0 keep-alive", "GET /file HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /file HTTP/1.0\r\n\r\n", 2},
+		{"no Host", "GET /file HTTP/1.1\r\n\r\n", 1},
+		{"two Hosts", "GET /file HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 1},
+		{"a field without a colon", "GET /file HTTP/1.1\r\nHost: a\r\nBroken\r\n\r\n", 1},
+		{"a space before the colon", "GET /file HTTP/1.1\r\nHost: a\r\nX-A : 1\r\n\r\n", 1},
+		{"a bad request line", "GET /file\r\nHost: a\r\n\r\n", 1},
+		{"absolute form", "GET http://a/file HTTP/1.1\r\nHost: a\r\n\r\n", 1},
+		{"a chunked GET body", "GET /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fast, slow := rawExchange(t, bases[false], tt.raw, tt.responses), rawExchange(t, bases[true], tt.raw, tt.responses)
+			if fast != slow {
+				t.Errorf("fast path:\n%s\nReverseProxy:\n%s", fast, slow)
+			}
+			if strings.Count(fast, "HTTP/1.") != tt.responses {
+				t.Errorf("%d responses, want %d:\n%s", strings.Count(fast, "HTTP/1."), tt.responses, fast)
+			}
+		})
+	}
+}
