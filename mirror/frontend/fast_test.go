@@ -77,6 +77,23 @@ func conformanceBackend(t *testing.T) *httptest.Server {
 	return be
 }
 
+// bothPaths serves a front end over be on the fast path (false) and one
+// through ReverseProxy alone (true) and returns their base URLs.
+func bothPaths(t *testing.T, be *httptest.Server) map[bool]string {
+	t.Helper()
+	bases := map[bool]string{}
+	for _, noFast := range []bool{false, true} {
+		h, closer, err := New(Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
+			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: noFast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closer.Close() })
+		bases[noFast] = webtest.Serve(t, h)
+	}
+	return bases
+}
+
 // exchangeOf is what a client saw of one exchange, to compare between
 // the paths.
 func exchangeOf(t *testing.T, client *http.Client, req *http.Request) string {
@@ -110,17 +127,7 @@ func exchangeOf(t *testing.T, client *http.Client, req *http.Request) string {
 // through httputil.ReverseProxy give the same responses and the same
 // errors, and the back end sees the same requests.
 func TestFastPathConformance(t *testing.T) {
-	be := conformanceBackend(t)
-	bases := map[bool]string{}
-	for _, noFast := range []bool{false, true} {
-		h, closer, err := New(Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
-			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: noFast})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { closer.Close() })
-		bases[noFast] = webtest.Serve(t, h)
-	}
+	bases := bothPaths(t, conformanceBackend(t))
 	tests := []struct {
 		name, method, path string
 		header             map[string]string
@@ -254,17 +261,7 @@ func rawExchange(t *testing.T, base, raw string, responses int) string {
 // (malformed heads, no Host, pipelined requests, HTTP/1.0, a GET with a
 // body) get the same answers on both paths.
 func TestFastPathConformanceOnTheWire(t *testing.T) {
-	be := conformanceBackend(t)
-	bases := map[bool]string{}
-	for _, noFast := range []bool{false, true} {
-		h, closer, err := New(Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
-			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: noFast})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { closer.Close() })
-		bases[noFast] = webtest.Serve(t, h)
-	}
+	bases := bothPaths(t, conformanceBackend(t))
 	tests := []struct {
 		name, raw string
 		responses int
