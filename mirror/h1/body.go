@@ -59,7 +59,7 @@ func (b *Body) Read(p []byte) (int, error) {
 	case b.chunked != nil:
 		n, err = b.chunked.Read(p)
 		if err == io.EOF {
-			b.done = true
+			err = b.skipTrailers()
 		}
 	case b.untilEOF:
 		n, err = b.c.br.Read(p)
@@ -74,6 +74,26 @@ func (b *Body) Read(p []byte) (int, error) {
 		b.failed = true
 	}
 	return n, err
+}
+
+// skipTrailers reads the trailer section after a chunked body's last
+// chunk, up to its empty line (the relay does not forward trailers), so
+// that the connection is ready for the next response; io.EOF when it
+// ends well.
+func (b *Body) skipTrailers() error {
+	for size := 0; ; {
+		line, err := b.c.br.ReadSlice('\n')
+		if err != nil {
+			return fmt.Errorf("%w: trailers: %w", ErrBodyTruncated, err)
+		}
+		if size += len(line); size > MaxHeadBytes {
+			return fmt.Errorf("%w: trailers over %d bytes", ErrHeadTooLarge, MaxHeadBytes)
+		}
+		if len(trimEOL(line)) == 0 {
+			b.done = true
+			return io.EOF
+		}
+	}
 }
 
 // readLength reads from a body of known length.

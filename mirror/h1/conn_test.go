@@ -94,6 +94,7 @@ func TestConnFraming(t *testing.T) {
 		{"large length", "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("x", 100000), false, false, strings.Repeat("x", 100000), true, nil},
 		{"HEAD has no body", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", false, true, "", true, nil},
 		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", false, false, "hello world", true, nil},
+		{"chunked with trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 1\r\nX-More: 2\r\n\r\n", false, false, "hello", true, nil},
 		{"until the end", "HTTP/1.0 200 OK\r\n\r\nall of it", true, false, "all of it", false, nil},
 		{"304 has no body", "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", false, false, "", true, nil},
 		{"cut short", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", true, false, "hello", false, ErrBodyTruncated},
@@ -219,5 +220,20 @@ func TestClientWriteFails(t *testing.T) {
 				t.Errorf("error %v (%T), want a *WriteError", err, err)
 			}
 		})
+	}
+}
+
+// TestChunkedTrailersReuse: the trailers after a chunked body are read
+// off, so that the next response on the connection parses.
+func TestChunkedTrailersReuse(t *testing.T) {
+	s := newScripted(t, false, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Sum: 1\r\n\r\n")
+	p := NewPool(s.ln.Addr().String(), PoolOptions{})
+	defer p.Close()
+	for i := range 3 {
+		c, _, body, err := get(t, p, false)
+		if err != nil || body != "ok" || c.Reused != (i > 0) {
+			t.Fatalf("request %d: %q, %v, reused %v", i, body, err, c.Reused)
+		}
+		c.Release()
 	}
 }
