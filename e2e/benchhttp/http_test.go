@@ -236,7 +236,7 @@ func logRun(round int, k kind, s *site, x sample) {
 func headerLine() string {
 	return fmt.Sprintf("bench-http %s · nproc %d · %s · %s · %s · %s · mirror (this tree)\n"+
 		"front end and back ends on CPU %s, wrk on CPU %s (1 thread, %d connections), HTTP/1.1 over 127.0.0.1; "+
-		"each run %v warm-up + %v, %d rounds, the front ends' order reversed every other round\n",
+		"each run %v warm-up + %v measured, rounds: %d, the front ends' order reversed every other round\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpuModel(),
 		version(*flagHAProxy, "-v"), version(*flagNginx, "-v"), version(*flagWrk, "-v"),
 		*flagServerCPU, *flagClientCPU, *flagConnections, *flagWarmup, *flagDuration, *flagRounds)

@@ -3,18 +3,17 @@ package benchhttp
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/transmirror/transmirror/probe/probetest"
 )
 
 // proc is one server process this benchmark started, pinned with
@@ -108,28 +107,6 @@ func (p *proc) stop(b *testing.B, pr *os.Process) {
 	<-p.done
 }
 
-// freePort returns a TCP port that was free on 127.0.0.1, for the
-// servers that can not listen on port 0 and say which port they got
-// (HAProxy, nginx).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// freeAddr is freePort as 127.0.0.1:PORT.
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	port, err := freePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-}
-
 // mirrorLog is the part of a mirror's JSON log record it reports its
 // addresses with: msg "http listening" (one per public address), then
 // "admin listening", then "mirror started" (cmd/mirror's doc).
@@ -178,24 +155,49 @@ func startMirror(b *testing.B, bin, cpus, name, path, cfg string) (*proc, string
 	return nil, ""
 }
 
-// errNotReady is waitHTTP's error when the deadline passed.
-var errNotReady = errors.New("benchhttp: no 200 before the deadline")
+// startFree starts a server that can not listen on port 0 and say which
+// port it got (HAProxy, nginx) on a port that was free a moment ago:
+// start writes its config for addr and starts it. It waits until the
+// server answers the 4 KiB file; a server that exits because another
+// process took the port meanwhile is started again on another (3 tries).
+func startFree(b *testing.B, name string, start func(addr string) *proc) (*proc, string) {
+	b.Helper()
+	for try := 1; ; try++ {
+		addr := probetest.FreeAddr(b, "tcp")
+		p := start(addr)
+		if serves(b, p, "http://"+addr+smallPath) {
+			return p, addr
+		}
+		if try == 3 || !strings.Contains(p.output(), "in use") {
+			b.Fatalf("%s on %s exited (try %d):\n%s", name, addr, try, p.output())
+		}
+	}
+}
 
-// waitHTTP polls url until it answers 200 or 30 s pass (a front end
-// whose back ends are not checked healthy yet answers 502 or 503).
-func waitHTTP(p *proc, url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		if p.exited() {
-			return fmt.Errorf("%s exited:\n%s", p.name, p.output())
+// waitHTTP waits until url answers 200 (see serves) and fails if p
+// exits first.
+func waitHTTP(b *testing.B, p *proc, url string) {
+	b.Helper()
+	if !serves(b, p, url) {
+		b.Fatalf("%s exited:\n%s", p.name, p.output())
+	}
+}
+
+// serves polls url until it answers 200, for 30 s at most (a front
+// end whose back ends are not checked healthy yet answers 502 or 503),
+// and reports false if p exited first.
+func serves(b *testing.B, p *proc, url string) bool {
+	b.Helper()
+	exited := false
+	probetest.Until(b, 30*time.Second, func() string {
+		if exited = p.exited(); exited {
+			return ""
 		}
 		code, err := status(url)
 		if err == nil && code == 200 {
-			return nil
+			return ""
 		}
-		last = fmt.Sprintf("status %d, %v", code, err)
-		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
-	}
-	return fmt.Errorf("%s: %s: %w (last: %s)\n%s", p.name, url, errNotReady, last, p.output())
+		return fmt.Sprintf("%s: %s: status %d, %v\n%s", p.name, url, code, err, p.output())
+	})
+	return !exited
 }

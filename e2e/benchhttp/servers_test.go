@@ -72,9 +72,7 @@ func servers(b *testing.B, dir, root string, fes []frontEnd) []*site {
 		for _, be := range bes {
 			s.backends = append(s.backends, be.pid)
 		}
-		if err := waitHTTP(p, s.url+smallPath); err != nil {
-			b.Fatal(err)
-		}
+		waitHTTP(b, p, s.url+smallPath)
 		sites = append(sites, s)
 	}
 	return sites
@@ -92,8 +90,9 @@ func startFrontEnd(b *testing.B, dir string, fe frontEnd, nginxAddrs []string, m
 	case "haproxy-uri":
 		return startHAProxy(b, dir, "uri", nginxAddrs)
 	case "nginx-rr", "nginx-hash":
-		addr := freeAddr(b)
-		return startNginx(b, fe.key, dir, nginxFrontendConfig(dir, nginxUser(b), addr, fe.byPath, nginxAddrs)), addr
+		return startNginx(b, fe.key, dir, func(addr string) string {
+			return nginxFrontendConfig(dir, nginxUser(b), addr, fe.byPath, nginxAddrs)
+		})
 	case "mirror-wrr", "mirror-lard":
 		var list []siteBackend
 		for i, a := range nginxAddrs {
@@ -116,11 +115,9 @@ func startNginxBackends(b *testing.B, dir, root string) ([]*proc, []string) {
 		name := fmt.Sprintf("be%d", i+1)
 		sub := filepath.Join(dir, "nginx-"+name)
 		mkdir(b, sub)
-		addr := freeAddr(b)
-		p := startNginx(b, "nginx "+name, sub, nginxBackendConfig(sub, nginxUser(b), addr, root, name))
-		if err := waitHTTP(p, "http://"+addr+smallPath); err != nil {
-			b.Fatal(err)
-		}
+		p, addr := startNginx(b, "nginx "+name, sub, func(addr string) string {
+			return nginxBackendConfig(sub, nginxUser(b), addr, root, name)
+		})
 		ps, addrs = append(ps, p), append(addrs, addr)
 	}
 	return ps, addrs
@@ -138,34 +135,36 @@ func startMirrorBackends(b *testing.B, dir, root string) ([]*proc, []siteBackend
 		sock := filepath.Join(socks, name)
 		p, addr := startMirror(b, *flagMirror, *flagServerCPU, "mirror "+name, filepath.Join(dir, "mirror-"+name+".yaml"),
 			mirrorBackendConfig(name, root, sock))
-		if err := waitHTTP(p, "http://"+addr+smallPath); err != nil {
-			b.Fatal(err)
-		}
+		waitHTTP(b, p, "http://"+addr+smallPath)
 		ps, list = append(ps, p), append(list, siteBackend{name: name, addr: addr, sock: sock})
 	}
 	return ps, list
 }
 
-// startNginx writes cfg into dir and starts nginx on it.
-func startNginx(b *testing.B, name, dir, cfg string) *proc {
+// startNginx starts nginx in dir on a free port, its config cfg(addr).
+func startNginx(b *testing.B, name, dir string, cfg func(addr string) string) (*proc, string) {
 	b.Helper()
 	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return startPinned(b, name, *flagServerCPU, nil, *flagNginx, "-e", "stderr", "-p", dir, "-c", path)
+	return startFree(b, name, func(addr string) *proc {
+		if err := os.WriteFile(path, []byte(cfg(addr)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return startPinned(b, name, *flagServerCPU, nil, *flagNginx, "-e", "stderr", "-p", dir, "-c", path)
+	})
 }
 
-// startHAProxy writes HAProxy's config into dir and starts it in the
-// foreground on a free port.
+// startHAProxy starts HAProxy in the foreground in dir on a free port,
+// balance balance over the back ends.
 func startHAProxy(b *testing.B, dir, balance string, backends []string) (*proc, string) {
 	b.Helper()
-	addr := freeAddr(b)
 	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(haproxyConfig(addr, balance, backends)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return startPinned(b, "haproxy "+balance, *flagServerCPU, nil, *flagHAProxy, "-db", "-f", path), addr
+	name := "haproxy " + balance
+	return startFree(b, name, func(addr string) *proc {
+		if err := os.WriteFile(path, []byte(haproxyConfig(addr, balance, backends)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return startPinned(b, name, *flagServerCPU, nil, *flagHAProxy, "-db", "-f", path)
+	})
 }
 
 // nginxUser is nginx's user line: the benchmark's own user and group
