@@ -107,3 +107,36 @@ func (b cpuSample) since(a cpuSample) (float64, error) {
 	}
 	return float64(b.ticks-a.ticks) / userHZ, nil
 }
+
+// machineBusy returns the CPU time all CPUs were busy so far (the
+// line "cpu" of /proc/stat), seconds.
+func machineBusy() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	ticks, err := busyTicks(line)
+	return float64(ticks) / userHZ, err
+}
+
+// busyTicks reads "cpu user nice system idle iowait irq softirq steal
+// …" and returns the ticks of all but idle and iowait among the first
+// eight (guest time is already inside user).
+func busyTicks(line string) (int64, error) {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: first line %q", line)
+	}
+	var busy int64
+	for i, s := range f[1:9] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i != 3 && i != 4 {
+			busy += v
+		}
+	}
+	return busy, nil
+}

@@ -120,7 +120,7 @@ func BenchmarkHTTP(b *testing.B) {
 	header := headerLine()
 	fmt.Print(header)
 	m := runRounds(b, sites, script)
-	fmt.Printf("\n%s%s", header, table(rows(m, kinds(), fes)))
+	fmt.Printf("\n%s%s%s", header, table(rows(m, kinds(), fes)), othersLine(m))
 }
 
 // runRounds runs -rounds rounds, each every kind through every site, the
@@ -203,11 +203,21 @@ func measure(ctx context.Context, s *site, r wrkRun) (sample, error) {
 	if err != nil {
 		return sample{}, err
 	}
+	busy0, err := machineBusy()
+	if err != nil {
+		return sample{}, err
+	}
+	start := time.Now()
 	r.duration = *flagDuration
 	w, err := r.run(ctx)
 	if err != nil {
 		return sample{}, err
 	}
+	busy1, err := machineBusy()
+	if err != nil {
+		return sample{}, err
+	}
+	x := sample{wrkResult: w, seconds: time.Since(start).Seconds()}
 	fe1, err := sampleCPU(s.pid)
 	if err != nil {
 		return sample{}, err
@@ -216,19 +226,21 @@ func measure(ctx context.Context, s *site, r wrkRun) (sample, error) {
 	if err != nil {
 		return sample{}, err
 	}
-	x := sample{wrkResult: w}
 	if x.feCPU, err = fe1.since(fe0); err != nil {
 		return x, err
 	}
-	x.beCPU, err = be1.since(be0)
-	return x, err
+	if x.beCPU, err = be1.since(be0); err != nil {
+		return x, err
+	}
+	x.others = max(0, busy1-busy0-x.feCPU-x.beCPU-w.cpu)
+	return x, nil
 }
 
 // logRun prints one measured run as it ends.
 func logRun(round int, k kind, s *site, x sample) {
 	fe, be := x.perRequest()
-	fmt.Printf("round %d  %-22s  %-30s  %7.0f req/s  p99 %6.2f ms  FE %6.1f µs/req  BE %6.1f µs/req  %d errors\n",
-		round+1, k.name, s.label, x.rps, 1e3*x.p99, 1e6*fe, 1e6*be, x.errors())
+	fmt.Printf("round %d  %-22s  %-30s  %7.0f req/s  p99 %6.2f ms  FE %6.1f µs/req  BE %6.1f µs/req  %d errors  others %3.0f%% of a core\n",
+		round+1, k.name, s.label, x.rps, 1e3*x.p99, 1e6*fe, 1e6*be, x.errors(), 100*x.othersShare())
 }
 
 // headerLine says what ran where: the date, the machine, the versions,

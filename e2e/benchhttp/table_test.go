@@ -10,7 +10,14 @@ import (
 type sample struct {
 	wrkResult
 	feCPU, beCPU float64 // CPU seconds of the front end and of the back ends over the run
+	// others is the CPU time the rest of the machine took meanwhile
+	// (all busy time but the servers' and wrk's), seconds.
+	others  float64
+	seconds float64 // the run's wall time
 }
+
+// othersShare is others as a share of one core over the run.
+func (s sample) othersShare() float64 { return ratio(s.others, s.seconds) }
 
 // perRequest returns the front end's and the back ends' CPU per
 // request, seconds; 0 without requests.
@@ -154,4 +161,22 @@ func asArgs(cols []string) []any {
 		out[i] = c
 	}
 	return out
+}
+
+// othersLine says how much CPU the rest of the machine took during the
+// measured runs: the median and the most, as shares of one core.
+func othersLine(m measured) string {
+	var xs []float64
+	for _, byFE := range m {
+		for _, ss := range byFE {
+			for _, s := range ss {
+				xs = append(xs, s.othersShare())
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the rest of the machine (all but the servers and wrk) during the %d measured runs: median %.0f%%, most %.0f%% of a core\n",
+		len(xs), 100*median(xs), 100*slices.Max(xs))
 }

@@ -2,6 +2,7 @@ package benchhttp
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,38 @@ func TestSampleCPU(t *testing.T) {
 	b.pids = append(b.pids, 1<<30)
 	if _, err := b.since(a); err == nil {
 		t.Error("a process more: no error")
+	}
+}
+
+// TestBusyTicks checks the machine's busy time leaves out idle and
+// iowait and refuses a per-CPU or short line.
+func TestBusyTicks(t *testing.T) {
+	got, err := busyTicks("cpu  100 5 50 800 20 3 2 1 0 0")
+	if err != nil || got != 161 {
+		t.Errorf("busyTicks = %d, %v; want 161 (user, nice, system, irq, softirq, steal)", got, err)
+	}
+	for _, bad := range []string{"cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3"} {
+		if _, err := busyTicks(bad); err == nil {
+			t.Errorf("busyTicks(%q): no error", bad)
+		}
+	}
+}
+
+// TestOthersLine checks the median and the most of the rest of the
+// machine's share of a core over every run.
+func TestOthersLine(t *testing.T) {
+	m := measured{}
+	for i, o := range []float64{0.5, 0.1, 0.2} {
+		m.add("k", fmt.Sprint(i), sample{others: o, seconds: 1})
+	}
+	got := othersLine(m)
+	for _, w := range []string{"3 measured runs", "median 20%", "most 50%"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("othersLine = %q, want %q in it", got, w)
+		}
+	}
+	if othersLine(measured{}) != "" {
+		t.Error("no runs: a line")
 	}
 }
 

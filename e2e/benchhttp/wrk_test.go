@@ -19,6 +19,7 @@ type wrkResult struct {
 	// sockErrs are wrk's socket errors (connect, read, write, timeout),
 	// badStatus its responses other than 2xx or 3xx.
 	sockErrs, badStatus int64
+	cpu                 float64 // wrk's own CPU seconds (user and system)
 }
 
 // errors is every failed request of the run.
@@ -157,5 +158,6 @@ func (r wrkRun) run(ctx context.Context) (wrkResult, error) {
 	if err != nil {
 		return w, fmt.Errorf("%w\n%s", err, out)
 	}
+	w.cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	return w, nil
 }
