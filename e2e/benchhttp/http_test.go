@@ -33,7 +33,10 @@
 // ends share -server-cpu. CPU time is utime+stime from /proc/PID/stat of
 // the front end and of the back ends (each with its children: nginx's
 // workers) around the measured run, divided by the requests wrk
-// completed; req/s and p99 are wrk's. Ratios are taken within each
+// completed; req/s and p99 are wrk's; what the rest of the machine took
+// meanwhile (/proc/stat's busy time but the servers' and wrk's own) is
+// printed with each run and summed up under the table, so that a run on
+// a shared machine says so. Ratios are taken within each
 // round against the HAProxy front end of the same kind of pick
 // (roundrobin for round robin and wrr, balance uri for hash and lard),
 // so that drift on a shared machine cancels.
