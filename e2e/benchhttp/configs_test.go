@@ -52,8 +52,8 @@ func nginxBackendConfig(dir, user, listen, root, name string) string {
 // nginxFrontendConfig proxies listen to the back ends, round robin or,
 // with hash, by hash $request_uri consistent, over kept connections
 // (keepalive, HTTP/1.1, no Connection header), setting X-Forwarded-For
-// as the mirror does; a large response is passed on as it comes instead
-// of into a temporary file.
+// as the mirror does; a large response is passed on in 64 KiB buffers as
+// it comes instead of into a temporary file.
 func nginxFrontendConfig(dir, user, listen string, hash bool, backends []string) string {
 	var up strings.Builder
 	if hash {
@@ -73,6 +73,9 @@ func nginxFrontendConfig(dir, user, listen string, hash bool, backends []string)
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_buffer_size 64k;
+      proxy_buffers 8 64k;
+      proxy_busy_buffers_size 128k;
       proxy_max_temp_file_size 0;
     }
   }
