@@ -39,10 +39,13 @@ TEST_DEPS ?= dig:dnsutils unbound:unbound unbound-checkconf:unbound \
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux
+# What bench-http executes besides the mirror, in the same form (haproxy
+# and nginx by their paths, in /usr/sbin).
+BENCH_HTTP_DEPS ?= /usr/sbin/haproxy:haproxy /usr/sbin/nginx:nginx wrk:wrk curl:curl taskset:util-linux
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns skew soak deps demo clean
+.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns bench-http skew soak deps demo clean
 
 all: build
 
@@ -137,6 +140,16 @@ bench-site:
 bench-dns: build
 	@$(MAKE) --no-print-directory deps TEST_DEPS="$(BENCH_DNS_DEPS)"
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkDNS -benchtime=1x -timeout=45m ./e2e/benchdns/ -args -dns -dnsd $(abspath $(BIN))/dnsd $(BENCH_DNS_ARGS)
+
+## bench-http: the site front end against HAProxy and nginx (installed with
+## apt-get when missing) over the same two nginx back ends, and in handoff
+## mode over two mirror back ends; wrk on loopback, the front end and the
+## back ends on one core and wrk on the other: a 4 KiB file, a mix of 1,000
+## 4 KiB files and a 1 MiB file, curl checks first, 2 rounds of 6 s (about
+## 6 minutes). A smoke run: BENCH_HTTP_ARGS='-rounds 1 -duration 2s'.
+bench-http: build
+	@$(MAKE) --no-print-directory deps TEST_DEPS="$(BENCH_HTTP_DEPS)"
+	$(GO) test -count=1 -run='^$$' -bench=BenchmarkHTTP -benchtime=1x -timeout=30m ./e2e/benchhttp/ -args -http -mirror $(abspath $(BIN))/mirror $(BENCH_HTTP_ARGS)
 
 ## soak: SOAK_DURATION (default 10m) of mixed DNS and HTTP load on dnsd and
 ## three mirrors on loopback while members flap (a mirror stopped and started
