@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 	"sync"
 
@@ -245,38 +246,20 @@ func (h *handler) relay(w http.ResponseWriter, r *http.Request, b *backend, c *h
 // copyFields copies resp's fields to hd, but the hop-by-hop ones and
 // those its Connection fields name.
 func copyFields(hd http.Header, resp *h1.Response) {
-	var drop []string
-	for _, f := range resp.Fields {
-		if strings.EqualFold(f.Name, "Connection") {
-			drop = resp.Connection()
-			break
-		}
-	}
+	drop := resp.Connection() // nil without a Connection field
 	for _, f := range resp.Fields {
 		k := textproto.CanonicalMIMEHeaderKey(f.Name)
-		if hopByHop[k] || (drop != nil && containsFold(drop, f.Name)) {
+		if hopByHop[k] || slices.ContainsFunc(drop, func(x string) bool { return strings.EqualFold(x, f.Name) }) {
 			continue
 		}
 		hd[k] = append(hd[k], f.Value)
 	}
 }
 
-func containsFold(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // fastError answers a request whose back end failed before a response,
-// as proxyError does for ReverseProxy: 504 for a timeout, else 502.
+// as proxyError does for ReverseProxy (failedStatus).
 func (h *handler) fastError(w http.ResponseWriter, r *http.Request, b *backend, err error) {
 	h.log.Debug("proxy failed", "backend", b.name, "path", r.URL.Path, "err", err)
-	code := http.StatusBadGateway
-	if errKind(err) == errTimeout {
-		code = http.StatusGatewayTimeout
-	}
+	code := failedStatus(err)
 	http.Error(w, http.StatusText(code), code)
 }

@@ -145,11 +145,17 @@ func (h *handler) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		b = a.b.name
 	}
 	h.log.Debug("proxy failed", "backend", b, "path", r.URL.Path, "err", err)
-	code := http.StatusBadGateway
-	if errKind(err) == errTimeout {
-		code = http.StatusGatewayTimeout
-	}
+	code := failedStatus(err)
 	http.Error(w, http.StatusText(code), code)
+}
+
+// failedStatus is the answer to a request whose back end failed with err
+// before a response: 504 for a timeout, else 502.
+func failedStatus(err error) int {
+	if errKind(err) == errTimeout {
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadGateway
 }
 
 // retryTransport sends the outgoing request to the attempt's back end,
