@@ -68,6 +68,9 @@ type ServerOptions struct {
 	// ShutdownTimeout is the grace that Serve gives requests in flight
 	// once its context is done (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// NetHTTP serves HTTP/1.x with net/http's server rather than h1's
+	// (tests compare the two; HTTP/2 is net/http's either way).
+	NetHTTP bool
 }
 
 // Server is an HTTP server with the mirror's timeouts, metrics and
