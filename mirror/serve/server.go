@@ -2,15 +2,18 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/transmirror/transmirror/mirror/frontend"
+	"github.com/transmirror/transmirror/mirror/h1"
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
@@ -123,13 +126,15 @@ func NewServer(o ServerOptions) (*Server, error) {
 
 // Serve serves HTTP on ln, which it closes, until ctx is done; on a
 // listener of crypto/tls (tls.NewListener) it serves HTTPS, HTTP/2 when
-// the TLS config offers "h2" by ALPN, with r.TLS set. Then it
-// stops accepting connections, closes idle ones and waits for the
-// requests in flight to finish, at most ShutdownTimeout (on a fresh
-// context, not the cancelled ctx); after that it closes the connections
-// still open and returns an error wrapping context.DeadlineExceeded.
-// Request contexts are not cancelled by ctx. Serve returns nil after a
-// clean shutdown and the error otherwise, also when ln fails first.
+// the TLS config offers "h2" by ALPN, with r.TLS set. HTTP/1.x is
+// served by h1.Server (net/http's server with NetHTTP), HTTP/2 by
+// net/http's. Then it stops accepting connections, closes idle ones and
+// waits for the requests in flight to finish, at most ShutdownTimeout
+// (on a fresh context, not the cancelled ctx); after that it closes the
+// connections still open and returns an error wrapping
+// context.DeadlineExceeded. Request contexts are not cancelled by ctx.
+// Serve returns nil after a clean shutdown and the error otherwise, also
+// when ln fails first.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base := context.WithoutCancel(ctx)
 	hs := &http.Server{
@@ -146,24 +151,103 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:                     errorLog(s.log, s.tlsErrs),
 		BaseContext:                  func(net.Listener) context.Context { return base },
 	}
-	addr := ln.Addr().String()
+	if s.o.NetHTTP {
+		return serveUntil(ctx, ln.Addr().String(), s.o.ShutdownTimeout, hs, func() error { return hs.Serve(ln) })
+	}
+	h2 := newConnQueue(ln.Addr())
+	h := &h1.Server{
+		Handler:           frontend.ReportHandoffs(s.handler),
+		ReadHeaderTimeout: s.o.ReadHeaderTimeout,
+		ReadTimeout:       s.o.ReadTimeout,
+		WriteTimeout:      s.o.WriteTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
+		SendTimeout:       s.o.SendTimeout,
+		MaxHeaderBytes:    s.o.MaxHeaderBytes,
+		BaseContext:       base,
+		ConnContext:       frontend.HandoffConnContext,
+		ErrorLog:          hs.ErrorLog,
+		NextProto:         map[string]func(*tls.Conn){"h2": h2.push},
+	}
+	if s.sendCut != nil {
+		h.SendCut = s.sendCut.Inc
+	}
+	go func() { _ = hs.Serve(h2) }()
+	defer hs.Close()
+	return serveUntil(ctx, ln.Addr().String(), s.o.ShutdownTimeout, both{h, hs}, func() error { return h.Serve(ln) })
+}
+
+// server is what serveUntil shuts down.
+type server interface {
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// both are the HTTP/1.x and the HTTP/2 server of a listener.
+type both struct{ h1, h2 server }
+
+func (b both) Shutdown(ctx context.Context) error {
+	return errors.Join(b.h1.Shutdown(ctx), b.h2.Shutdown(ctx))
+}
+
+func (b both) Close() error { return errors.Join(b.h1.Close(), b.h2.Close()) }
+
+// serveUntil runs serve until ctx is done, then shuts srv down within
+// grace (closing it after).
+func serveUntil(ctx context.Context, addr string, grace time.Duration, srv server, serve func() error) error {
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
-		hs.Close()
+		srv.Close()
 		return fmt.Errorf("mirror: serve %s: %w", addr, err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
-	err := hs.Shutdown(sctx)
+	err := srv.Shutdown(sctx)
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
 	if err != nil {
-		hs.Close()
+		srv.Close()
 		return fmt.Errorf("mirror: shutdown %s: %w", addr, err)
 	}
 	return nil
 }
+
+// connQueue is a net.Listener of the TLS connections that h1.Server
+// hands over for HTTP/2.
+type connQueue struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newConnQueue(addr net.Addr) *connQueue {
+	return &connQueue{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (q *connQueue) push(c *tls.Conn) {
+	select {
+	case q.ch <- c:
+	case <-q.done:
+		c.Close()
+	}
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.ch:
+		return c, nil
+	case <-q.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.once.Do(func() { close(q.done) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return q.addr }
