@@ -366,7 +366,17 @@ func (w *response) sendHead(first []byte) {
 	}
 	h = append(h, "\r\n"...)
 	w.c.wr.head = h
-	w.c.wr.placeHead(h, w.isHead || !bodyAllowed(w.status))
+	drop := w.isHead || !bodyAllowed(w.status)
+	if !w.chunking || drop || w.c.wr.pending() == 0 {
+		w.c.wr.placeHead(h, drop)
+		return
+	}
+	// What is buffered goes out as the first chunk.
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	first = (*bp)[:copy(*bp, w.c.wr.body())]
+	w.c.wr.placeHead(h, true)
+	_ = w.c.wr.writeChunks(first)
 }
 
 // extraFields are the fields the server adds after Date and

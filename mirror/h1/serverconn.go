@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -358,8 +359,7 @@ func (c *serverConn) requestFailed(err error) {
 }
 
 func isUnsupportedTE(err error) bool {
-	var pe *http.ProtocolError
-	return errors.As(err, &pe) && pe.ErrorString == "unsupported transfer encoding"
+	return strings.HasPrefix(err.Error(), "unsupported transfer encoding")
 }
 
 func isCommonNetReadError(err error) bool {
