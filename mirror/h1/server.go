@@ -3,7 +3,6 @@ package h1
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"log"
 	"net"
 	"net/http"
@@ -234,9 +233,6 @@ func (s *Server) maxHeaderBytes() int64 {
 	}
 	return http.DefaultMaxHeaderBytes
 }
-
-// errClosing is what a read of a connection that Shutdown closed gives.
-var errClosing = errors.New("h1: server shutting down")
 
 // dateCache is the Date field's value, formatted once a second.
 type dateCache struct {
