@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -183,15 +184,10 @@ func (wr *connWriter) writeChunks(p []byte) error {
 
 // lastChunk buffers the last chunk with the trailers.
 func (wr *connWriter) lastChunk(t http.Header) {
-	var tail []byte
-	tail = append(tail, "0\r\n"...)
-	for k, vv := range t {
-		for _, v := range vv {
-			tail = appendField(tail, http.CanonicalHeaderKey(k), v)
-		}
-	}
-	tail = append(tail, "\r\n"...)
-	_ = wr.writeBody(tail, false)
+	tail := bytes.NewBufferString("0\r\n")
+	_ = t.Write(tail) // sorted, as net/http writes them
+	tail.WriteString("\r\n")
+	_ = wr.writeBody(tail.Bytes(), false)
 }
 
 // flush writes what is buffered.

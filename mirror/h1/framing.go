@@ -87,6 +87,13 @@ func (w *response) discardBody() (tooBig bool) {
 	if b == nil || b.sawEOF {
 		return false
 	}
+	if b.closed {
+		w.closeAfter = true // closed before its end, as net/http's
+		return false
+	}
+	if w.req.ContentLength-b.read >= maxPostHandlerReadBytes {
+		return true // not worth reading, as net/http's
+	}
 	_, err := io.CopyN(io.Discard, b.rc, maxPostHandlerReadBytes+1)
 	switch err {
 	case nil:
@@ -137,25 +144,41 @@ func (w *response) finalTrailers() http.Header {
 
 // reqBody is the request body the handler reads: 100 Continue on the
 // first read when the client expects it, the leave watch armed at its
-// end, and Close leaving the rest to the server.
+// end, Server.MaxBodyBytes enforced as http.MaxBytesReader does, and
+// Close leaving the rest to the server.
 type reqBody struct {
 	rc     io.ReadCloser
 	w      *response
+	read   int64
+	limit  int64 // <= 0: none
+	err    error // the limit's, once hit
 	sawEOF bool
 	closed bool
 	expect bool // the client waits for 100 Continue
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {
-	if b.closed {
+	switch {
+	case b.closed:
 		return 0, http.ErrBodyReadAfterClose
+	case b.err != nil:
+		return 0, b.err
+	case len(p) == 0:
+		return 0, nil
 	}
 	w := b.w
 	if w.canContinue {
 		w.canContinue = false
 		_ = w.c.wr.writeDirect([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
 	}
+	if left := b.limit - b.read; b.limit > 0 && int64(len(p)) > left {
+		p = p[:left+1] // one more byte says whether it goes past
+	}
 	n, err := b.rc.Read(p)
+	b.read += int64(n)
+	if b.limit > 0 && b.read > b.limit {
+		return n - int(b.read-b.limit), b.overLimit()
+	}
 	if err == io.EOF && !b.sawEOF {
 		b.sawEOF = true
 		if !w.handlerDone {
@@ -163,6 +186,18 @@ func (b *reqBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// overLimit closes the connection after the response, as net/http's
+// server does when its http.MaxBytesReader hits the limit.
+func (b *reqBody) overLimit() error {
+	w := b.w
+	w.closeAfter, w.tooBig = true, true
+	if !w.wroteHeader {
+		w.header.Set("Connection", "close")
+	}
+	b.err = &http.MaxBytesError{Limit: b.limit}
+	return b.err
 }
 
 func (b *reqBody) Close() error {

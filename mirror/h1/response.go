@@ -81,7 +81,7 @@ func (c *serverConn) startResponse(req *http.Request, cancel context.CancelFunc)
 		c.cr.watch(cancel)
 		return w
 	}
-	w.bodyStore = reqBody{rc: req.Body, w: w}
+	w.bodyStore = reqBody{rc: req.Body, w: w, limit: c.s.MaxBodyBytes}
 	w.body = &w.bodyStore
 	req.Body = w.body
 	if hasToken(req.Header["Expect"], "100-continue") && w.is11 && req.ContentLength != 0 {

@@ -52,6 +52,11 @@ type Server struct {
 	// MaxHeaderBytes bounds a request head (431 past it); 0: 1 MiB, as
 	// net/http's.
 	MaxHeaderBytes int
+	// MaxBodyBytes bounds the request body a handler may read, as
+	// http.MaxBytesHandler does: past it, the body's Read fails with
+	// *http.MaxBytesError and the connection closes after the
+	// response; 0: none.
+	MaxBodyBytes int64
 	// BaseContext is the parent of every request's context
 	// (default context.Background).
 	BaseContext context.Context

@@ -409,7 +409,7 @@ func TestEngineGracefulShutdown(t *testing.T) {
 		t.Run(en.name, func(t *testing.T) {
 			t.Parallel()
 			h := &engineHandlers{started: make(chan string, 1), release: make(chan struct{})}
-			srv, err := NewServer(ServerOptions{Handler: h.mux(), H1: !en.netHTTP})
+			srv, err := NewServer(ServerOptions{Handler: h.mux(), NetHTTP: en.netHTTP})
 			if err != nil {
 				t.Fatal(err)
 			}

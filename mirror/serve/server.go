@@ -71,10 +71,10 @@ type ServerOptions struct {
 	// ShutdownTimeout is the grace that Serve gives requests in flight
 	// once its context is done (default DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
-	// H1 serves HTTP/1.x with h1.Server rather than net/http's server
-	// (HTTP/2 is net/http's either way). Not yet the default: its
-	// conformance test still lists two differences (engine_test.go).
-	H1 bool
+	// NetHTTP serves HTTP/1.x with net/http's server rather than
+	// h1.Server (HTTP/2 is net/http's either way): the reference that
+	// the conformance test (engine_test.go) compares h1 with.
+	NetHTTP bool
 }
 
 // Server is an HTTP server with the mirror's timeouts, metrics and
@@ -109,7 +109,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	s := &Server{o: o, handler: withRequestCheck(http.MaxBytesHandler(o.Handler, o.MaxBodyBytes)), log: o.Logger}
+	s := &Server{o: o, handler: withRequestCheck(o.Handler), log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -128,7 +128,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 // Serve serves HTTP on ln, which it closes, until ctx is done; on a
 // listener of crypto/tls (tls.NewListener) it serves HTTPS, HTTP/2 when
 // the TLS config offers "h2" by ALPN, with r.TLS set. HTTP/1.x is
-// served by net/http's server (h1.Server with H1), HTTP/2 by
+// served by h1.Server (net/http's server with NetHTTP), HTTP/2 by
 // net/http's. Then it stops accepting connections, closes idle ones and
 // waits for the requests in flight to finish, at most ShutdownTimeout
 // (on a fresh context, not the cancelled ctx); after that it closes the
@@ -141,7 +141,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		// A back end of a site in handoff mode reports the requests of
 		// handed-off connections to the front end.
-		Handler:                      withSendTimeout(frontend.ReportHandoffs(s.handler), s.o.SendTimeout, s.o.WriteTimeout, s.sendCut),
+		Handler:                      http.MaxBytesHandler(withSendTimeout(frontend.ReportHandoffs(s.handler), s.o.SendTimeout, s.o.WriteTimeout, s.sendCut), s.o.MaxBodyBytes),
 		ConnContext:                  frontend.HandoffConnContext,
 		ReadHeaderTimeout:            s.o.ReadHeaderTimeout,
 		ReadTimeout:                  s.o.ReadTimeout,
@@ -152,7 +152,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:                     errorLog(s.log, s.tlsErrs),
 		BaseContext:                  func(net.Listener) context.Context { return base },
 	}
-	if !s.o.H1 {
+	if s.o.NetHTTP {
 		return serveUntil(ctx, ln.Addr().String(), s.o.ShutdownTimeout, hs, func() error { return hs.Serve(ln) })
 	}
 	h2 := newConnQueue(ln.Addr())
@@ -164,6 +164,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       s.o.IdleTimeout,
 		SendTimeout:       s.o.SendTimeout,
 		MaxHeaderBytes:    s.o.MaxHeaderBytes,
+		MaxBodyBytes:      s.o.MaxBodyBytes,
 		BaseContext:       base,
 		ConnContext:       frontend.HandoffConnContext,
 		ErrorLog:          hs.ErrorLog,
