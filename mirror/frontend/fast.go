@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
-	"slices"
 	"strings"
 	"sync"
 
@@ -98,8 +97,9 @@ func requestHead(buf []byte, r *http.Request, b *backend) []byte {
 		proto = "https"
 	}
 	buf = appendField(buf, "X-Forwarded-Proto", proto)
-	buf = appendField(buf, "Forwarded", forwarded(r))
-	return append(buf, "\r\n"...)
+	buf = append(buf, "Forwarded: "...)
+	buf = appendForwarded(buf, r)
+	return append(buf, "\r\n\r\n"...)
 }
 
 // appendTarget appends the request target of r on b: its path and query
@@ -156,7 +156,7 @@ func (h *handler) serveFast(w http.ResponseWriter, r *http.Request, req site.Req
 	}()
 	hb := h.heads.get()
 	defer h.heads.put(hb)
-	c, resp, stop, err := h.fastExchange(r, &b, req, hb)
+	c, resp, stop, err := h.fastExchange(w, r, &b, req, hb)
 	if err != nil {
 		if r.Context().Err() == nil {
 			h.fastError(w, r, b, err)
@@ -169,24 +169,24 @@ func (h *handler) serveFast(w http.ResponseWriter, r *http.Request, req site.Req
 
 // fastExchange sends r to *b and reads the response head, retrying once
 // on another back end (which it stores in *b) as retryTransport does.
-func (h *handler) fastExchange(r *http.Request, b **backend, req site.Request, hb *[]byte) (*h1.Conn, *h1.Response, func() bool, error) {
+func (h *handler) fastExchange(w http.ResponseWriter, r *http.Request, b **backend, req site.Request, hb *[]byte) (*h1.Conn, *h1.Response, unhook, error) {
 	for retried := false; ; retried = true {
 		*hb = requestHead((*hb)[:0], r, *b)
-		c, resp, stop, err := exchange(r.Context(), (*b).pool, *hb, r.Method == http.MethodHead)
+		c, resp, stop, err := exchange(w, r.Context(), (*b).pool, *hb, r.Method == http.MethodHead)
 		if err == nil {
 			h.transition(*b, "request", "")((*b).health.request(true, ""))
 			return c, resp, stop, nil
 		}
 		if r.Context().Err() != nil {
-			return nil, nil, nil, err // the client left: not the back end's fault
+			return nil, nil, unhook{}, err // the client left: not the back end's fault
 		}
 		h.backendFailed(*b, errKind(err), err)
 		if retried {
-			return nil, nil, nil, err
+			return nil, nil, unhook{}, err
 		}
 		next, perr := h.pick(req, *b)
 		if perr != nil {
-			return nil, nil, nil, err
+			return nil, nil, unhook{}, err
 		}
 		h.release(*b, req, 0)
 		*b = next
@@ -197,35 +197,54 @@ func (h *handler) fastExchange(r *http.Request, b **backend, req site.Request, h
 // exchange sends head on a connection of p and reads the response head;
 // a connection that the back end closed while it was idle is not its
 // failure: the next one is tried (at last a new one). The connection's
-// Abort runs if ctx ends first; stop unhooks it (false: it ran).
-func exchange(ctx context.Context, p *h1.Pool, head []byte, isHead bool) (*h1.Conn, *h1.Response, func() bool, error) {
+// Abort runs if the client leaves first (h1.AfterLeave; on another
+// server, when ctx ends); its unhook's stop removes the hook (false: it
+// ran).
+func exchange(w http.ResponseWriter, ctx context.Context, p *h1.Pool, head []byte, isHead bool) (*h1.Conn, *h1.Response, unhook, error) {
 	for {
 		c, err := p.Get(ctx)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, unhook{}, err
 		}
-		stop := context.AfterFunc(ctx, c.Abort)
+		u := unhook{leave: h1.AfterLeave(w, c.AbortFunc())}
+		if u.leave == nil {
+			u.ctx = context.AfterFunc(ctx, c.AbortFunc())
+		}
 		resp, err := c.Do(head, isHead, responseHeaderTimeout)
 		if err == nil {
-			return c, resp, stop, nil
+			return c, resp, u, nil
 		}
-		stop()
+		u.stop()
 		c.Close()
 		if !c.Reused || !errors.Is(err, h1.ErrNoResponse) {
-			return nil, nil, nil, err
+			return nil, nil, unhook{}, err
 		}
 	}
+}
+
+// unhook removes the abort hook of an exchange: h1's or the context's.
+type unhook struct {
+	leave *h1.Leave
+	ctx   func() bool
+}
+
+// stop removes the hook; false: it ran.
+func (u unhook) stop() bool {
+	if u.leave != nil {
+		return u.leave.Stop()
+	}
+	return u.ctx()
 }
 
 // relay writes resp and its body to the client, then gives c back (or
 // closes it). A body that fails halfway is a passive error of b (unless
 // the client left) and aborts the client's response, as ReverseProxy
 // does.
-func (h *handler) relay(w http.ResponseWriter, r *http.Request, b *backend, c *h1.Conn, resp *h1.Response, stop func() bool) {
+func (h *handler) relay(w http.ResponseWriter, r *http.Request, b *backend, c *h1.Conn, resp *h1.Response, stop unhook) {
 	copyFields(w.Header(), resp)
 	w.WriteHeader(resp.Status)
 	_, err := c.Body().WriteTo(w)
-	if !stop() || err != nil {
+	if !stop.stop() || err != nil {
 		c.Close()
 	} else {
 		c.Release()
@@ -245,15 +264,36 @@ func (h *handler) relay(w http.ResponseWriter, r *http.Request, b *backend, c *h
 
 // copyFields copies resp's fields to hd, but the hop-by-hop ones and
 // those its Connection fields name.
+// The values share one backing array (a field that repeats gets its
+// own), so that a response costs two allocations, not one per field.
 func copyFields(hd http.Header, resp *h1.Response) {
-	drop := resp.Connection() // nil without a Connection field
+	var buf [4]string
+	drop := resp.AppendConnection(buf[:0]) // empty without a Connection field
+	vals := make([]string, len(resp.Fields))
+	n := 0
 	for _, f := range resp.Fields {
 		k := textproto.CanonicalMIMEHeaderKey(f.Name)
-		if hopByHop[k] || slices.ContainsFunc(drop, func(x string) bool { return strings.EqualFold(x, f.Name) }) {
+		if hopByHop[k] || named(drop, f.Name) {
 			continue
 		}
-		hd[k] = append(hd[k], f.Value)
+		if vv, ok := hd[k]; ok {
+			hd[k] = append(vv, f.Value)
+			continue
+		}
+		vals[n] = f.Value
+		hd[k] = vals[n : n+1 : n+1]
+		n++
 	}
+}
+
+// named reports whether names (lower case) holds name, in any case.
+func named(names []string, name string) bool {
+	for _, x := range names {
+		if strings.EqualFold(x, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // fastError answers a request whose back end failed before a response,

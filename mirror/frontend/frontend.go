@@ -113,6 +113,11 @@ type backend struct {
 
 	bandwidth float64  // bytes per second, 0 for no limit
 	sent      byteRate // the bytes of its completed responses
+
+	// Its series of picks (under the handler's policy) and of requests
+	// in flight, looked up once (metrics.adopt), not per request.
+	picks    prometheus.Counter
+	inFlight prometheus.Gauge
 }
 
 // byteRateTau is the time constant of a back end's byte rate.
@@ -533,8 +538,8 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 	}
 	b := h.backends[i]
 	b.active.Add(1)
-	h.m.picks.WithLabelValues(h.policy.Name(), b.name).Inc()
-	h.m.inFlight.WithLabelValues(b.name).Inc()
+	b.picks.Inc()
+	b.inFlight.Inc()
 	return b, nil
 }
 
@@ -542,14 +547,14 @@ func (h *handler) pick(req site.Request, exclude *backend) (*backend, error) {
 // further request on a handed-off connection); release ends it.
 func (h *handler) begin(b *backend) {
 	b.active.Add(1)
-	h.m.inFlight.WithLabelValues(b.name).Inc()
+	b.inFlight.Inc()
 }
 
 // release ends a request on b that pick or begin started and tells the
 // policy, with the response size when known.
 func (h *handler) release(b *backend, req site.Request, size int64) {
 	b.active.Add(-1)
-	h.m.inFlight.WithLabelValues(b.name).Dec()
+	b.inFlight.Dec()
 	req.Size = size
 	now := h.now()
 	b.sent.add(size, now)

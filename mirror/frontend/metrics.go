@@ -227,8 +227,8 @@ func (m *metrics) adopt(policy string, bs []*backend) {
 	for _, b := range bs {
 		m.owners[b.name]++
 		m.pairs[[2]string{policy, b.name}]++
-		m.picks.WithLabelValues(policy, b.name)
-		m.inFlight.WithLabelValues(b.name)
+		b.picks = m.picks.WithLabelValues(policy, b.name)
+		b.inFlight = m.inFlight.WithLabelValues(b.name)
 		m.up.WithLabelValues(b.name).Set(1)
 		for _, k := range errKinds {
 			m.errors.WithLabelValues(b.name, k)

@@ -105,26 +105,30 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // forwarded returns the RFC 7239 Forwarded element for r.
-func forwarded(r *http.Request) string {
-	var b strings.Builder
+func forwarded(r *http.Request) string { return string(appendForwarded(nil, r)) }
+
+// appendForwarded appends forwarded's value to buf.
+func appendForwarded(buf []byte, r *http.Request) []byte {
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		b.WriteString("for=")
+		buf = append(buf, "for="...)
 		if strings.Contains(host, ":") {
-			b.WriteString(`"[` + host + `]"`)
+			buf = append(buf, `"[`...)
+			buf = append(buf, host...)
+			buf = append(buf, `]"`...)
 		} else {
-			b.WriteString(host)
+			buf = append(buf, host...)
 		}
-		b.WriteString(";")
+		buf = append(buf, ';')
 	}
 	if r.Host != "" && !strings.ContainsAny(r.Host, "\"\\\r\n") {
-		b.WriteString(`host="` + r.Host + `";`)
+		buf = append(buf, `host="`...)
+		buf = append(buf, r.Host...)
+		buf = append(buf, `";`...)
 	}
 	if r.TLS != nil {
-		b.WriteString("proto=https")
-	} else {
-		b.WriteString("proto=http")
+		return append(buf, "proto=https"...)
 	}
-	return b.String()
+	return append(buf, "proto=http"...)
 }
 
 func (h *handler) modifyResponse(resp *http.Response) error {

@@ -88,7 +88,9 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{p: p, nc: nc, br: bufio.NewReaderSize(nc, readBufferSize)}, nil
+	c := &Conn{p: p, nc: nc, br: bufio.NewReaderSize(nc, readBufferSize)}
+	c.abort = c.Abort
+	return c, nil
 }
 
 // takeIdle pops the warmest idle connection that is not too old.
@@ -149,6 +151,7 @@ type Conn struct {
 	p         *Pool
 	nc        net.Conn
 	br        *bufio.Reader
+	abort     func() // Abort, made once
 	idleSince time.Time
 	resp      Response
 	body      Body
@@ -196,6 +199,10 @@ func (c *Conn) Body() *Body { return &c.body }
 
 // Abort makes a Do or a body read in progress fail at once (the client
 // left); the connection is closed at Release.
+// AbortFunc is Abort as a func value made once per connection, for
+// hooks that would otherwise allocate one per request.
+func (c *Conn) AbortFunc() func() { return c.abort }
+
 func (c *Conn) Abort() {
 	c.body.aborted.Store(true)
 	_ = c.nc.SetDeadline(time.Unix(1, 0))

@@ -317,6 +317,9 @@ type connReader struct {
 	byteBuf  [1]byte
 	watching bool
 	cancel   context.CancelFunc
+	left     bool   // the client left while a request ran
+	onLeave  func() // AfterLeave's
+	leave    Leave
 	timer    *time.Timer
 }
 
@@ -437,6 +440,11 @@ func (cr *connReader) backgroundRead() {
 	var ne net.Error
 	if err != nil && !(cr.aborted && errors.As(err, &ne) && ne.Timeout()) {
 		cr.cancel() // the client left, or the connection failed
+		cr.left = true
+		if f := cr.onLeave; f != nil {
+			cr.onLeave = nil
+			go f()
+		}
 	}
 	cr.aborted, cr.bgRead = false, false
 	cr.cond.Broadcast()
@@ -449,7 +457,7 @@ func (cr *connReader) stopWatch() {
 	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	cr.watching = false
+	cr.watching, cr.onLeave, cr.left = false, nil, false
 	if cr.bgRead {
 		cr.abortLocked()
 	}

@@ -43,8 +43,10 @@ type Response struct {
 	// after this response: Connection: close, HTTP/1.0 without
 	// keep-alive, or a body delimited by the connection's end.
 	Close bool
-	// head is the head's text, which the fields point into.
+	// head is the head's text, which the fields point into; ends are
+	// where its lines end (both reused).
 	head []byte
+	ends []int
 }
 
 // readHead reads a response head from br into r (its Fields and head
@@ -63,8 +65,7 @@ func readHead(br *bufio.Reader, r *Response) error {
 // readOneHead reads one head: the status line, the fields, the blank
 // line.
 func readOneHead(br *bufio.Reader, r *Response) error {
-	r.head = r.head[:0]
-	var ends []int // where each line ends in r.head
+	r.head, r.ends = r.head[:0], r.ends[:0]
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -75,7 +76,7 @@ func readOneHead(br *bufio.Reader, r *Response) error {
 		}
 		line = trimEOL(line)
 		if len(line) == 0 {
-			if len(ends) == 0 {
+			if len(r.ends) == 0 {
 				continue // RFC 9112 2.2: empty lines before the status line are ignored
 			}
 			break
@@ -84,9 +85,9 @@ func readOneHead(br *bufio.Reader, r *Response) error {
 			return fmt.Errorf("%w: over %d bytes", ErrHeadTooLarge, MaxHeadBytes)
 		}
 		r.head = append(r.head, line...)
-		ends = append(ends, len(r.head))
+		r.ends = append(r.ends, len(r.head))
 	}
-	return r.parse(string(r.head), ends)
+	return r.parse(string(r.head), r.ends)
 }
 
 // trimEOL removes the line's "\n" or "\r\n".
@@ -205,14 +206,21 @@ func (r *Response) HasBody(head bool) bool {
 
 // Connection lists the field names that the Connection fields name, in
 // lower case: hop-by-hop fields for this connection alone (RFC 9110 7.6.1).
-func (r *Response) Connection() []string {
-	var out []string
+func (r *Response) Connection() []string { return r.AppendConnection(nil) }
+
+// AppendConnection appends the options of the Connection fields to out,
+// as Connection does, and returns it: with out on the caller's stack,
+// no allocation for a few.
+func (r *Response) AppendConnection(out []string) []string {
 	for _, f := range r.Fields {
-		if strings.EqualFold(f.Name, "Connection") {
-			for opt := range strings.SplitSeq(f.Value, ",") {
-				if opt = strings.TrimSpace(opt); opt != "" {
-					out = append(out, strings.ToLower(opt))
-				}
+		if !strings.EqualFold(f.Name, "Connection") {
+			continue
+		}
+		for v := f.Value; v != ""; {
+			var opt string
+			opt, v, _ = strings.Cut(v, ",")
+			if opt = strings.TrimSpace(opt); opt != "" {
+				out = append(out, strings.ToLower(opt))
 			}
 		}
 	}

@@ -59,21 +59,23 @@ func NormalizePath(escaped string) (string, error) {
 	if rest == "" {
 		return "/", nil
 	}
-	raw := strings.Split(rest, "/")
-	segs := make([]string, 0, len(raw))
-	isDir := false
-	for _, r := range raw {
+	var buf [32]string
+	segs, isDir, changed := buf[:0], false, false
+	for r := range strings.SplitSeq(rest, "/") {
+		if isDir {
+			changed = true // an empty or dot segment that is not the last
+		}
 		isDir = false
 		switch r {
 		case "", ".":
-			isDir = true
+			isDir, changed = true, changed || r == "."
 			continue
 		case "..":
 			if len(segs) == 0 {
 				return "", fmt.Errorf("%w: .. leaves the root", ErrBadPath)
 			}
 			segs = segs[:len(segs)-1]
-			isDir = true
+			isDir, changed = true, true
 			continue
 		}
 		if _, err := cleanSegment(r); err != nil {
@@ -81,8 +83,11 @@ func NormalizePath(escaped string) (string, error) {
 		}
 		segs = append(segs, r)
 	}
-	if len(segs) == 0 {
+	switch {
+	case len(segs) == 0:
 		return "/", nil
+	case !changed:
+		return escaped, nil // already normal: no copy
 	}
 	norm := "/" + strings.Join(segs, "/")
 	if isDir {

@@ -87,6 +87,9 @@ func ValidHostPort(host string) (port string, ok bool) {
 	if n < 1 || n > 65535 {
 		return "", false
 	}
+	if p[0] != '0' {
+		return p, true
+	}
 	return strconv.Itoa(n), true
 }
 
