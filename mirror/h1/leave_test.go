@@ -92,4 +92,3 @@ func serveH1(t *testing.T, s *Server) string {
 	t.Cleanup(func() { s.Close(); <-done })
 	return ln.Addr().String()
 }
-
