@@ -243,7 +243,7 @@ func (w *response) appendFields(h []byte, drop func(string) bool, conn *[]string
 func appendField(h []byte, k, v string) []byte {
 	h = append(h, k...)
 	h = append(h, ": "...)
-	if strings.ContainsAny(v, "\r\n") {
+	if hasNULCRLF(v) {
 		v = strings.NewReplacer("\n", " ", "\r", " ").Replace(v)
 	}
 	h = append(h, textproto.TrimString(v)...)

@@ -11,6 +11,9 @@ import (
 // metrics are the public server's collectors, registered once in NewServer.
 type metrics struct {
 	requests *prometheus.CounterVec
+	// byClass is requests' series by codeIndex and methodIndex, looked
+	// up once.
+	byClass  [5][3]prometheus.Counter
 	bytes    prometheus.Counter
 	duration prometheus.Histogram
 	inFlight prometheus.Gauge
@@ -54,9 +57,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, class := range []string{"1xx", "2xx", "3xx", "4xx", "5xx"} {
-		for _, method := range []string{http.MethodGet, http.MethodHead, "other"} {
-			m.requests.WithLabelValues(class, method)
+	for i := range m.byClass {
+		for j, method := range []string{http.MethodGet, http.MethodHead, "other"} {
+			m.byClass[i][j] = m.requests.WithLabelValues(codeClass((i+1)*100), methodLabel(method))
 		}
 	}
 	return m, nil
@@ -73,17 +76,27 @@ func methodLabel(method string) string {
 
 // codeClass maps a status code onto "1xx".."5xx"; anything else is "5xx".
 func codeClass(code int) string {
-	switch {
-	case code >= 100 && code < 200:
-		return "1xx"
-	case code >= 200 && code < 300:
-		return "2xx"
-	case code >= 300 && code < 400:
-		return "3xx"
-	case code >= 400 && code < 500:
-		return "4xx"
+	return [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}[codeIndex(code)]
+}
+
+// methodIndex is methodLabel's index in byClass: GET, HEAD, other.
+func methodIndex(method string) int {
+	switch method {
+	case http.MethodGet:
+		return 0
+	case http.MethodHead:
+		return 1
 	}
-	return "5xx"
+	return 2
+}
+
+// codeIndex is codeClass's index in byClass: 1xx..5xx, anything outside
+// 100..499 5xx.
+func codeIndex(code int) int {
+	if code < 100 || code >= 500 {
+		return 4
+	}
+	return code/100 - 1
 }
 
 // instrument wraps next with the metrics. A panicking handler still
@@ -103,7 +116,7 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 				code = http.StatusInternalServerError
 				defer panic(p) // net/http logs it and closes the connection
 			}
-			m.requests.WithLabelValues(codeClass(code), methodLabel(r.Method)).Inc()
+			m.byClass[codeIndex(code)][methodIndex(r.Method)].Inc()
 			m.bytes.Add(float64(rec.n))
 			m.duration.Observe(time.Since(start).Seconds())
 		}()

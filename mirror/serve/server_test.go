@@ -325,6 +325,11 @@ func TestMetricLabels(t *testing.T) {
 		{"5xx", "GET", 503, "GET 5xx"},
 		{"1xx", "GET", 101, "GET 1xx"},
 		{"out of range", "GET", 999, "GET 5xx"},
+		{"below range", "GET", 99, "GET 5xx"},
+		{"zero", "GET", 0, "GET 5xx"},
+		{"negative", "GET", -200, "GET 5xx"},
+		{"last 4xx", "GET", 499, "GET 4xx"},
+		{"first 5xx", "GET", 500, "GET 5xx"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
