@@ -242,10 +242,21 @@ dnsd: {url: "http://%s", secret: %q, push_interval: 200ms, view_interval: 200ms}
 	trusting := dispatcher("trusting", "trusted_proxies: [127.0.0.1]\n")
 	untrusting := dispatcher("untrusting", "")
 	https := dispatcher("https", "redirect: {scheme: https}\n")
-	for _, p := range []*mirrorProc{trusting, untrusting, https} {
+	// Each dispatcher is ready once its view has the member with the
+	// scheme it will be asked for: the member's https comes with its
+	// first report, which may reach the views after its http entry.
+	ready := []struct {
+		p       *mirrorProc
+		headers []string
+	}{
+		{trusting, []string{"Host: www.example.test", "X-Forwarded-Proto: https"}},
+		{untrusting, []string{"Host: www.example.test"}},
+		{https, []string{"Host: www.example.test"}},
+	}
+	for _, r := range ready {
 		probetest.Until(t, 15*time.Second, func() string {
-			if code, loc := curlHead(t, "http://"+p.HTTP+"/pub/x.iso", []string{"Host: www.example.test"}); code != http.StatusFound {
-				return fmt.Sprintf("dispatcher at %s: %d %q, want a 302 once it has the group view", p.HTTP, code, loc)
+			if code, loc := curlHead(t, "http://"+r.p.HTTP+"/pub/x.iso", r.headers); code != http.StatusFound {
+				return fmt.Sprintf("dispatcher at %s: %d %q, want a 302 once it has the group view", r.p.HTTP, code, loc)
 			}
 			return ""
 		})
