@@ -161,6 +161,7 @@ const spliceMin = 64 << 10
 // error; a socket that still works then was not the back end's fault: the
 // error is a *WriteError.
 func (b *Body) readFromSocket(rf io.ReaderFrom) (int64, error) {
+	b.c.liftHeadDeadline()
 	lr := &io.LimitedReader{R: b.c.nc, N: b.remaining}
 	n, err := rf.ReadFrom(lr)
 	b.remaining -= n

@@ -88,7 +88,8 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{p: p, nc: nc, br: bufio.NewReaderSize(nc, readBufferSize)}
+	c := &Conn{p: p, nc: nc}
+	c.br = bufio.NewReaderSize(connSource{c}, readBufferSize)
 	c.abort = c.Abort
 	return c, nil
 }
@@ -155,6 +156,45 @@ type Conn struct {
 	idleSince time.Time
 	resp      Response
 	body      Body
+	// The response head's deadline is armed at most once per timeout/16
+	// (a back end then has between 15/16 of the timeout and all of it),
+	// and lifted only when a body read must read the socket (a small
+	// response comes whole with its head).
+	headAt time.Time // when the deadline in force was armed; zero: none is
+	inBody bool      // the head is read
+}
+
+// connSource is what the connection's reader reads: the socket, the
+// head's deadline lifted before a read of the body.
+type connSource struct{ c *Conn }
+
+func (s connSource) Read(p []byte) (int, error) {
+	s.c.liftHeadDeadline()
+	return s.c.nc.Read(p)
+}
+
+// armHeadDeadline bounds the wait for a response head by timeout.
+func (c *Conn) armHeadDeadline(timeout time.Duration) {
+	now := time.Now()
+	if !c.headAt.IsZero() && now.Sub(c.headAt) < timeout/16 {
+		return
+	}
+	_ = c.nc.SetReadDeadline(now.Add(timeout))
+	c.headAt = now
+}
+
+// liftHeadDeadline lifts the head's deadline for a read of the body.
+func (c *Conn) liftHeadDeadline() {
+	if c.inBody {
+		c.clearHeadDeadline()
+	}
+}
+
+func (c *Conn) clearHeadDeadline() {
+	if !c.headAt.IsZero() {
+		_ = c.nc.SetReadDeadline(time.Time{})
+		c.headAt = time.Time{}
+	}
 }
 
 // Do writes req, a complete request head (ending with its blank line)
@@ -163,11 +203,14 @@ type Conn struct {
 // whose response has no body. The Response and the Body are valid until
 // Release or Close.
 func (c *Conn) Do(req []byte, head bool, timeout time.Duration) (*Response, error) {
+	c.inBody = false
 	if _, err := c.nc.Write(req); err != nil {
 		return nil, c.noResponse(err)
 	}
 	if timeout > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
+		c.armHeadDeadline(timeout)
+	} else {
+		c.clearHeadDeadline() // an earlier Do's
 	}
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, c.noResponse(err)
@@ -175,9 +218,7 @@ func (c *Conn) Do(req []byte, head bool, timeout time.Duration) (*Response, erro
 	if err := readHead(c.br, &c.resp); err != nil {
 		return nil, err
 	}
-	if timeout > 0 {
-		_ = c.nc.SetReadDeadline(time.Time{})
-	}
+	c.inBody = true
 	if c.resp.Status == 101 {
 		return nil, fmt.Errorf("%w: 101 Switching Protocols to a request without Upgrade", ErrHead)
 	}

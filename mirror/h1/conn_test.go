@@ -237,3 +237,86 @@ func TestChunkedTrailersReuse(t *testing.T) {
 		c.Release()
 	}
 }
+
+// stalling is a back end that answers each request on a connection with
+// the script's next step: a head, then after a pause the body (a slow
+// body), or nothing (a stalled head).
+func stalling(t *testing.T, steps ...func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for _, step := range steps {
+			for { // the request head
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if line == "\r\n" {
+					break
+				}
+			}
+			step(c)
+		}
+		io.Copy(io.Discard, c)
+	}()
+	return ln.Addr().String()
+}
+
+// TestHeadDeadline: Do's timeout bounds the wait for a response head,
+// armed once per timeout/16 on a connection, but never a body that
+// comes after it, on a new or a reused connection.
+func TestHeadDeadline(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	slowBody := func(c net.Conn) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+		time.Sleep(2 * timeout)
+		io.WriteString(c, "hello")
+	}
+	quick := func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") }
+	stall := func(net.Conn) {}
+	addr := stalling(t, slowBody, quick, slowBody, stall)
+	p := NewPool(addr, PoolOptions{})
+	defer p.Close()
+	do := func(name, want string) {
+		t.Helper()
+		c, err := p.Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do([]byte("GET / HTTP/1.1\r\nHost: b\r\n\r\n"), false, timeout)
+		if want == "" {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Errorf("%s: Do: %v, want a timeout", name, err)
+			}
+			c.Close()
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: Do: %v", name, err)
+		}
+		var body bytes.Buffer
+		if _, err := c.Body().WriteTo(&body); err != nil || body.String() != want || resp.Status != 200 {
+			t.Fatalf("%s: %d %q, %v; want 200 %q", name, resp.Status, body.String(), err, want)
+		}
+		c.Release()
+	}
+	do("a slow body on a new connection", "hello")
+	do("a quick response", "ok")
+	do("a slow body on a reused connection", "hello")
+	start := time.Now()
+	do("a stalled head", "")
+	if el := time.Since(start); el < timeout*15/16 {
+		t.Errorf("a stalled head timed out after %v, want at least %v", el, timeout*15/16)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -292,8 +293,9 @@ func (wr *connWriter) fail(err error) {
 	}
 }
 
-// leaveCheckAfter is how long a request runs before a read watches for
-// its client leaving (which cancels its context).
+// leaveCheckAfter is how long a request runs (at least; at most twice
+// it) before a read watches for its client leaving (which cancels its
+// context).
 const leaveCheckAfter = 50 * time.Millisecond
 
 // connReader reads the connection for the request heads and bodies,
@@ -301,7 +303,11 @@ const leaveCheckAfter = 50 * time.Millisecond
 // while a handler runs: a background read of one byte, started once the
 // request has run for leaveCheckAfter with nothing left to read of it;
 // its end (EOF, an error) cancels the request, a byte it reads (the
-// next request's) is kept.
+// next request's) is kept. The timer of the watch is armed once per
+// leaveCheckAfter on a busy connection, not once per request: when it
+// fires on a newer request than it was armed for, it is armed again,
+// so a request's watch starts between leaveCheckAfter and twice it
+// after the request.
 type connReader struct {
 	rwc    net.Conn
 	remain int64  // what a head may still read
@@ -316,11 +322,17 @@ type connReader struct {
 	hasByte  bool
 	byteBuf  [1]byte
 	watching bool
+	watchGen uint64 // watches started on the connection
+	timerGen uint64 // the watch the pending timer is for
+	timerOn  bool   // the timer is pending
 	cancel   context.CancelFunc
 	left     bool   // the client left while a request ran
 	onLeave  func() // AfterLeave's
 	leave    Leave
 	timer    *time.Timer
+	// idleAt is when the read deadline in force was set as the idle one
+	// (Unix ns); 0: another deadline is.
+	idleAt atomic.Int64
 }
 
 func (cr *connReader) init(rwc net.Conn) {
@@ -411,21 +423,46 @@ func (cr *connReader) recorded() []byte {
 func (cr *connReader) watch(cancel context.CancelFunc) {
 	cr.mu.Lock()
 	cr.watching, cr.cancel = true, cancel
+	cr.watchGen++
+	if !cr.timerOn {
+		cr.armTimer()
+	}
 	cr.mu.Unlock()
+}
+
+// armTimer starts the timer for the latest watch; the caller holds mu.
+func (cr *connReader) armTimer() {
+	cr.timerOn, cr.timerGen = true, cr.watchGen
 	if cr.timer == nil {
-		cr.timer = time.AfterFunc(leaveCheckAfter, cr.startBackgroundRead)
+		cr.timer = time.AfterFunc(leaveCheckAfter, cr.timerFired)
 	} else {
 		cr.timer.Reset(leaveCheckAfter)
 	}
 }
 
-func (cr *connReader) startBackgroundRead() {
+// timerFired starts the background read of the watch it was armed for,
+// or is armed again for a newer one.
+func (cr *connReader) timerFired() {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	if !cr.watching || cr.inRead || cr.bgRead || cr.hasByte {
+	cr.timerOn = false
+	if !cr.watching {
+		return
+	}
+	if cr.timerGen != cr.watchGen {
+		cr.armTimer()
+		return
+	}
+	cr.startBackgroundRead()
+}
+
+// startBackgroundRead starts the watch's read; the caller holds mu.
+func (cr *connReader) startBackgroundRead() {
+	if cr.inRead || cr.bgRead || cr.hasByte {
 		return
 	}
 	cr.bgRead = true
+	cr.idleAt.Store(0)
 	_ = cr.rwc.SetReadDeadline(time.Time{})
 	go cr.backgroundRead()
 }
@@ -450,11 +487,9 @@ func (cr *connReader) backgroundRead() {
 	cr.cond.Broadcast()
 }
 
-// stopWatch ends the leave watch, and a background read with it.
+// stopWatch ends the leave watch, and a background read with it (the
+// timer, pending, finds no watch when it fires; stopTimer stops it).
 func (cr *connReader) stopWatch() {
-	if cr.timer != nil {
-		cr.timer.Stop()
-	}
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	cr.watching, cr.onLeave, cr.left = false, nil, false
@@ -463,9 +498,20 @@ func (cr *connReader) stopWatch() {
 	}
 }
 
+// stopTimer stops the watch's timer, at the connection's end.
+func (cr *connReader) stopTimer() {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.timer != nil {
+		cr.timer.Stop()
+	}
+	cr.timerOn = false
+}
+
 // abortLocked ends the background read; the caller holds mu.
 func (cr *connReader) abortLocked() {
 	cr.aborted = true
+	cr.idleAt.Store(0)
 	_ = cr.rwc.SetReadDeadline(aLongTimeAgo)
 	for cr.bgRead {
 		cr.cond.Wait()

@@ -103,3 +103,29 @@ func FuzzReadHead(f *testing.F) {
 		}
 	})
 }
+
+func TestWholeHead(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"whole", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", true},
+		{"whole, bare LFs", "GET / HTTP/1.1\nHost: x\n\n", true},
+		{"whole with a body after it", "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", true},
+		{"no fields", "GET / HTTP/1.0\r\n\r\n", true},
+		{"fields cut off", "GET / HTTP/1.1\r\nHost: x\r\n", false},
+		{"a field cut off", "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ab", false},
+		{"request line cut off", "GET /some/long/path HTTP/1.", false},
+		{"CR without LF", "GET / HTTP/1.1\r\nHost: x\r\n\r", false},
+		{"empty lines first", "\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n", false},
+		{"too short to say", "GET /\n\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := wholeHead([]byte(tt.in)); got != tt.want {
+				t.Errorf("wholeHead(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -54,7 +54,7 @@ func TestAfterLeave(t *testing.T) {
 				}
 				return
 			}
-			time.AfterFunc(2*leaveCheckAfter, func() { close(release) })
+			time.AfterFunc(3*leaveCheckAfter, func() { close(release) })
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -91,4 +91,44 @@ func serveH1(t *testing.T, s *Server) string {
 	go func() { defer close(done); s.Serve(ln) }()
 	t.Cleanup(func() { s.Close(); <-done })
 	return ln.Addr().String()
+}
+
+// TestLeaveAfterQuickRequests: on a connection whose watch timer was
+// armed for an earlier, quick request, a request that waits still sees
+// its client leave (the timer, finding a newer request, is armed again).
+func TestLeaveAfterQuickRequests(t *testing.T) {
+	cancelled := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/quick" {
+			io.WriteString(w, "ok")
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(20 * time.Second):
+		}
+	})
+	c, err := net.Dial("tcp", serveH1(t, &Server{Handler: h}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for range 3 {
+		io.WriteString(c, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	io.WriteString(c, "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting request's context was not cancelled after its client left")
+	}
 }

@@ -133,7 +133,10 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // SetReadDeadline is http.ResponseController's.
-func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.cr.idleAt.Store(0)
+	return w.c.rwc.SetReadDeadline(t)
+}
 
 // SetWriteDeadline is http.ResponseController's: t holds for the send
 // timeout's re-arming interval, send/16.

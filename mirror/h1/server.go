@@ -18,9 +18,11 @@ import (
 // at a fraction of its cost per request: a response's head and a body
 // of up to writeBufferSize go out in one write, the send timeout is armed
 // at most once per send/16 on a connection rather than before every
-// write, and the request's context is cancelled when the client leaves
-// by a read that starts only once a request has been running for
-// leaveCheckAfter, not by one per request. A TLS connection that
+// write, the read deadlines once per event rather than three times per
+// request (see waitNext), and the request's context is cancelled when
+// the client leaves by a read that starts only once a request has been
+// running for leaveCheckAfter (to twice it, by a timer armed once per
+// leaveCheckAfter on a busy connection), not by one per request. A TLS connection that
 // negotiates a protocol of NextProto by ALPN (HTTP/2) is handed to it;
 // one that negotiates another protocol (acme-tls/1) is closed after the
 // handshake.

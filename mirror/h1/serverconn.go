@@ -80,7 +80,7 @@ func (c *serverConn) serve(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if d := c.s.ReadHeaderTimeout; d > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
+		c.setReadDeadline(d)
 	}
 	for c.serveOne(ctx) && c.waitNext() {
 	}
@@ -93,6 +93,7 @@ func (c *serverConn) close() {
 		return
 	}
 	c.cr.stopWatch()
+	c.cr.stopTimer()
 	c.rwc.Close()
 	if c.br != nil {
 		putReader(c.br)
@@ -168,28 +169,76 @@ func looksLikeHTTP(hdr [5]byte) bool {
 	return false
 }
 
-// waitNext waits, within IdleTimeout, for the next request's first bytes.
+// waitNext waits, within IdleTimeout, for the next request's first
+// bytes.
+//
+// The read deadlines are set once per event, not three times per
+// request: the idle deadline is armed again only when the one in force
+// was armed IdleTimeout/16 ago or more (a connection is closed after
+// between 15/16 of it and all of it idle); a head that came whole with
+// its first bytes needs no header deadline, and a request without a body
+// no read deadline (readRequest): nothing more is read of it but by the
+// leave watch, which lifts the deadline.
 func (c *serverConn) waitNext() bool {
 	c.state.Store(int64(stateIdle))
 	if c.s.inShutdown.Load() {
 		return false
 	}
 	if c.br.Buffered() == 0 {
-		if d := c.s.IdleTimeout; d > 0 {
-			_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-		} else {
-			_ = c.rwc.SetReadDeadline(time.Time{})
-		}
+		c.armIdle()
 		if _, err := c.br.Peek(4); err != nil {
 			return false
 		}
 	}
-	if d := c.s.ReadHeaderTimeout; d > 0 {
+	if b, _ := c.br.Peek(c.br.Buffered()); !wholeHead(b) {
+		c.setReadDeadline(c.s.ReadHeaderTimeout)
+	}
+	return true
+}
+
+// armIdle sets the idle deadline, unless the one in force is recent.
+func (c *serverConn) armIdle() {
+	d := c.s.IdleTimeout
+	if d <= 0 {
+		c.setReadDeadline(0)
+		return
+	}
+	now := time.Now()
+	if at := c.cr.idleAt.Load(); at != 0 && now.UnixNano()-at < int64(d/16) {
+		return
+	}
+	_ = c.rwc.SetReadDeadline(now.Add(d))
+	c.cr.idleAt.Store(now.UnixNano())
+}
+
+// setReadDeadline sets the read deadline d from now (0: none).
+func (c *serverConn) setReadDeadline(d time.Duration) {
+	c.cr.idleAt.Store(0)
+	if d > 0 {
 		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
 	} else {
 		_ = c.rwc.SetReadDeadline(time.Time{})
 	}
-	return true
+}
+
+// wholeHead reports whether b starts with a whole request head: a
+// request line, then fields up to an empty line (CRLF or a bare LF).
+// Empty lines before the request line say no (http.ReadRequest would
+// read on).
+func wholeHead(b []byte) bool {
+	if len(b) < 16 || b[0] == '\r' || b[0] == '\n' {
+		return false
+	}
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		b = b[i+1:]
+		if len(b) > 0 && b[0] == '\n' || len(b) > 1 && b[0] == '\r' && b[1] == '\n' {
+			return true
+		}
+	}
 }
 
 // serveOne reads one request and answers it; false: the connection is
@@ -258,10 +307,8 @@ func (c *serverConn) readRequest() (*http.Request, error) {
 	delete(req.Header, "Host")
 	req.RemoteAddr = c.remote
 	req.TLS = c.tlsState
-	if d := c.s.ReadTimeout; d > 0 {
-		_ = c.rwc.SetReadDeadline(time.Now().Add(d))
-	} else {
-		_ = c.rwc.SetReadDeadline(time.Time{})
+	if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
+		c.setReadDeadline(c.s.ReadTimeout) // for the body
 	}
 	return req, nil
 }

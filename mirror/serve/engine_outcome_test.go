@@ -129,23 +129,31 @@ func closedWithin(t *testing.T, c io.Reader) string {
 
 // TestEngineReadHeaderTimeout: a client that sends its headers too
 // slowly (a slowloris) is disconnected, without a response or with a
-// bare 400, not before the timeout.
+// bare 400, not before the timeout; on a kept connection too, after a
+// request whose head came whole (the idle timeout, a minute, is not what
+// ends it).
 func TestEngineReadHeaderTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	tests := []struct {
 		name string
 		drip bool // keep sending one header byte at a time
+		kept bool // after a request on the same connection
 	}{
-		{"headers dripped", true},
-		{"headers stalled", false},
+		{"headers dripped", true, false},
+		{"headers stalled", false, false},
+		{"headers dripped on a kept connection", true, true},
+		{"headers stalled on a kept connection", false, true},
 	}
 	for _, en := range engines {
-		addr := startEngine(t, en, ServerOptions{Handler: (&engineHandlers{}).mux(), ReadHeaderTimeout: timeout})
+		addr := startEngine(t, en, ServerOptions{Handler: (&engineHandlers{}).mux(), ReadHeaderTimeout: timeout, IdleTimeout: time.Minute})
 		for _, tt := range tests {
 			t.Run(en.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
-				start := time.Now()
 				c := outcomeConn(t, addr)
+				if tt.kept {
+					keptRequest(t, c)
+				}
+				start := time.Now()
 				if _, err := io.WriteString(c, "GET /text HTTP/1.1\r\nHost: test\r\nX-Slow: "); err != nil {
 					t.Fatal(err)
 				}
@@ -165,6 +173,23 @@ func TestEngineReadHeaderTimeout(t *testing.T) {
 		}
 	}
 }
+
+// keptRequest sends a whole request on c and reads its response, byte
+// by byte: nothing of what follows is read ahead.
+func keptRequest(t *testing.T, c net.Conn) {
+	t.Helper()
+	if _, err := io.WriteString(c, get("/text")); err != nil {
+		t.Fatal(err)
+	}
+	if err := readResponse(bufio.NewReaderSize(oneByte{c}, 16), "GET"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oneByte reads one byte at a time.
+type oneByte struct{ r io.Reader }
+
+func (o oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)]) }
 
 // drip writes a byte to c every 20 ms until stop is closed or a write fails.
 func drip(c net.Conn, stop <-chan struct{}) {
