@@ -241,7 +241,9 @@ func (u unhook) stop() bool {
 // the client left) and aborts the client's response, as ReverseProxy
 // does.
 func (h *handler) relay(w http.ResponseWriter, r *http.Request, b *backend, c *h1.Conn, resp *h1.Response, stop unhook) {
-	copyFields(w.Header(), resp)
+	if !h1.RelayFields(w, resp) {
+		copyFields(w.Header(), resp)
+	}
 	w.WriteHeader(resp.Status)
 	_, err := c.Body().WriteTo(w)
 	if !stop.stop() || err != nil {
@@ -262,20 +264,17 @@ func (h *handler) relay(w http.ResponseWriter, r *http.Request, b *backend, c *h
 	panic(http.ErrAbortHandler)
 }
 
-// copyFields copies resp's fields to hd, but the hop-by-hop ones and
-// those its Connection fields name.
+// copyFields copies resp's end-to-end fields to hd, for a server that
+// is not h1's (h1.RelayFields writes them without the map).
 // The values share one backing array (a field that repeats gets its
 // own), so that a response costs two allocations, not one per field.
 func copyFields(hd http.Header, resp *h1.Response) {
-	var buf [4]string
-	drop := resp.AppendConnection(buf[:0]) // empty without a Connection field
-	vals := make([]string, len(resp.Fields))
+	var buf [16]h1.Field
+	fields := resp.EndToEnd(buf[:0])
+	vals := make([]string, len(fields))
 	n := 0
-	for _, f := range resp.Fields {
+	for _, f := range fields {
 		k := textproto.CanonicalMIMEHeaderKey(f.Name)
-		if hopByHop[k] || named(drop, f.Name) {
-			continue
-		}
 		if vv, ok := hd[k]; ok {
 			hd[k] = append(vv, f.Value)
 			continue
@@ -284,16 +283,6 @@ func copyFields(hd http.Header, resp *h1.Response) {
 		hd[k] = vals[n : n+1 : n+1]
 		n++
 	}
-}
-
-// named reports whether names (lower case) holds name, in any case.
-func named(names []string, name string) bool {
-	for _, x := range names {
-		if strings.EqualFold(x, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // fastError answers a request whose back end failed before a response,

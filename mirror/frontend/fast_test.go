@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/mirror/h1"
 	"github.com/transmirror/transmirror/mirror/webtest"
 )
 
@@ -80,21 +81,47 @@ func conformanceBackend(t *testing.T) *httptest.Server {
 	return be
 }
 
-// bothPaths serves a front end over be on the fast path (false) and one
-// through ReverseProxy alone (true) and returns their base URLs.
-func bothPaths(t *testing.T, be *httptest.Server) map[bool]string {
+// The front ends of the conformance tests: the reference (ReverseProxy
+// on net/http's server) and the fast path on net/http's server and on
+// h1's (which writes the back end's fields without a map).
+const (
+	reference = "ReverseProxy"
+	fastStd   = "fast path"
+	fastH1    = "fast path on h1"
+)
+
+// bothPaths serves a front end over be on each path, by name.
+func bothPaths(t *testing.T, be *httptest.Server) map[string]string {
 	t.Helper()
-	bases := map[bool]string{}
-	for _, noFast := range []bool{false, true} {
+	bases := map[string]string{}
+	for _, name := range []string{reference, fastStd, fastH1} {
 		h, closer, err := New(Config{Policy: PolicyConfig{Name: "wrr"}, Health: quietHealth},
-			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: noFast})
+			weighted(Backend{Name: "b1", URL: be.URL}), Options{Registerer: prometheus.NewRegistry(), Rand: rand.New(rand.NewPCG(1, 2)), NoFastPath: name == reference})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { closer.Close() })
-		bases[noFast] = webtest.Serve(t, h)
+		if name == fastH1 {
+			bases[name] = serveH1(t, h)
+		} else {
+			bases[name] = webtest.Serve(t, h)
+		}
 	}
 	return bases
+}
+
+// serveH1 serves h with an h1.Server until the test ends.
+func serveH1(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ln) }()
+	t.Cleanup(func() { s.Close(); <-done })
+	return "http://" + ln.Addr().String()
 }
 
 // exchangeOf is what a client saw of one exchange, to compare between
@@ -158,8 +185,8 @@ func TestFastPathConformance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := map[bool]string{}
-			for noFast, base := range bases {
+			got := map[string]string{}
+			for name, base := range bases {
 				// A client per request and path: the Forwarded port is
 				// then the only difference.
 				client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
@@ -170,11 +197,13 @@ func TestFastPathConformance(t *testing.T) {
 				for k, v := range tt.header {
 					req.Header.Set(k, v)
 				}
-				got[noFast] = varying.ReplaceAllString(exchangeOf(t, client, req), "X")
+				got[name] = varying.ReplaceAllString(exchangeOf(t, client, req), "X")
 				client.CloseIdleConnections()
 			}
-			if got[false] != got[true] {
-				t.Errorf("fast path:\n%s\nReverseProxy:\n%s", got[false], got[true])
+			for _, name := range []string{fastStd, fastH1} {
+				if got[name] != got[reference] {
+					t.Errorf("%s:\n%s\n%s:\n%s", name, got[name], reference, got[reference])
+				}
 			}
 		})
 	}
@@ -282,9 +311,12 @@ func TestFastPathConformanceOnTheWire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fast, slow := rawExchange(t, bases[false], tt.raw, tt.responses), rawExchange(t, bases[true], tt.raw, tt.responses)
-			if fast != slow {
-				t.Errorf("fast path:\n%s\nReverseProxy:\n%s", fast, slow)
+			slow := rawExchange(t, bases[reference], tt.raw, tt.responses)
+			fast := rawExchange(t, bases[fastStd], tt.raw, tt.responses)
+			for name, got := range map[string]string{fastStd: fast, fastH1: rawExchange(t, bases[fastH1], tt.raw, tt.responses)} {
+				if got != slow {
+					t.Errorf("%s:\n%s\n%s:\n%s", name, got, reference, slow)
+				}
 			}
 			if strings.Count(fast, "HTTP/1.") != tt.responses {
 				t.Errorf("%d responses, want %d:\n%s", strings.Count(fast, "HTTP/1."), tt.responses, fast)

@@ -53,7 +53,7 @@ type response struct {
 	conn      []string // its Connection values, written at connAt unless dropped
 	connAt    int      // where in the head they go
 	trailers  []string // declared trailers, canonical
-	fieldsEnd int      // the end of the handler's fields in the head
+	relay     []Field  // a back end's fields that follow them (RelayFields)
 	bodyStore reqBody
 }
 
@@ -74,6 +74,7 @@ func (c *serverConn) startResponse(req *http.Request, cancel context.CancelFunc)
 		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(req.Header["Connection"], "keep-alive"),
 		wantsClose:       req.Close || hasToken(req.Header["Connection"], "close"),
 		trailers:         w.trailers[:0],
+		relay:            w.relay[:0],
 		conn:             w.conn[:0],
 	}
 	c.wr.start()
@@ -140,6 +141,9 @@ func (w *response) WriteHeader(code int) {
 			w.header.Del("Content-Length")
 		}
 	}
+	if len(w.relay) > 0 {
+		w.noteRelayed()
+	}
 	w.te = w.header.Get("Transfer-Encoding")
 	if w.clen >= 0 && w.te != "" && w.te != "identity" {
 		w.c.s.logf("http: WriteHeader called with both Transfer-Encoding of %q and a Content-Length of %d", w.te, w.clen)
@@ -166,14 +170,16 @@ func informationalDrop(k string) bool { return k == "Content-Length" || k == "Tr
 // head, but those net/http leaves out of this response.
 func (w *response) writeFields() {
 	h := appendStatusLine(w.c.wr.head[:0], w.is11, w.status)
-	_, w.hasDate = w.header["Date"]
-	_, w.hasType = w.header["Content-Type"]
-	w.hasCE = w.header.Get("Content-Encoding") != ""
+	_, hasDate := w.header["Date"]
+	_, hasType := w.header["Content-Type"]
+	w.hasDate = w.hasDate || hasDate
+	w.hasType = w.hasType || hasType
+	w.hasCE = w.hasCE || w.header.Get("Content-Encoding") != ""
 	for _, v := range w.header["Trailer"] {
 		foreachElement(v, w.declareTrailer)
 	}
 	h, w.connAt = w.appendFields(h, w.dropField, &w.conn)
-	w.fieldsEnd = len(h)
+	h = w.appendRelayed(h)
 	w.c.wr.head = h
 }
 
