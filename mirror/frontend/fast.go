@@ -33,20 +33,32 @@ import (
 func fastable(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 		r.ContentLength == 0 && len(r.TransferEncoding) == 0 &&
-		r.Header.Get("Upgrade") == "" && r.Header.Get("Expect") == ""
+		first(r.Header["Upgrade"]) == "" && first(r.Header["Expect"]) == ""
 }
 
-// hopByHop are the fields of one connection alone (RFC 9110 7.6.1), in
-// canonical form, which a proxy does not forward; with them the fields
-// that the front end sets itself on the request.
-var hopByHop = map[string]bool{
-	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+// first is what Header.Get returns for the values vv of a canonical key.
+func first(vv []string) string {
+	if len(vv) == 0 {
+		return ""
+	}
+	return vv[0]
 }
 
-// forwardedFields are the client's own forwarding fields, which the front
-// end replaces with its own (as ReverseProxy's Rewrite does).
-var forwardedFields = map[string]bool{"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true, "Forwarded": true}
+// notForwarded reports whether the request field k (canonical) stays
+// behind: a field of one connection alone (RFC 9110 7.6.1), which a
+// proxy does not forward, or one of the client's own forwarding fields,
+// which the front end replaces with its own (as ReverseProxy's Rewrite
+// does). A switch, not a map: it is asked for every field of every
+// request.
+func notForwarded(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded":
+		return true
+	}
+	return false
+}
 
 // headBuffers recycles the request heads' buffers.
 type headBuffers struct{ p sync.Pool }
@@ -76,7 +88,7 @@ func requestHead(buf []byte, r *http.Request, b *backend) []byte {
 	buf = append(buf, "\r\n"...)
 	drop := connectionFields(r.Header)
 	for k, vv := range r.Header {
-		if hopByHop[k] || forwardedFields[k] || drop[k] {
+		if notForwarded(k) || drop[k] {
 			continue
 		}
 		for _, v := range vv {
