@@ -50,17 +50,21 @@ func (s *scripted) conn(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	for n := 0; ; n++ {
-		for { // the request head
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line == "\r\n" {
-				break
-			}
+		if skipHead(br) != nil {
+			return
 		}
 		if _, err := io.WriteString(c, s.answers[min(n, len(s.answers)-1)]); err != nil || s.close {
 			return
+		}
+	}
+}
+
+// skipHead reads a request head, up to its empty line.
+func skipHead(br *bufio.Reader) error {
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil || line == "\r\n" {
+			return err
 		}
 	}
 }
@@ -256,14 +260,8 @@ func stalling(t *testing.T, steps ...func(c net.Conn)) string {
 		defer c.Close()
 		br := bufio.NewReader(c)
 		for _, step := range steps {
-			for { // the request head
-				line, err := br.ReadString('\n')
-				if err != nil {
-					return
-				}
-				if line == "\r\n" {
-					break
-				}
+			if skipHead(br) != nil {
+				return
 			}
 			step(c)
 		}
