@@ -442,7 +442,8 @@ func recvConn(uc *net.UnixConn) (*handoffConn, error) {
 	if err := uc.SetDeadline(time.Now().Add(handoffTimeout)); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 64<<10)
+	// A request head fits; a longer prefix is read on below.
+	buf := make([]byte, 4<<10)
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
 	fds := parseRights(oob[:oobn])

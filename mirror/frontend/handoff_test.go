@@ -182,6 +182,28 @@ func TestSiteHandoff(t *testing.T) {
 				return ""
 			})
 		}},
+		{"a head longer than the back end's first read goes whole", func(t *testing.T) {
+			c := webtest.RawConn(t, strings.TrimPrefix(base, "http://"))
+			long := strings.Repeat("x", 10<<10)
+			if _, err := io.WriteString(c, "GET /small.txt HTTP/1.1\r\nHost: www.example.org\r\nX-Long: "+long+"\r\nConnection: close\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(body) != "small\n" {
+				t.Errorf("status %d body %q, want 200 %q", resp.StatusCode, body, "small\n")
+			}
+			probetest.Until(t, 5*time.Second, func() string {
+				if n := handoffs(handoffOK); n != 3 {
+					return fmt.Sprintf("handoffs_total{ok} 3: %g", n)
+				}
+				return ""
+			})
+		}},
 		{"a POST is proxied instead", func(t *testing.T) {
 			client.CloseIdleConnections() // a new connection, to the front end
 			resp, _ := get(t, http.MethodPost, "/small.txt")
