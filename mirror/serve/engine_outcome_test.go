@@ -149,11 +149,13 @@ func TestEngineReadHeaderTimeout(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(en.name+"/"+tt.name, func(t *testing.T) {
 				t.Parallel()
+				// Before the server can start its timer: at the dial, or
+				// (kept) at the first response.
+				start := time.Now()
 				c := outcomeConn(t, addr)
 				if tt.kept {
 					keptRequest(t, c)
 				}
-				start := time.Now()
 				if _, err := io.WriteString(c, "GET /text HTTP/1.1\r\nHost: test\r\nX-Slow: "); err != nil {
 					t.Fatal(err)
 				}
