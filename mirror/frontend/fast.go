@@ -45,19 +45,16 @@ func first(vv []string) string {
 }
 
 // notForwarded reports whether the request field k (canonical) stays
-// behind: a field of one connection alone (RFC 9110 7.6.1), which a
-// proxy does not forward, or one of the client's own forwarding fields,
-// which the front end replaces with its own (as ReverseProxy's Rewrite
-// does). A switch, not a map: it is asked for every field of every
-// request.
+// behind: a hop-by-hop field, or one of the client's own forwarding
+// fields, which the front end replaces with its own (as ReverseProxy's
+// Rewrite does). A switch, not a map: it is asked for every field of
+// every request.
 func notForwarded(k string) bool {
 	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded":
+	case "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded":
 		return true
 	}
-	return false
+	return h1.HopByHop(k)
 }
 
 // headBuffers recycles the request heads' buffers.

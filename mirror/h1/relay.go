@@ -40,16 +40,16 @@ func (r *Response) EndToEnd(dst []Field) []Field {
 	var buf [4]string
 	drop := r.AppendConnection(buf[:0]) // empty without a Connection field
 	for _, f := range r.Fields {
-		if !hopByHop(f.Name) && !named(drop, f.Name) {
+		if !HopByHop(f.Name) && !named(drop, f.Name) {
 			dst = append(dst, f)
 		}
 	}
 	return dst
 }
 
-// hopByHop reports whether name (in any case) is a field of one
-// connection alone, which a proxy does not forward.
-func hopByHop(name string) bool {
+// HopByHop reports whether name (in any case) is a field of one
+// connection alone (RFC 9110 7.6.1), which a proxy does not forward.
+func HopByHop(name string) bool {
 	switch len(name) {
 	case 2:
 		return strings.EqualFold(name, "Te")

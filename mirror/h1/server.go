@@ -22,10 +22,10 @@ import (
 // request (see waitNext), and the request's context is cancelled when
 // the client leaves by a read that starts only once a request has been
 // running for leaveCheckAfter (to twice it, by a timer armed once per
-// leaveCheckAfter on a busy connection), not by one per request. A TLS connection that
-// negotiates a protocol of NextProto by ALPN (HTTP/2) is handed to it;
-// one that negotiates another protocol (acme-tls/1) is closed after the
-// handshake.
+// leaveCheckAfter on a busy connection), not by one per request. A TLS
+// connection that negotiates a protocol of NextProto by ALPN (HTTP/2) is
+// handed to it; one that negotiates another protocol (acme-tls/1) is
+// closed after the handshake.
 //
 // What a request may do is what net/http's allows: bodies by
 // Content-Length or chunked, Expect: 100-continue, trailers declared by
