@@ -162,16 +162,11 @@ func sortedTypes(n *zones.Node) []uint16 {
 
 // group adds the group's answer for qtype A or AAAA.
 func (a *auth) group(ctx context.Context, z *zones.Zone, name string, qtype uint16, info *reqInfo, m *dns.Msg) error {
-	buf, _ := a.addrs.Get().(*[]netip.Addr)
-	if buf == nil {
-		buf = new([]netip.Addr)
-	}
-	defer a.addrs.Put(buf)
-	ga, err := a.groups.AnswerGroup(ctx, GroupQuery{Group: name, Qtype: qtype, Client: info.client, ECS: info.ecs, Addrs: *buf})
+	ga, done, err := a.answerGroup(ctx, name, qtype, info)
+	defer done()
 	if err != nil {
 		return fmt.Errorf("dnsd: group %s: %w", name, err)
 	}
-	*buf = ga.Addrs[:0] // keep what grew for the next answer
 	if scope := info.groupScope(ga); scope >= 0 {
 		setScope(m, info, scope)
 	}
@@ -194,6 +189,27 @@ func (a *auth) group(ctx context.Context, z *zones.Zone, name string, qtype uint
 		a.negative(z, m)
 	}
 	return nil
+}
+
+// answerGroup is the group's answer to the query: the one the fast path
+// already got, when it left the reply to the slow path (so that a query
+// is one decision: booked, counted and picked once), else the
+// answerer's. done returns the room of the answer's addresses, once
+// they are copied.
+func (a *auth) answerGroup(ctx context.Context, name string, qtype uint16, info *reqInfo) (ga GroupAnswer, done func(), err error) {
+	if d := info.decided; d != nil && d.name == name && d.qtype == qtype {
+		info.decided = nil
+		return d.ga, func() {}, d.err
+	}
+	buf, _ := a.addrs.Get().(*[]netip.Addr)
+	if buf == nil {
+		buf = new([]netip.Addr)
+	}
+	ga, err = a.groups.AnswerGroup(ctx, GroupQuery{Group: name, Qtype: qtype, Client: info.client, ECS: info.ecs, Addrs: *buf})
+	if err == nil {
+		*buf = ga.Addrs[:0] // keep what grew for the next answer
+	}
+	return ga, func() { a.addrs.Put(buf) }, err
 }
 
 // groupANY answers ANY at a group name: over UDP one RRset (the A answer,

@@ -35,6 +35,9 @@ type reqInfo struct {
 	client netip.Addr
 	cookie []byte // client cookie
 	tsig   *dns.TSIG
+	// decided is the group answer the fast path got for this query before
+	// it left the reply to the slow path, nil if none.
+	decided *groupDecision
 }
 
 type infoKey struct{}
@@ -70,8 +73,14 @@ func addrOf(a net.Addr) netip.Addr {
 // of ServeUDP and ServeTCP call it for every message; benchmarks and
 // in-process callers use it without a socket.
 func (s *Server) ServeMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, proto string) {
+	s.serveMsg(ctx, w, r, proto, nil)
+}
+
+// serveMsg is ServeMsg with the group answer the fast path already got
+// for r (nil for none).
+func (s *Server) serveMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, proto string, decided *groupDecision) {
 	snap := s.snap.Load()
-	info := &reqInfo{tcp: proto == "tcp", client: addrOf(w.RemoteAddr())}
+	info := &reqInfo{tcp: proto == "tcp", client: addrOf(w.RemoteAddr()), decided: decided}
 	ew := &edgeWriter{ResponseWriter: w, s: s, snap: snap, req: r, info: info}
 	defer ew.done(proto, time.Now())
 	if !ew.admit() {

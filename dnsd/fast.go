@@ -3,6 +3,7 @@ package dnsd
 import (
 	"context"
 	"encoding/binary"
+	"net"
 	"net/netip"
 
 	"github.com/miekg/dns"
@@ -277,14 +278,41 @@ func parseFastECS(d []byte, q *fastQuery) bool {
 	return q.setECS(fam, src, d[3], a)
 }
 
+// groupDecision is a group answer that the fast path got and then left
+// to the slow path (NODATA, or a reply too big for the client): the slow
+// path answers with it instead of asking the answerer again. Its
+// addresses are in the caller's room, valid until the next query.
+type groupDecision struct {
+	name  string // canonical
+	qtype uint16
+	ga    GroupAnswer
+	err   error
+}
+
+// tryFast answers pkt by the fast path when it can (see answerFast); a
+// group answer it got but did not send is left in dec.
+func (s *Server) tryFast(ctx context.Context, snap *snapshot, pkt []byte, remote net.Addr, addrs *[]netip.Addr, out []byte, dec *groupDecision) ([]byte, bool) {
+	var q fastQuery
+	if !parseFast(pkt, &q) {
+		return nil, false
+	}
+	e := snap.fast.entries[string(pkt[headerSize:q.keyEnd])]
+	if e == nil {
+		return nil, false
+	}
+	return s.answerFast(ctx, snap, e, &q, pkt, addrOf(remote), addrs, out, dec)
+}
+
 // answerFast answers pkt, parsed into q, for the table entry e into out;
 // addrs is the caller's room for a group answer's addresses.
 // It reports false when the slow path must answer instead (nothing was
-// sent then). A nil reply with true means the rate limiter dropped it.
-func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q *fastQuery, pkt []byte, client netip.Addr, addrs *[]netip.Addr, out []byte) ([]byte, bool) {
+// sent then; a group answer it got is in dec). A nil reply with true
+// means the rate limiter dropped it.
+func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q *fastQuery, pkt []byte, client netip.Addr, addrs *[]netip.Addr, out []byte, dec *groupDecision) ([]byte, bool) {
 	var optAt int
 	if e.group {
 		ga, err := snap.groups.AnswerGroup(ctx, GroupQuery{Group: e.name, Qtype: e.qtype, Client: client, ECS: q.ecs, Addrs: *addrs})
+		*dec = groupDecision{name: e.name, qtype: e.qtype, ga: ga, err: err}
 		if err != nil {
 			return nil, false
 		}

@@ -14,6 +14,17 @@ import (
 	"github.com/transmirror/transmirror/zones"
 )
 
+// countingGroups counts the group questions asked of it.
+type countingGroups struct {
+	GroupAnswerer
+	n *int
+}
+
+func (g countingGroups) AnswerGroup(ctx context.Context, q GroupQuery) (GroupAnswer, error) {
+	*g.n++
+	return g.GroupAnswerer.AnswerGroup(ctx, q)
+}
+
 // scopeGroups answers like StaticGroups, but the answer depends on the
 // client subnet: its order rotates with the subnet's third byte, and the
 // scope is /24 (IPv4) or /48 (IPv6).
@@ -39,17 +50,22 @@ func (g scopeGroups) AnswerGroup(ctx context.Context, q GroupQuery) (GroupAnswer
 // fastPair is two servers with the same snapshot and clock, one with the
 // fast path, one without.
 type fastPair struct {
-	fast, slow *Server
+	fast, slow           *Server
+	fastAsked, slowAsked int // group questions asked by each
 }
 
-func newFastPair(t testing.TB, mut func(*zones.Config)) fastPair {
+func newFastPair(t testing.TB, mut func(*zones.Config)) *fastPair {
 	t.Helper()
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	var p fastPair
+	p := new(fastPair)
 	for _, slowOnly := range []bool{false, true} {
 		set := testSet(t, mut)
-		s, err := New(Options{Groups: scopeGroups{set: set}, now: clock, slowOnly: slowOnly})
+		asked := &p.fastAsked
+		if slowOnly {
+			asked = &p.slowAsked
+		}
+		s, err := New(Options{Groups: countingGroups{scopeGroups{set: set}, asked}, now: clock, slowOnly: slowOnly})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,16 +94,13 @@ var (
 // answered it.
 func answerUDP(s *Server, pkt []byte) (reply []byte, fast bool) {
 	var addrs []netip.Addr
-	snap := s.snap.Load()
-	var q fastQuery
-	if snap.fast != nil && parseFast(pkt, &q) {
-		if e := snap.fast.entries[string(pkt[headerSize:q.keyEnd])]; e != nil {
-			if b, ok := s.answerFast(context.Background(), snap, e, &q, pkt, addrOf(fastRemote), &addrs, nil); ok {
-				return b, true
-			}
+	var dec groupDecision
+	if snap := s.snap.Load(); snap.fast != nil {
+		if b, ok := s.tryFast(context.Background(), snap, pkt, fastRemote, &addrs, nil, &dec); ok {
+			return b, true
 		}
 	}
-	return s.serveSlow(context.Background(), pkt, fastLocal, fastRemote, nil), false
+	return s.serveSlow(context.Background(), pkt, fastLocal, fastRemote, nil, dec), false
 }
 
 type fastCase struct {
@@ -174,6 +187,9 @@ func fastCases() []fastCase {
 		{"group A ECS and NSID", query("www.example.org.", dns.TypeA, withEDNS(1232, false, ecs("198.51.101.0/24"), nsid)), true},
 		{"group A NSID then ECS", query("www.example.org.", dns.TypeA, withEDNS(1232, false, nsid, ecs("198.51.101.0/24"))), true},
 		{"group NODATA", query("v4only.example.org.", dns.TypeAAAA), false},
+		{"group A too big: TC", query("many.example.org.", dns.TypeA), false},
+		{"group A too big for 600: trimmed", query("many.example.org.", dns.TypeA, withEDNS(600, false)), false},
+		{"group A big EDNS 1232", query("many.example.org.", dns.TypeA, withEDNS(1232, false)), true},
 		{"group ANY", query("www.example.org.", dns.TypeANY), false},
 		{"0x20 static", query("StAtIc.example.org.", dns.TypeA), false},
 		{"0x20 group", query("WWW.example.org.", dns.TypeA, withEDNS(1232, false)), false},
@@ -216,6 +232,7 @@ func TestFastPathMatchesSlowPath(t *testing.T) {
 	p := newFastPair(t, nil)
 	for _, c := range fastCases() {
 		t.Run(c.name, func(t *testing.T) {
+			p.fastAsked, p.slowAsked = 0, 0
 			got, fast := answerUDP(p.fast, c.pkt)
 			want, _ := answerUDP(p.slow, c.pkt)
 			if fast != c.fast {
@@ -223,6 +240,10 @@ func TestFastPathMatchesSlowPath(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("fast path and slow path differ\nfast: %x\nslow: %x\nfast: %v\nslow: %v", got, want, unpacked(got), unpacked(want))
+			}
+			// One group decision per query, whichever path sends it.
+			if p.fastAsked != p.slowAsked {
+				t.Errorf("group questions asked: %d with the fast path, %d by the slow path alone", p.fastAsked, p.slowAsked)
 			}
 			// The listener path gives the same bytes too.
 			var addrs []netip.Addr
@@ -290,17 +311,22 @@ func unpacked(b []byte) *dns.Msg {
 }
 
 // FuzzFastPathMatchesSlowPath: for any packet, the UDP path (fast when it
-// can) and the slow path alone give the same bytes.
+// can) and the slow path alone give the same bytes, and ask the group
+// answerer as often.
 func FuzzFastPathMatchesSlowPath(f *testing.F) {
 	p := newFastPair(f, nil)
 	for _, c := range fastCases() {
 		f.Add(c.pkt)
 	}
 	f.Fuzz(func(t *testing.T, pkt []byte) {
+		p.fastAsked, p.slowAsked = 0, 0
 		got, _ := answerUDP(p.fast, pkt)
 		want, _ := answerUDP(p.slow, pkt)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("packet %x\nfast: %x\nslow: %x", pkt, got, want)
+		}
+		if p.fastAsked != p.slowAsked {
+			t.Fatalf("packet %x: group questions asked: %d with the fast path, %d by the slow path alone", pkt, p.fastAsked, p.slowAsked)
 		}
 	})
 }

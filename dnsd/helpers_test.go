@@ -69,6 +69,17 @@ func bigZoneText() string {
 	return b.String()
 }
 
+// bigGroup answers with 40 addresses, 652 bytes: more than a reply
+// without EDNS may carry.
+func bigGroup() zones.GroupConfig {
+	g := zones.GroupConfig{Name: "many.example.org.", TTL: zones.TTLBounds{Min: 20, Max: 30}, Answers: 40}
+	for i := range 40 {
+		g.Members = append(g.Members, zones.MemberConfig{Name: fmt.Sprintf("m%d", i),
+			Addresses: []netip.Addr{netip.AddrFrom4([4]byte{192, 0, 2, byte(150 + i)})}})
+	}
+	return g
+}
+
 func testSet(t testing.TB, mut func(*zones.Config)) *zones.Set {
 	t.Helper()
 	z := parseZone(t, "example.org.", testZone+bigZoneText())
@@ -92,6 +103,7 @@ func testSet(t testing.TB, mut func(*zones.Config)) *zones.Set {
 			{Name: "v4only.example.org.", TTL: zones.TTLBounds{Min: 20, Max: 30}, Members: []zones.MemberConfig{
 				{Name: "a", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.111")}},
 			}},
+			bigGroup(),
 		},
 	}
 	if mut != nil {

@@ -52,26 +52,23 @@ func (s *Server) ServeUDP(ctx context.Context, pc net.PacketConn) error {
 // (in out's room when it fits), or nil for none: the fast path when it can,
 // else the slow path. addrs is the caller's room for group answers.
 func (s *Server) servePacket(ctx context.Context, pkt []byte, local, remote net.Addr, addrs *[]netip.Addr, out []byte) []byte {
+	var dec groupDecision
 	if snap := s.snap.Load(); snap != nil && snap.fast != nil {
 		start := time.Now()
-		var q fastQuery
-		if parseFast(pkt, &q) {
-			if e := snap.fast.entries[string(pkt[headerSize:q.keyEnd])]; e != nil {
-				if b, ok := s.answerFast(ctx, snap, e, &q, pkt, addrOf(remote), addrs, out); ok {
-					s.m.udpDuration.Observe(time.Since(start).Seconds())
-					return b
-				}
-			}
+		if b, ok := s.tryFast(ctx, snap, pkt, remote, addrs, out, &dec); ok {
+			s.m.udpDuration.Observe(time.Since(start).Seconds())
+			return b
 		}
 	}
-	return s.serveSlow(ctx, pkt, local, remote, out)
+	return s.serveSlow(ctx, pkt, local, remote, out, dec)
 }
 
 // serveSlow is the slow path for one UDP query: miekg/dns unpacks it and
 // ServeMsg answers it. It drops, and counts, what can not be unpacked
 // (miekg's own server would answer those with FORMERR echoing the
-// request's flags); responses are ignored.
-func (s *Server) serveSlow(ctx context.Context, pkt []byte, local, remote net.Addr, out []byte) []byte {
+// request's flags); responses are ignored. dec is the group answer the
+// fast path got for pkt, if any (a zero name: none).
+func (s *Server) serveSlow(ctx context.Context, pkt []byte, local, remote net.Addr, out []byte, dec groupDecision) []byte {
 	if len(pkt) < headerSize {
 		s.m.dropped.Inc()
 		return nil
@@ -91,7 +88,11 @@ func (s *Server) serveSlow(ctx context.Context, pkt []byte, local, remote net.Ad
 		w.tsigStatus = dns.TsigVerifyWithProvider(slices.Clone(pkt), w.tsig, "", false)
 		w.tsigMAC = t.MAC
 	}
-	s.ServeMsg(ctx, w, r, "udp")
+	var decided *groupDecision
+	if dec.name != "" {
+		decided = &dec
+	}
+	s.serveMsg(ctx, w, r, "udp", decided)
 	return w.reply
 }
 
