@@ -117,7 +117,7 @@ func Build(cfg *Config) (*Set, error) {
 	if cfg == nil {
 		return nil, errors.New("zones: nil config")
 	}
-	b := &builder{c: cloneConfig(cfg), zones: make(map[string]*Zone), errs: yamlconf.NewErrors(cfg.File, cfg.pos, "zones")}
+	b := &builder{c: cloneConfig(cfg), zones: make(map[string]*Zone), errs: yamlconf.NewErrors(cfg.File, cfg.pos, "zones"), now: time.Now()}
 	if cfg.File != "" {
 		b.dir = filepath.Dir(cfg.File)
 	}
@@ -190,6 +190,7 @@ type builder struct {
 	mmdb      string           // geo.mmdb resolved against dir
 	stateFile string           // state_file resolved against dir
 	errs      *yamlconf.Errors // every problem, each naming file:line:col and its object
+	now       time.Time        // when the config is loaded: the keys' timing
 }
 
 // errorf records an error about the object at path (a YAML path such as
@@ -454,8 +455,43 @@ func (b *builder) zoneFiles() {
 			b.errs.Add(err) // each line names the zone file and line
 			continue
 		}
-		b.zones[zc.Origin] = z
+		b.zones[zc.Origin] = b.keys(path+".dnssec.keys", obj, z, zc.DNSSEC.Keys)
 	}
+}
+
+// keys reads the zone's signing keys and publishes the DNSKEY records of
+// those published now.
+func (b *builder) keys(path, obj string, z *Zone, files []string) *Zone {
+	if len(files) == 0 {
+		return z
+	}
+	var dnskeys []dns.RR
+	tags := make(map[uint16]string)
+	for i, f := range files {
+		kpath := fmt.Sprintf("%s[%d]", path, i)
+		k, warning, err := ReadKey(z.Origin, b.resolve(f))
+		if warning != "" {
+			b.errs.Warnf(kpath, "%s: key %q: %s", obj, f, warning)
+		}
+		if err != nil {
+			b.errorf(kpath, "%s: key %q: %v", obj, f, err)
+			continue
+		}
+		tag := k.DNSKEY.KeyTag()
+		if other, dup := tags[tag]; dup {
+			b.errorf(kpath, "%s: key %q: key tag %d is %s's too", obj, f, tag, other)
+			continue
+		}
+		tags[tag] = f
+		z.Keys = append(z.Keys, k)
+		if k.Published(b.now) {
+			dnskeys = append(dnskeys, k.DNSKEY)
+		}
+	}
+	if len(dnskeys) == 0 {
+		return z
+	}
+	return z.withRecords(dnskeys)
 }
 
 // zoneFor returns the origin of the configured zone that contains name

@@ -152,6 +152,13 @@ func TestLoadBad(t *testing.T) {
 			`geo.yaml:11:7: geo: network 203.0.113.0/24: location must say something (lat/lon, country or continent)`,
 			`geo.yaml:12:13: geo: default: location: lat 95 must be in -90..90`,
 		}},
+		{"DNSSEC keys", "dnssec_keys.yaml", []string{
+			`dnssec_keys.yaml:7:11: zone "example.org.": key "../keys/missing": open ` + filepath.Join("testdata", "keys", "missing.key") + `: no such file or directory`,
+			`dnssec_keys.yaml:8:11: zone "example.org.": key "../keys/bad/Kexample.org.+008+11331": ` + filepath.Join("testdata", "keys", "bad", "Kexample.org.+008+11331.key") + `: algorithm RSASHA256`,
+			`dnssec_keys.yaml:9:11: zone "example.org.": key "../keys/bad/Kmismatch": ` + filepath.Join("testdata", "keys", "bad", "Kmismatch.private") + `: the private key does not match the public key`,
+			`dnssec_keys.yaml:10:11: zone "example.org.": key "../keys/bad/Kexample.net.+013+54111.key": ` + filepath.Join("testdata", "keys", "bad", "Kexample.net.+013+54111.key") + `: the key is for example.net.`,
+			`dnssec_keys.yaml:11:11: zone "example.org.": key "../keys/Kexample.org.+013+45830.private": key tag 45830 is ../keys/Kexample.org.+013+45830's too`,
+		}},
 		{"duplicate zone", "dup_zone.yaml", []string{`dup_zone.yaml:4:5: zone "example.org.": served twice`}},
 		{"bad policy", "bad_policy.yaml", []string{`bad_policy.yaml:12:7: group "www.example.org.": policy "random": want one of`}},
 		{"secret_file retired", "secret_file.yaml", []string{`secret_file.yaml:12:5: groups[0].secret_file: retired key: write secret: {file: PATH}`}},

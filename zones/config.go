@@ -159,6 +159,22 @@ type ZoneConfig struct {
 	AllowTransfer []netip.Prefix `yaml:"allow_transfer"`
 	// AllowInclude permits $INCLUDE in the zone file (off by default).
 	AllowInclude bool `yaml:"allow_include"`
+	// DNSSEC signs the zone's answers online.
+	DNSSEC DNSSECConfig `yaml:"dnssec"`
+}
+
+// DNSSECConfig is a zone's online signing: with keys, every answer to a
+// query with the DO bit is signed as it is sent, and the apex publishes
+// the keys' DNSKEY records.
+type DNSSECConfig struct {
+	// Keys are the zone's key pairs, each as the path (relative to the
+	// config file's directory) of the files BIND's dnssec-keygen or
+	// ldns-keygen wrote, with or without .key: NAME.key and NAME.private.
+	// A key with the SEP flag (257) is a KSK and signs the DNSKEY RRset;
+	// the others (ZSKs) sign the rest. Keys of one kind only sign
+	// everything (CSKs). BIND's timing (Publish, Activate, Inactive,
+	// Delete) is applied when the config is loaded or reloaded.
+	Keys []string `yaml:"keys"`
 }
 
 // GroupConfig is one mirror group: a name inside a served zone answered

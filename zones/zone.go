@@ -27,6 +27,9 @@ type Zone struct {
 	cuts  map[string]struct{} // names below the apex that own NS records
 	rrs   []dns.RR            // every record, SOA first, for AXFR
 	lines map[dns.RR]int      // zone file line of each record (ParseZone)
+
+	// Keys are the zone's DNSSEC keys (dnssec.keys), nil when unsigned.
+	Keys []*SigningKey
 }
 
 // Node is the set of RRsets that one owner name holds.
@@ -112,6 +115,13 @@ func NewZone(origin string, rrs []dns.RR) *Zone {
 		}
 	}
 	return z
+}
+
+// withRecords returns z with rrs added (the file and lines kept).
+func (z *Zone) withRecords(rrs []dns.RR) *Zone {
+	nz := NewZone(z.Origin, append(slices.Clone(z.rrs), rrs...))
+	nz.File, nz.lines, nz.Keys = z.File, z.lines, z.Keys
+	return nz
 }
 
 // Node returns the node owning name (any case), or nil.
