@@ -43,6 +43,8 @@ type fastEntry struct {
 	// packs it for a query without EDNS, ID 0, RD and CD clear.
 	reply   []byte
 	queries prometheus.Counter // queries_total{udp, qtype, NOERROR}
+	// signed: the zone signs answers to queries with DO.
+	signed bool
 }
 
 // buildFast fills the fast table of snap, whose chain is built. Static
@@ -78,6 +80,7 @@ func (s *Server) buildFast(snap *snapshot) *fastTable {
 			}
 		}
 		e.queries = s.m.queries.WithLabelValues("udp", qtypeLabel(e.qtype), rcodeLabel(dns.RcodeSuccess))
+		e.signed = snap.signers[set.Find(e.name)] != nil
 		t.entries[k] = e
 	}
 	for name := range set.Groups {
@@ -297,8 +300,8 @@ func (s *Server) tryFast(ctx context.Context, snap *snapshot, pkt []byte, remote
 		return nil, false
 	}
 	e := snap.fast.entries[string(pkt[headerSize:q.keyEnd])]
-	if e == nil {
-		return nil, false
+	if e == nil || q.do && e.signed {
+		return nil, false // a signed answer: the slow path signs it
 	}
 	return s.answerFast(ctx, snap, e, &q, pkt, addrOf(remote), addrs, out, dec)
 }

@@ -312,21 +312,23 @@ func unpacked(b []byte) *dns.Msg {
 
 // FuzzFastPathMatchesSlowPath: for any packet, the UDP path (fast when it
 // can) and the slow path alone give the same bytes, and ask the group
-// answerer as often.
+// answerer as often, for the unsigned zone and the signed one.
 func FuzzFastPathMatchesSlowPath(f *testing.F) {
-	p := newFastPair(f, nil)
-	for _, c := range fastCases() {
+	pairs := []*fastPair{newFastPair(f, nil), newSignedPair(f)}
+	for _, c := range append(fastCases(), signedCases()...) {
 		f.Add(c.pkt)
 	}
 	f.Fuzz(func(t *testing.T, pkt []byte) {
-		p.fastAsked, p.slowAsked = 0, 0
-		got, _ := answerUDP(p.fast, pkt)
-		want, _ := answerUDP(p.slow, pkt)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("packet %x\nfast: %x\nslow: %x", pkt, got, want)
-		}
-		if p.fastAsked != p.slowAsked {
-			t.Fatalf("packet %x: group questions asked: %d with the fast path, %d by the slow path alone", pkt, p.fastAsked, p.slowAsked)
+		for i, p := range pairs {
+			p.fastAsked, p.slowAsked = 0, 0
+			got, _ := answerUDP(p.fast, pkt)
+			want, _ := answerUDP(p.slow, pkt)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("pair %d, packet %x\nfast: %x\nslow: %x", i, pkt, got, want)
+			}
+			if p.fastAsked != p.slowAsked {
+				t.Fatalf("pair %d, packet %x: group questions asked: %d with the fast path, %d by the slow path alone", i, pkt, p.fastAsked, p.slowAsked)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package dnsd
 import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/dnsd/dnssec"
 	"github.com/transmirror/transmirror/dnsd/rrl"
 )
 
@@ -16,6 +17,7 @@ type metrics struct {
 	truncated   prometheus.Counter
 	rrl         *prometheus.CounterVec
 	dropped     prometheus.Counter
+	dnssec      dnssec.Metrics
 }
 
 // Actions of rate-limited responses, the values of the rrl_responses_total label.
@@ -58,13 +60,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "UDP responses over the rate limit, by kind and action: dropped, slipped (sent truncated), or logged (log_only: sent anyway).",
 		}, []string{"kind", "action"}),
 	}
+	m.dnssec = dnssec.Metrics{
+		Signed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "dnssec_signatures_total",
+			Help: "RRSIGs made by online signing (cold RRsets and refreshes).",
+		}),
+		Hits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "dnssec_cache_hits_total",
+			Help: "RRsets of signed answers whose RRSIGs came from the signature cache.",
+		}),
+	}
 	m.udpDuration = m.duration.WithLabelValues("udp")
 	for _, k := range rrl.Kinds() {
 		for _, a := range []string{rrlDropped, rrlSlipped, rrlLogged} {
 			m.rrl.WithLabelValues(k.String(), a)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.queries, m.duration, m.panics, m.tcpRejected, m.truncated, m.dropped, m.rrl} {
+	for _, c := range []prometheus.Collector{m.queries, m.duration, m.panics, m.tcpRejected, m.truncated, m.dropped, m.rrl, m.dnssec.Signed, m.dnssec.Hits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net/netip"
 	"reflect"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/dnsd/dnssec"
 	"github.com/transmirror/transmirror/dnsd/rrl"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -62,6 +65,9 @@ type Server struct {
 	shutdown time.Duration
 	cookie   []byte // server cookie secret
 
+	signerMu sync.Mutex
+	signers  map[string]*dnssec.Signer // by signerKey: kept across reloads with the same keys
+
 	snap       atomic.Pointer[snapshot]
 	tcpConns   atomic.Int64
 	tcpClients clientConns
@@ -80,7 +86,8 @@ type snapshot struct {
 	nsidHex  string
 	keys     map[string]tsigKey
 	negSOA   map[*zones.Zone]*dns.SOA
-	transfer map[string][]netip.Prefix // canonical origin → allowed clients
+	signers  map[*zones.Zone]*dnssec.Signer // the zones with active keys
+	transfer map[string][]netip.Prefix      // canonical origin → allowed clients
 	rrlCfg   zones.RRLConfig
 	rrl      *rrl.Limiter // nil: UDP responses are not rate limited
 	groups   GroupAnswerer
@@ -119,6 +126,12 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("dnsd: register metrics: %w", err)
 	}
 	s.m = m
+	if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "transmirror", Subsystem: "dnsd", Name: "dnssec_signature_expiry_timestamp_seconds",
+		Help: "When the first cached signature runs out (Unix time; 0 when nothing is signed). Signatures are made again a day after they are made and last a week.",
+	}, s.nearestExpiry)); err != nil {
+		return nil, fmt.Errorf("dnsd: register metrics: %w", err)
+	}
 	if _, err := rand.Read(s.cookie); err != nil {
 		return nil, fmt.Errorf("dnsd: cookie secret: %w", err)
 	}
@@ -194,6 +207,9 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	if s.acme != nil {
 		chain = &challenge{set: set, src: s.acme, negSOA: snap.negSOA, next: chain}
 	}
+	if snap.signers = s.signersFor(set); len(snap.signers) > 0 {
+		chain = &signing{set: set, signers: snap.signers, negSOA: snap.negSOA, next: chain}
+	}
 	chain = &transfer{set: set, allow: snap.transfer, next: chain}
 	chain = &chaos{identity: sc.Identity, version: sc.Version, next: chain}
 	if s.wrap != nil {
@@ -202,6 +218,64 @@ func (s *Server) build(set *zones.Set) (*snapshot, error) {
 	snap.chain = chain
 	snap.fast = s.buildFast(snap)
 	return snap, nil
+}
+
+// signersFor returns the signers of set's zones with keys: the previous
+// snapshot's for a zone whose active keys are the same (its signatures
+// stay cached), new ones for the others.
+func (s *Server) signersFor(set *zones.Set) map[*zones.Zone]*dnssec.Signer {
+	s.signerMu.Lock()
+	defer s.signerMu.Unlock()
+	out := make(map[*zones.Zone]*dnssec.Signer)
+	kept := make(map[string]*dnssec.Signer)
+	now := s.now()
+	for _, z := range set.Zones {
+		if len(z.Keys) == 0 {
+			continue
+		}
+		key := signerKey(z, now)
+		sg := s.signers[key]
+		if sg == nil {
+			sg = dnssec.New(z.Origin, z.Keys, s.now, s.m.dnssec, 0)
+		}
+		if sg != nil {
+			out[z], kept[key] = sg, sg
+		}
+	}
+	s.signers = kept
+	return out
+}
+
+// nearestExpiry is the first expiry of the serving snapshot's cached
+// signatures, as Unix time (0: none).
+func (s *Server) nearestExpiry() float64 {
+	snap := s.snap.Load()
+	if snap == nil {
+		return 0
+	}
+	var first time.Time
+	for _, sg := range snap.signers {
+		if t := sg.NearestExpiry(); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return float64(first.Unix())
+}
+
+// signerKey names a zone's signer by its origin and its keys active at
+// now.
+func signerKey(z *zones.Zone, now time.Time) string {
+	var b strings.Builder
+	b.WriteString(z.Origin)
+	for _, k := range z.Keys {
+		if k.Active(now) {
+			fmt.Fprintf(&b, " %d/%d/%d", k.DNSKEY.Algorithm, k.DNSKEY.KeyTag(), k.DNSKEY.Flags)
+		}
+	}
+	return b.String()
 }
 
 // newSnapshot returns the snapshot of set with its limits (defaulted) and
