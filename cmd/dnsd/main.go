@@ -6,6 +6,7 @@
 //
 //	dnsd -config dnsd.yaml            serve a configuration
 //	dnsd -check -config dnsd.yaml     validate it and exit 0 or 1
+//	dnsd -ds -config dnsd.yaml        print the DS records for the parent zones
 //	dnsd -listen 127.0.0.1:5300 -zone example.test=example.test.zone
 //	                                  serve plain zone files, no config file
 //	dnsd -demo                        serve the embedded demo zone
@@ -20,7 +21,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
@@ -34,6 +39,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 type options struct {
 	config    string
 	check     bool
+	ds        bool
 	demo      bool
 	listen    daemon.ListFlag
 	zones     daemon.ListFlag
@@ -49,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.config, "config", "", "path of the YAML configuration file")
 	fs.BoolVar(&o.check, "check", false, "validate the configuration and zone files, then exit")
+	fs.BoolVar(&o.ds, "ds", false, "print the DS records of the signed zones' KSKs (SHA-256) for their parents, then exit")
 	fs.BoolVar(&o.demo, "demo", false, "serve the embedded demo configuration")
 	fs.Var(&o.listen, "listen", "DNS listen address host:port, UDP and TCP (repeatable; overrides the config)")
 	fs.Var(&o.zones, "zone", "serve ORIGIN=FILE without a config file (repeatable; AXFR allowed from loopback)")
@@ -121,6 +128,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "%s: ok: %d zones, %d groups\n", ld.name(), len(set.Zones), len(set.Groups))
 		return 0
 	}
+	if o.ds {
+		return printDS(set, stdout, stderr)
+	}
 
 	if err := serve(ctx, ld, set, logger, stdout, o.demo); err != nil {
 		logger.Error("dnsd stopped", "err", err)
@@ -175,6 +185,30 @@ func (l *loader) load() (*zones.Set, error) {
 		l.logger.Warn("config warning", "warning", w)
 	}
 	return set, nil
+}
+
+// printDS prints the DS record (SHA-256) of every key that signs a signed
+// zone's DNSKEY RRset (its KSKs, or its keys when they are CSKs) and is
+// published now, the lines a parent zone needs. A config without a signed
+// zone is an error.
+func printDS(set *zones.Set, stdout, stderr io.Writer) int {
+	n := 0
+	now := time.Now()
+	for _, z := range set.Zones {
+		ksk := slices.ContainsFunc(z.Keys, (*zones.SigningKey).KSK)
+		for _, k := range z.Keys {
+			if k.KSK() != ksk || !k.Published(now) {
+				continue
+			}
+			fmt.Fprintln(stdout, k.DNSKEY.ToDS(dns.SHA256).String())
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(stderr, "dnsd: -ds: no zone has dnssec.keys")
+		return 1
+	}
+	return 0
 }
 
 // check runs exactly what a start runs before it serves (the state file,
