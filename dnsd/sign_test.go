@@ -38,6 +38,9 @@ func signedSet(t testing.TB, keys ...string) *zones.Set {
 		}
 		ks = append(ks, k)
 		text += k.DNSKEY.String() + "\n"
+		if k.KSK() {
+			text += k.DNSKEY.ToDS(dns.SHA256).ToCDS().String() + "\n"
+		}
 	}
 	z := parseZone(t, "example.org.", text)
 	z.Keys = ks
@@ -136,6 +139,7 @@ func TestSignedAnswers(t *testing.T) {
 	}{
 		{"static A", doQuery("static.example.org.", dns.TypeA), 0, []string{"an static.example.org. A: " + zsk}, ""},
 		{"DNSKEY", doQuery("example.org.", dns.TypeDNSKEY), 0, []string{"an example.org. DNSKEY: " + ksk}, ""},
+		{"CDS", doQuery("example.org.", dns.TypeCDS), 0, []string{"an example.org. CDS: " + ksk}, ""},
 		{"apex NS with glue", doQuery("example.org.", dns.TypeNS), 0, []string{
 			"an example.org. NS: " + zsk, "ad ns1.example.org. A: " + zsk, "ad ns2.example.org. AAAA: " + zsk}, ""},
 		{"group A", doQuery("www.example.org.", dns.TypeA), 0, []string{"an www.example.org. A: " + zsk}, ""},

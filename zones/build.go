@@ -491,7 +491,26 @@ func (b *builder) keys(path, obj string, z *Zone, files []string) *Zone {
 	if len(dnskeys) == 0 {
 		return z
 	}
-	return z.withRecords(dnskeys)
+	return z.withRecords(append(dnskeys, childDS(z.Keys, b.now)...))
+}
+
+// childDS are the CDS (SHA-256) and CDNSKEY records (RFC 7344) of the
+// keys published at now that sign the DNSKEY RRset (the KSKs, else all):
+// the DS set the parent should hold, for parents that read it.
+func childDS(keys []*SigningKey, now time.Time) []dns.RR {
+	ksk := slices.ContainsFunc(keys, (*SigningKey).KSK)
+	var rrs []dns.RR
+	for _, k := range keys {
+		if k.KSK() != ksk || !k.Published(now) {
+			continue
+		}
+		ds := k.DNSKEY.ToDS(dns.SHA256)
+		if ds == nil {
+			continue
+		}
+		rrs = append(rrs, ds.ToCDS(), k.DNSKEY.ToCDNSKEY())
+	}
+	return rrs
 }
 
 // zoneFor returns the origin of the configured zone that contains name

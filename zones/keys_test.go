@@ -130,6 +130,11 @@ func TestBuildKeys(t *testing.T) {
 	if got := z.RRset("example.org.", dns.TypeDNSKEY); len(got) != 2 {
 		t.Fatalf("apex DNSKEY RRset %v", got)
 	}
+	// CDS and CDNSKEY name the KSK alone.
+	cds, cdnskey := z.RRset("example.org.", dns.TypeCDS), z.RRset("example.org.", dns.TypeCDNSKEY)
+	if len(cds) != 1 || cds[0].(*dns.CDS).KeyTag != 45830 || cds[0].(*dns.CDS).DigestType != dns.SHA256 || len(cdnskey) != 1 || cdnskey[0].(*dns.CDNSKEY).Flags != 257 {
+		t.Errorf("CDS %v, CDNSKEY %v; want the KSK's", cds, cdnskey)
+	}
 	if z.File == "" || z.RRset("ns1.example.org.", dns.TypeA) == nil {
 		t.Errorf("the zone lost its file name or records: %q", z.File)
 	}

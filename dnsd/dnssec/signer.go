@@ -133,7 +133,8 @@ func (s *Signer) put(key string, e *entry) {
 // sign makes rrset's RRSIGs, one per key that signs its type.
 func (s *Signer) sign(rrset []dns.RR, orig uint32, now time.Time) (*entry, error) {
 	keys := s.zsks
-	if rrset[0].Header().Rrtype == dns.TypeDNSKEY {
+	switch rrset[0].Header().Rrtype {
+	case dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY: // RFC 7344 §4.1: by a key the DS set names
 		keys = s.ksks
 	}
 	e := &entry{renewAt: now.Add(refresh), expires: uint32(now.Add(validity).Unix())}
