@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/transmirror/transmirror/dnsd/dnssec"
 	"github.com/transmirror/transmirror/dnsd/rrl"
 )
 
@@ -43,8 +45,13 @@ type fastEntry struct {
 	// packs it for a query without EDNS, ID 0, RD and CD clear.
 	reply   []byte
 	queries prometheus.Counter // queries_total{udp, qtype, NOERROR}
-	// signed: the zone signs answers to queries with DO.
-	signed bool
+	// signer signs the zone's answers to queries with DO (nil: unsigned).
+	signer *dnssec.Signer
+	// origTTL is a group's ttl.max, its RRSIGs' original TTL.
+	origTTL uint32
+	// doReply is a static answer's signed reply (as reply, for a query
+	// with DO), made when first asked for and again each hour.
+	doReply atomic.Pointer[signedReply]
 }
 
 // buildFast fills the fast table of snap, whose chain is built. Static
@@ -80,7 +87,10 @@ func (s *Server) buildFast(snap *snapshot) *fastTable {
 			}
 		}
 		e.queries = s.m.queries.WithLabelValues("udp", qtypeLabel(e.qtype), rcodeLabel(dns.RcodeSuccess))
-		e.signed = snap.signers[set.Find(e.name)] != nil
+		e.signer = snap.signers[set.Find(e.name)]
+		if g := set.Group(e.name); g != nil && e.group {
+			e.origTTL = g.TTL.Max
+		}
 		t.entries[k] = e
 	}
 	for name := range set.Groups {
@@ -106,7 +116,7 @@ func (s *Server) buildFast(snap *snapshot) *fastTable {
 			if k, ok := key(name, qt); !ok || t.entries[k] != nil {
 				continue
 			}
-			if reply := s.precompute(snap, name, qt); reply != nil {
+			if reply := s.precompute(snap, name, qt, false); reply != nil {
 				add(&fastEntry{name: name, qtype: qt, reply: reply})
 			}
 		}
@@ -115,15 +125,17 @@ func (s *Server) buildFast(snap *snapshot) *fastTable {
 }
 
 // precompute runs the chain for name and qtype as a query without EDNS
-// and returns the packed reply when it is a positive authoritative
-// answer of exactly that name and type (no CNAME, no wildcard), nil
-// otherwise.
-func (s *Server) precompute(snap *snapshot, name string, qtype uint16) []byte {
+// (with do: one with the DO bit, whose reply is signed; the fast path
+// adds the OPT record) and returns the packed reply when it is a
+// positive authoritative answer of exactly that name and type (no
+// CNAME, no wildcard), nil otherwise.
+func (s *Server) precompute(snap *snapshot, name string, qtype uint16, do bool) []byte {
 	r := new(dns.Msg)
 	r.SetQuestion(name, qtype)
 	r.RecursionDesired = false
 	r.Id = 0
 	info := &reqInfo{tcp: true} // no size limit and no rate limit: the fast path checks both
+	info.do = do
 	w := &captureWriter{}
 	ew := &edgeWriter{ResponseWriter: w, s: s, snap: snap, req: r, info: info}
 	if _, err := snap.chain.ServeDNS(context.WithValue(context.Background(), infoKey{}, info), ew, r); err != nil {
@@ -134,7 +146,7 @@ func (s *Server) precompute(snap *snapshot, name string, qtype uint16) []byte {
 		return nil
 	}
 	for _, rr := range m.Answer {
-		if h := rr.Header(); h.Rrtype != qtype || dns.CanonicalName(h.Name) != name || h.Name != name {
+		if h := rr.Header(); h.Rrtype != qtype && !coversType(rr, qtype) || dns.CanonicalName(h.Name) != name || h.Name != name {
 			return nil
 		}
 	}
@@ -300,8 +312,8 @@ func (s *Server) tryFast(ctx context.Context, snap *snapshot, pkt []byte, remote
 		return nil, false
 	}
 	e := snap.fast.entries[string(pkt[headerSize:q.keyEnd])]
-	if e == nil || q.do && e.signed {
-		return nil, false // a signed answer: the slow path signs it
+	if e == nil {
+		return nil, false
 	}
 	return s.answerFast(ctx, snap, e, &q, pkt, addrOf(remote), addrs, out, dec)
 }
@@ -313,6 +325,7 @@ func (s *Server) tryFast(ctx context.Context, snap *snapshot, pkt []byte, remote
 // means the rate limiter dropped it.
 func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q *fastQuery, pkt []byte, client netip.Addr, addrs *[]netip.Addr, out []byte, dec *groupDecision) ([]byte, bool) {
 	var optAt int
+	signed := q.do && e.signer != nil
 	if e.group {
 		ga, err := snap.groups.AnswerGroup(ctx, GroupQuery{Group: e.name, Qtype: e.qtype, Client: client, ECS: q.ecs, Addrs: *addrs})
 		*dec = groupDecision{name: e.name, qtype: e.qtype, ga: ga, err: err}
@@ -320,25 +333,20 @@ func (s *Server) answerFast(ctx context.Context, snap *snapshot, e *fastEntry, q
 			return nil, false
 		}
 		*addrs = ga.Addrs[:0] // keep what grew for the next answer
-		out = out[:0]
-		out = append(out, pkt[0], pkt[1], 0x84|pkt[2]&0x01, pkt[3]&0x10, 0, 1, 0, 0, 0, 0, 0, 0)
-		out = append(out, pkt[headerSize:q.qend]...)
-		an := 0
-		var b [16]byte
-		for _, a := range ga.Addrs {
-			if rd := groupRdata(e.qtype, a, &b); rd != nil {
-				out = appendAddrRR(out, e.qtype, ga.TTL, rd)
-				an++
-			}
+		var ok bool
+		if out, ok = s.appendGroupAnswer(out, e, q, pkt, ga, signed); !ok {
+			return nil, false // NODATA (the slow path adds the SOA), or signatures not cached
 		}
-		if an == 0 {
-			return nil, false // NODATA: the slow path adds the SOA
-		}
-		binary.BigEndian.PutUint16(out[6:], uint16(an))
 		optAt = len(out)
 		out = s.appendOPT(out, snap, q, q.groupScope(ga))
 	} else {
-		out = append(out[:0], e.reply...)
+		reply := e.reply
+		if signed {
+			if reply = s.signedReply(snap, e); reply == nil {
+				return nil, false
+			}
+		}
+		out = append(out[:0], reply...)
 		out[0], out[1] = pkt[0], pkt[1]
 		out[2] |= pkt[2] & 0x01 // RD
 		out[3] |= pkt[3] & 0x10 // CD

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -33,6 +34,37 @@ func TestFastPathAllocs(t *testing.T) {
 			ctx := context.Background()
 			addrs := make([]netip.Addr, 0, 8)
 			out := make([]byte, 0, udpReadSize)
+			if _, fast := answerUDP(s, c.pkt); !fast {
+				t.Fatal("not answered by the fast path")
+			}
+			if n := testing.AllocsPerRun(200, func() {
+				if s.servePacket(ctx, c.pkt, fastLocal, fastRemote, &addrs, out[:0]) == nil {
+					t.Fatal("no reply")
+				}
+			}); n != 0 {
+				t.Errorf("%v allocations per answer, want 0", n)
+			}
+		})
+	}
+}
+
+// TestSignedFastPathAllocs: once the signatures are cached, a signed
+// static or group answer on the fast path allocates nothing either.
+func TestSignedFastPathAllocs(t *testing.T) {
+	s, _ := newSigned(t, time.Unix(1_800_000_000, 0), testKSK, testZSK)
+	for _, c := range []struct {
+		name string
+		pkt  []byte
+	}{
+		{"static", query("static.example.org.", dns.TypeA, withEDNS(1232, true))},
+		{"group ECS", query("www.example.org.", dns.TypeA, withEDNS(1232, true, ecs("198.51.100.0/24")))},
+		{"DNSKEY", query("example.org.", dns.TypeDNSKEY, withEDNS(1232, true))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			addrs := make([]netip.Addr, 0, 8)
+			out := make([]byte, 0, udpReadSize)
+			answerUDP(s, c.pkt) // cold: signed
 			if _, fast := answerUDP(s, c.pkt); !fast {
 				t.Fatal("not answered by the fast path")
 			}

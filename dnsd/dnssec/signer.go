@@ -53,6 +53,7 @@ type Signer struct {
 // entry is the signatures of one RRset.
 type entry struct {
 	sigs    []dns.RR
+	rdata   [][]byte // each RRSIG's RDATA, as the fast path writes it
 	renewAt time.Time
 	expires uint32
 }
@@ -153,8 +154,43 @@ func (s *Signer) sign(rrset []dns.RR, orig uint32, now time.Time) (*entry, error
 		}
 		inc(s.m.Signed)
 		e.sigs = append(e.sigs, sig)
+		if rd := rdata(sig); rd != nil {
+			e.rdata = append(e.rdata, rd)
+		}
 	}
 	return e, nil
+}
+
+// rdata is sig's RDATA in wire form (the signer's name uncompressed, as
+// RFC 4034 §3.1.7 has it and miekg/dns packs it).
+func rdata(sig *dns.RRSIG) []byte {
+	b := make([]byte, dns.Len(sig)+len(sig.Hdr.Name)+2)
+	n, err := dns.PackRR(sig, b, 0, nil, false)
+	if err != nil {
+		return nil
+	}
+	off, err := dns.PackDomainName(sig.Hdr.Name, make([]byte, 256), 0, nil, false)
+	if err != nil || off+10 > n {
+		return nil
+	}
+	return b[off+10 : n]
+}
+
+// Cached returns the RDATA of the cached RRSIGs of the RRset whose cache
+// key (AppendKey) is key, nil when there are none not yet due at now. It
+// allocates nothing: the UDP fast path writes them from these bytes.
+func (s *Signer) Cached(key []byte, now time.Time) [][]byte {
+	s.mu.Lock()
+	e := s.cur[string(key)]
+	if e == nil {
+		e = s.old[string(key)]
+	}
+	s.mu.Unlock()
+	if e == nil || !now.Before(e.renewAt) || len(e.rdata) != len(e.sigs) {
+		return nil
+	}
+	inc(s.m.Hits)
+	return e.rdata
 }
 
 // NearestExpiry is when the first signature in the cache runs out (zero
@@ -191,12 +227,26 @@ func cacheKey(rrset []dns.RR, orig uint32) string {
 		wires = append(wires, string(canonicalWire(b[:n])))
 	}
 	slices.Sort(wires)
-	key := binary.BigEndian.AppendUint32(nil, orig)
+	key := AppendKeyHeader(nil, orig)
 	for _, w := range wires {
-		key = binary.BigEndian.AppendUint16(key, uint16(len(w)))
-		key = append(key, w...)
+		key = AppendKeyRecord(key, w)
 	}
 	return string(key)
+}
+
+// AppendKeyHeader and AppendKeyRecord build the cache key of an RRset
+// with the original TTL orig from its records' canonical wire forms
+// (owner in lower case, TTL zero, uncompressed), appended in their
+// sorted order, as Sign keys its cache.
+func AppendKeyHeader(dst []byte, orig uint32) []byte {
+	return binary.BigEndian.AppendUint32(dst, orig)
+}
+
+// AppendKeyRecord appends the next record's wire form w (see
+// AppendKeyHeader).
+func AppendKeyRecord[W []byte | string](dst []byte, w W) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(w)))
+	return append(dst, w...)
 }
 
 // canonicalWire lower-cases the owner name of the packed record w and

@@ -112,3 +112,38 @@ func TestNewWithoutActiveKeys(t *testing.T) {
 		t.Error("a signer with only an inactive key")
 	}
 }
+
+// BenchmarkSign: an RRset signed cold (ECDSAP256SHA256 and ED25519,
+// every RRset new) and from the cache.
+func BenchmarkSign(b *testing.B) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, key := range []string{"Kexample.org.+013+54815", "Kexample.org.+015+31855"} {
+		k, _, err := zones.ReadKey("example.org.", filepath.Join("testdata", key))
+		if err != nil {
+			b.Fatal(err)
+		}
+		alg := dns.AlgorithmToString[k.DNSKEY.Algorithm]
+		b.Run(alg+"/cold", func(b *testing.B) {
+			s := New("example.org.", []*zones.SigningKey{k}, func() time.Time { return now }, Metrics{}, 1<<20)
+			i := 0
+			for b.Loop() {
+				i++
+				rr := &dns.A{Hdr: dns.RR_Header{Name: "a.example.org.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+					A: []byte{10, byte(i >> 16), byte(i >> 8), byte(i)}}
+				if _, err := s.Sign([]dns.RR{rr}, 60); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(alg+"/cached", func(b *testing.B) {
+			s := New("example.org.", []*zones.SigningKey{k}, func() time.Time { return now }, Metrics{}, 0)
+			set := []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "a.example.org.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: []byte{10, 0, 0, 1}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Sign(set, 60); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
