@@ -32,7 +32,7 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # need root, which the test says when it is missing), xmllint (probe/api:
 # the Metalink mirror list against RFC 5854's RELAX NG schema), pebble (e2e:
 # the ACME CA that issues the mirrors' certificates by DNS-01 through dnsd).
-TEST_DEPS ?= dig:dnsutils delv:bind9-dnsutils unbound:unbound unbound-checkconf:unbound \
+TEST_DEPS ?= dig:dnsutils delv:bind9-dnsutils dnsviz:dnsviz unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
 	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils \
 	pebble:pebble
