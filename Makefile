@@ -38,7 +38,7 @@ TEST_DEPS ?= dig:dnsutils delv:bind9-dnsutils dnsviz:dnsviz unbound:unbound unbo
 	pebble:pebble
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
-BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd dig:dnsutils taskset:util-linux
+BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd /usr/sbin/knotd:knot dig:dnsutils taskset:util-linux
 # What bench-http executes besides the mirror, in the same form (haproxy
 # and nginx by their paths, in /usr/sbin).
 BENCH_HTTP_DEPS ?= /usr/sbin/haproxy:haproxy /usr/sbin/nginx:nginx wrk:wrk curl:curl taskset:util-linux

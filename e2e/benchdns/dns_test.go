@@ -24,7 +24,11 @@
 // since -E puts one option on every query); (d) the same as (c) at a
 // fixed 200 q/s with dnsperf -v, whose per-query latencies give the
 // 99th percentile (too costly for dnsperf in a closed loop, so (a)-(c)
-// have none).
+// have none); (e) and (f), (a) and (c) with the DO bit on every query,
+// answered signed: dnsd signs online, against Knot with mod-onlinesign
+// (gdnsd does not sign), and the line under the table gives dnsd's cost
+// per signed answer against its own unsigned one and the signature
+// cache's hit ratio.
 package benchdns
 
 import (
@@ -47,6 +51,7 @@ var (
 	flagDNS          = flag.Bool("dns", false, "run BenchmarkDNS (make bench-dns)")
 	flagDNSD         = flag.String("dnsd", filepath.Join("..", "..", "bin", "dnsd"), "dnsd binary (make build)")
 	flagGdnsd        = flag.String("gdnsd", "gdnsd", "gdnsd binary (Debian package gdnsd; also looked for in /usr/sbin)")
+	flagKnot         = flag.String("knotd", "knotd", "knotd binary (Debian package knot; also looked for in /usr/sbin), the peer of the signed mixes")
 	flagDnsperf      = flag.String("dnsperf", "dnsperf", "dnsperf binary (Debian package dnsperf)")
 	flagDuration     = flag.Duration("duration", 10*time.Second, "measured part of each run")
 	flagWarmup       = flag.Duration("warmup", time.Second, "warm-up before each run")
@@ -139,6 +144,7 @@ func BenchmarkDNS(b *testing.B) {
 		b.Fatalf("%d CPU: the servers and dnsperf need a core each", runtime.NumCPU())
 	}
 	gdnsd := lookPath(b, *flagGdnsd, "/usr/sbin/gdnsd")
+	knotd := lookPath(b, *flagKnot, "/usr/sbin/knotd")
 	dnsperf := lookPath(b, *flagDnsperf, "")
 	lookPath(b, "dig", "")
 	lookPath(b, "taskset", "")
@@ -156,8 +162,8 @@ func BenchmarkDNS(b *testing.B) {
 	if err := writeMMDB(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.csv"), mmdb); err != nil {
 		b.Fatal(err)
 	}
-	ddir, gdir := filepath.Join(dir, "dnsd"), filepath.Join(dir, "gdnsd")
-	for _, d := range []string{ddir, gdir} {
+	ddir, gdir, kdir := filepath.Join(dir, "dnsd"), filepath.Join(dir, "gdnsd"), filepath.Join(dir, "knot")
+	for _, d := range []string{ddir, gdir, kdir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			b.Fatal(err)
 		}
@@ -167,6 +173,11 @@ func BenchmarkDNS(b *testing.B) {
 		b.Fatal(err)
 	}
 	servers := []*server{startDNSD(b, dnsd, cfg, *flagDNSDProcs), startGdnsd(b, gdnsd, gdir, mmdb)}
+	knot := startKnot(b, knotd, kdir)
+	for _, s := range []*server{servers[0], knot} {
+		checkSigned(b, s)
+	}
+	peers := map[string]*server{"gdnsd": servers[1], "knot": knot}
 
 	for _, c := range answerCases() {
 		for _, s := range servers {
@@ -189,10 +200,12 @@ func BenchmarkDNS(b *testing.B) {
 	}
 
 	mixes := []mix{
-		{key: "a", title: "static A, no EDNS", file: filepath.Join(dir, "a.txt")},
-		{key: "b", title: "www A, no EDNS", file: filepath.Join(dir, "b.txt")},
-		{key: "c", title: "www A, ½ ECS (3 regions × v4/v6), ½ no EDNS", file: filepath.Join(dir, "c.bin"), binary: true},
-		{key: "d", title: fmt.Sprintf("as c, at %d q/s", *flagRate), file: filepath.Join(dir, "c.bin"), binary: true, rate: *flagRate},
+		{key: "a", title: "static A, no EDNS", file: filepath.Join(dir, "a.txt"), peer: "gdnsd"},
+		{key: "b", title: "www A, no EDNS", file: filepath.Join(dir, "b.txt"), peer: "gdnsd"},
+		{key: "c", title: "www A, ½ ECS (3 regions × v4/v6), ½ no EDNS", file: filepath.Join(dir, "c.bin"), binary: true, peer: "gdnsd"},
+		{key: "d", title: fmt.Sprintf("as c, at %d q/s", *flagRate), file: filepath.Join(dir, "c.bin"), binary: true, rate: *flagRate, peer: "gdnsd"},
+		{key: "e", title: "static A, DO: signed", file: filepath.Join(dir, "a.txt"), do: true, peer: "knot"},
+		{key: "f", title: "as c, every query DO: signed", file: filepath.Join(dir, "f.bin"), binary: true, peer: "knot"},
 	}
 	if err := writeTextData(mixes[0].file, strings.TrimSuffix(staticName, ".")+" A"); err != nil {
 		b.Fatal(err)
@@ -200,16 +213,19 @@ func BenchmarkDNS(b *testing.B) {
 	if err := writeTextData(mixes[1].file, strings.TrimSuffix(groupName, ".")+" A"); err != nil {
 		b.Fatal(err)
 	}
-	if err := writeECSData(mixes[2].file); err != nil {
+	if err := writeECSData(mixes[2].file, false); err != nil {
+		b.Fatal(err)
+	}
+	if err := writeECSData(mixes[5].file, true); err != nil {
 		b.Fatal(err)
 	}
 
-	header := fmt.Sprintf("bench-dns %s · nproc %d · %s · %s · %s · %s\n"+
+	header := fmt.Sprintf("bench-dns %s · nproc %d · %s · %s · %s · %s · %s\n"+
 		"servers on CPU %s, dnsperf on CPU %s (%d client sockets), UDP over 127.0.0.1; each run %v warm-up + %v, %d rounds, servers alternating\n"+
 		"dig: both servers give each region the same answers; fra1's share of eu (weights %s): %s\n"+
 		"CPU is counted in ticks of 10 ms: at %d q/s one tick is %.0f µs/q\n",
 		time.Now().Format("2006-01-02"), runtime.NumCPU(), cpuModel(),
-		dnsdLabel(*flagDNSDProcs), version(gdnsd, "-h"), version(dnsperf, "-H"),
+		dnsdLabel(*flagDNSDProcs), version(gdnsd, "-h"), version(knotd, "-V"), version(dnsperf, "-H"),
 		*flagServerCPU, *flagClientCPU, *flagClients, *flagWarmup, *flagDuration, *flagRounds,
 		label, strings.Join(shares, ", "),
 		*flagRate, 1e6/userHZ/(float64(*flagRate)*flagDuration.Seconds()))
@@ -218,15 +234,16 @@ func BenchmarkDNS(b *testing.B) {
 	rows := map[string]*row{}
 	var order []*row
 	for _, m := range mixes {
-		for _, s := range servers {
+		for _, s := range []*server{servers[0], peers[m.peer]} {
 			r := &row{mix: m.key + " " + m.title, server: s.name}
 			rows[m.key+s.name] = r
 			order = append(order, r)
 		}
 	}
+	signed0, hits0 := cacheHits(b, servers[0].admin)
 	for round := range *flagRounds {
 		for _, m := range mixes {
-			turn := slices.Clone(servers)
+			turn := []*server{servers[0], peers[m.peer]}
 			if round%2 == 1 {
 				slices.Reverse(turn)
 			}
@@ -249,9 +266,10 @@ func BenchmarkDNS(b *testing.B) {
 			}
 		}
 	}
-	fmt.Printf("\n%s%s", header, table(order))
+	signed1, hits1 := cacheHits(b, servers[0].admin)
+	fmt.Printf("\n%s%s%s", header, table(order), signedLine(rows, signed1-signed0, hits1-hits0))
 	for _, m := range mixes {
-		d, g := rows[m.key+"dnsd"].summary(), rows[m.key+"gdnsd"].summary()
+		d, g := rows[m.key+"dnsd"].summary(), rows[m.key+m.peer].summary()
 		if g.cpu > 0 {
 			b.ReportMetric(d.cpu/g.cpu, "cpu-ratio-"+m.key)
 		}
@@ -297,10 +315,10 @@ func table(rows []*row) string {
 		"and the share of its core in that round); latencies: median of the rounds; lost: sum of the rounds.\n" +
 		"p99 only at a fixed rate (dnsperf -v); closed loop (-c 1 -q 100) has none, - below.\n\n")
 	fmt.Fprintf(&s, "%-46s %-6s %8s %9s %5s %8s %8s %8s %6s %10s\n",
-		"mix", "server", "q/s", "CPU µs/q", "core", "avg µs", "p99 µs", "max µs", "lost", "CPU d/g")
-	gd := map[string]summary{}
+		"mix", "server", "q/s", "CPU µs/q", "core", "avg µs", "p99 µs", "max µs", "lost", "CPU d/peer")
+	gd := map[string]summary{} // the peer's row of each mix
 	for _, r := range rows {
-		if r.server == "gdnsd" {
+		if r.server != "dnsd" {
 			gd[r.mix] = r.summary()
 		}
 	}

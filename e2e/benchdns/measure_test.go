@@ -26,6 +26,8 @@ type mix struct {
 	file       string // dnsperf datafile
 	binary     bool   // file is wire format (dnsperf -B)
 	rate       int    // dnsperf -Q; 0 = closed loop
+	do         bool   // a text file's queries with DO (dnsperf -D)
+	peer       string // the server dnsd is compared with: gdnsd, or knot for signed answers
 }
 
 // writeTextData writes a dnsperf text datafile of "name type" lines.
@@ -38,7 +40,9 @@ func writeTextData(path string, lines ...string) error {
 // for the group with that region's ECS network, each followed by one
 // plain query without EDNS, so half the queries carry ECS. dnsperf's -E
 // adds one option to every query, so per-query ECS needs wire format.
-func writeECSData(path string) error {
+// With do, every query has the DO bit (the plain ones EDNS without
+// options).
+func writeECSData(path string, do bool) error {
 	var out []byte
 	for _, fam := range []int{4, 6} {
 		for _, r := range regions {
@@ -53,6 +57,10 @@ func writeECSData(path string) error {
 			p := new(dns.Msg)
 			p.SetQuestion(groupName, dns.TypeA)
 			p.RecursionDesired = false
+			if do {
+				q.IsEdns0().SetDo()
+				p.SetEdns0(1232, true)
+			}
 			for _, m := range []*dns.Msg{q, p} {
 				wire, err := m.Pack()
 				if err != nil {
@@ -117,6 +125,9 @@ func runDnsperf(ctx context.Context, bin, host, port string, m mix, d time.Durat
 		"-c", strconv.Itoa(*flagClients), "-q", "100", "-l", strconv.FormatFloat(d.Seconds(), 'f', -1, 64)}
 	if m.binary {
 		args = append(args, "-B")
+	}
+	if m.do {
+		args = append(args, "-D")
 	}
 	if m.rate > 0 {
 		args = append(args, "-Q", strconv.Itoa(m.rate))

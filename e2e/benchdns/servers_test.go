@@ -20,9 +20,10 @@ import (
 // server is one DNS server process under test, started by this
 // benchmark and stopped by it (by PID, SIGTERM then SIGKILL).
 type server struct {
-	name string
-	addr string // host:port, UDP and TCP
-	pid  int
+	name  string
+	addr  string // host:port, UDP and TCP
+	admin string // dnsd's admin listener, host:port
+	pid   int
 	log  string // its stdout and stderr
 	done chan struct{}
 }
@@ -99,12 +100,17 @@ func startDNSD(b *testing.B, bin, cfg string, procs int) *server {
 		}
 	}
 	waitAnswers(b, s, deadline)
+	s.admin = loggedAddr(s.log, "admin listening")
 	return s
 }
 
 // listenAddr returns the address of dnsd's first "dns listening" log
 // record in path, or "".
-func listenAddr(path string) string {
+func listenAddr(path string) string { return loggedAddr(path, "dns listening") }
+
+// loggedAddr returns the address of dnsd's first log record msg in path,
+// or "".
+func loggedAddr(path, msg string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -113,7 +119,7 @@ func listenAddr(path string) string {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var rec struct{ Msg, Addr string }
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "dns listening" {
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == msg {
 			return rec.Addr
 		}
 	}

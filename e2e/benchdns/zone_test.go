@@ -115,14 +115,19 @@ func writeMMDB(csvPath, out string) error {
 // one tier; the regions are thousands of km apart).
 // With procs > 0 it has that many UDP sockets.
 func writeDNSDConfig(dir, mmdb string, procs int) (string, error) {
+	keys, err := writeSigningKeys(dir)
+	if err != nil {
+		return "", err
+	}
 	var s strings.Builder
-	s.WriteString(`listen: ["127.0.0.1:0"]` + "\n")
+	s.WriteString(`listen: ["127.0.0.1:0"]` + "\nadmin: 127.0.0.1:0\n")
 	if procs > 0 {
 		fmt.Fprintf(&s, "server: {udp_sockets: %d}\n", procs)
 	}
 	fmt.Fprintf(&s, `zones:
   - origin: %s
     file: %szone
+    dnssec: {keys: [%s]}
 geo:
   mmdb: %s
   default: %s
@@ -132,7 +137,7 @@ groups:
     answers: 1
     policy: {name: geo-load}
     members:
-`, origin, origin, strconv.Quote(mmdb), location(regionMembers(defaultRegion)[0]), groupName, groupTTL, groupTTL)
+`, origin, origin, strings.Join(keys, ", "), strconv.Quote(mmdb), location(regionMembers(defaultRegion)[0]), groupName, groupTTL, groupTTL)
 	for _, m := range members {
 		fmt.Fprintf(&s, "      - {name: %s, host: %s.%s, addresses: [%s, %q], capacity: 1000000000, weight: %d, location: %s}\n",
 			m.name, m.name, origin, m.v4, m.v6, m.weight, location(m))
