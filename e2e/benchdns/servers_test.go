@@ -24,8 +24,8 @@ type server struct {
 	addr  string // host:port, UDP and TCP
 	admin string // dnsd's admin listener, host:port
 	pid   int
-	log  string // its stdout and stderr
-	done chan struct{}
+	log   string // its stdout and stderr
+	done  chan struct{}
 }
 
 // startProcess starts argv pinned with taskset to -server-cpu, output to
