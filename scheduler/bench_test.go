@@ -48,7 +48,7 @@ func BenchmarkPick(b *testing.B) {
 		for _, size := range []struct {
 			name string
 			n    int
-		}{{"3x2", 6}, {"100", 100}} {
+		}{{"3x2", 6}, {"100", 100}, {"512", 512}} {
 			b.Run(name+"/"+size.name, func(b *testing.B) {
 				pol := mustPolicy(b, name, Params{})
 				g, est := benchGroup(size.n, now)

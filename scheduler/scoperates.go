@@ -93,12 +93,13 @@ type ScopeRates struct {
 	tail  int32 // least recently seen, -1 when empty
 	total decaying
 
-	members []memberCal // by member index, < MaxTrackedMembers
-	rateSum float64     // Σ r̂ₛ over the slots with an estimate
-	rated   int         // slots with an estimate
-	errEWMA float64     // calibration error, exponentially averaged
-	errSet  bool
-	scratch []exposed // of Report
+	members    []memberCal // by member index, < MaxTrackedMembers
+	memberSums memberSums  // of members' reports (sums)
+	rateSum    float64     // Σ r̂ₛ over the slots with an estimate
+	rated      int         // slots with an estimate
+	errEWMA    float64     // calibration error, exponentially averaged
+	errSet     bool
+	scratch    []exposed // of Report
 
 	restoredTotal float64 // the group total of a restored state
 	restoredCal   bool

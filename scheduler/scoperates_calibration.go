@@ -15,12 +15,40 @@ type exposed struct {
 // calibrated reports whether the estimates come from reports of group
 // requests; the caller holds mu.
 func (s *ScopeRates) calibrated(t int64) bool {
-	for i := range s.members {
-		if s.members[i].hasG {
-			return true
-		}
+	if s.sums().hasG {
+		return true
 	}
 	return s.restoredCal && s.restoredTotal > 0 && t < s.restoredUntil
+}
+
+// memberSums is what groupTotal and calibrated read of all the members'
+// reports, summed once after the reports change rather than per answer.
+type memberSums struct {
+	sum            float64 // Σ group requests, or requests where a member reports none
+	reported, hasG bool    // some member reported; some reported group requests
+	valid          bool
+}
+
+// sums returns the members' sums; the caller holds mu.
+func (s *ScopeRates) sums() memberSums {
+	if s.memberSums.valid {
+		return s.memberSums
+	}
+	var ms memberSums
+	for i := range s.members {
+		m := &s.members[i]
+		switch {
+		case m.hasG:
+			ms.sum += m.g
+		case m.reported:
+			ms.sum += m.r
+		}
+		ms.reported = ms.reported || m.reported
+		ms.hasG = ms.hasG || m.hasG
+	}
+	ms.valid = true
+	s.memberSums = ms
+	return ms
 }
 
 // groupTotal returns the group's request rate; the caller holds mu.
@@ -28,18 +56,8 @@ func (s *ScopeRates) calibrated(t int64) bool {
 // members that do not report them); else the sum of the reported requests;
 // with no report at all, k × the copies in cache.
 func (s *ScopeRates) groupTotal(t int64) float64 {
-	var sum float64
-	reported := false
-	for i := range s.members {
-		m := &s.members[i]
-		switch {
-		case m.hasG:
-			sum += m.g
-		case m.reported:
-			sum += m.r
-		}
-		reported = reported || m.reported
-	}
+	ms := s.sums()
+	sum, reported := ms.sum, ms.reported
 	if s.restoredTotal > 0 && t < s.restoredUntil {
 		sum = max(sum, s.restoredTotal)
 		reported = true
@@ -149,6 +167,7 @@ func (s *ScopeRates) Report(member int, rep MemberReport) {
 	m := &s.members[member]
 	prevG, prevAt, prevW, had := m.own, m.at, m.w, m.hasG
 	m.r, m.g, m.reported = sane(rep.Requests), sane(rep.GroupRequests), true
+	s.memberSums.valid = false
 	if m.g > 0 {
 		m.hasG = true
 	}

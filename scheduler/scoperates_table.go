@@ -52,6 +52,7 @@ func (s *ScopeRates) Remap(to []int) {
 		}
 	}
 	s.members = members
+	s.memberSums.valid = false
 	for i := range s.slots {
 		sl := &s.slots[i]
 		sl.listed = 0 // every slot is in use: slots are only reused by eviction
