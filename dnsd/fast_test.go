@@ -56,11 +56,21 @@ type fastPair struct {
 
 func newFastPair(t testing.TB, mut func(*zones.Config)) *fastPair {
 	t.Helper()
+	p := pairOf(t, func() *zones.Set { return testSet(t, mut) })
+	if p.fast.snap.Load().fast == nil || len(p.fast.snap.Load().fast.entries) == 0 {
+		t.Fatal("the fast table is empty")
+	}
+	return p
+}
+
+// pairOf is the fast pair of two servers of the sets that set builds.
+func pairOf(t testing.TB, set func() *zones.Set) *fastPair {
+	t.Helper()
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
 	p := new(fastPair)
 	for _, slowOnly := range []bool{false, true} {
-		set := testSet(t, mut)
+		set := set()
 		asked := &p.fastAsked
 		if slowOnly {
 			asked = &p.slowAsked
@@ -79,9 +89,6 @@ func newFastPair(t testing.TB, mut func(*zones.Config)) *fastPair {
 		}
 	}
 	p.slow.cookie = p.fast.cookie
-	if p.fast.snap.Load().fast == nil || len(p.fast.snap.Load().fast.entries) == 0 {
-		t.Fatal("the fast table is empty")
-	}
 	return p
 }
 

@@ -277,29 +277,7 @@ func signedCases() []fastCase {
 // newSignedPair is newFastPair over the zone signed by the ED25519 key.
 func newSignedPair(t testing.TB) *fastPair {
 	t.Helper()
-	now := time.Unix(1_800_000_000, 0)
-	p := new(fastPair)
-	for _, slowOnly := range []bool{false, true} {
-		set := signedSet(t, testEd25519)
-		asked := &p.fastAsked
-		if slowOnly {
-			asked = &p.slowAsked
-		}
-		s, err := New(Options{Groups: countingGroups{scopeGroups{set: set}, asked}, now: func() time.Time { return now }, slowOnly: slowOnly})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Load(set); err != nil {
-			t.Fatal(err)
-		}
-		if slowOnly {
-			p.slow = s
-		} else {
-			p.fast = s
-		}
-	}
-	p.slow.cookie = p.fast.cookie
-	return p
+	return pairOf(t, func() *zones.Set { return signedSet(t, testEd25519) })
 }
 
 // TestSignatureCache: an RRset is signed once; the same answer again, to
