@@ -66,6 +66,13 @@ func dispatchSetCap(t testing.TB, policy, capacity string) *zones.Set {
 // capacity and bandwidth as given.
 func dispatchSetBandwidth(t testing.TB, policy, capacity, bandwidth string) *zones.Set {
 	t.Helper()
+	return loadDispatchConfig(t, strings.NewReplacer("POLICY", policy, "CAP", capacity, "BW", bandwidth).Replace(dispatchConfig))
+}
+
+// loadDispatchConfig loads the config text, with the test GeoIP
+// database's path for MMDB, beside the test zone file.
+func loadDispatchConfig(t testing.TB, text string) *zones.Set {
+	t.Helper()
 	dir := t.TempDir()
 	mmdb, err := filepath.Abs(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.mmdb"))
 	if err != nil {
@@ -74,7 +81,7 @@ func dispatchSetBandwidth(t testing.TB, policy, capacity, bandwidth string) *zon
 	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.NewReplacer("MMDB", mmdb, "POLICY", policy, "CAP", capacity, "BW", bandwidth).Replace(dispatchConfig)
+	text = strings.ReplaceAll(text, "MMDB", mmdb)
 	cfgPath := filepath.Join(dir, "dnsd.yaml")
 	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)

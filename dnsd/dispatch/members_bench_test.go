@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,23 +25,7 @@ func membersSet(b *testing.B, n int) *zones.Set {
 		fmt.Fprintf(&ms, "      - {name: m%d, host: m%d.example.org., addresses: [10.1.%d.%d], capacity: 100000, location: {lat: %v, lon: %v}}\n",
 			i, i, i/250, i%250+1, lat, lon)
 	}
-	dir := b.TempDir()
-	mmdb, err := filepath.Abs(filepath.Join("..", "..", "scheduler", "geo", "testdata", "regions.mmdb"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "example.org.zone"), []byte(dispatchZone), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	text := strings.NewReplacer("MMDB", mmdb, "POLICY", "geo-load").Replace(head) + ms.String()
-	if err := os.WriteFile(filepath.Join(dir, "dnsd.yaml"), []byte(text), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	set, err := zones.Load(filepath.Join(dir, "dnsd.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return set
+	return loadDispatchConfig(b, strings.ReplaceAll(head, "POLICY", "geo-load")+ms.String())
 }
 
 // BenchmarkGroupAnswerMembers: the dispatcher's group answer (geo-load,
