@@ -3,6 +3,8 @@ package zones
 import (
 	"bytes"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
@@ -81,6 +83,9 @@ func (k *SigningKey) readPrivate(priv string, data []byte) error {
 	if !ok {
 		return fmt.Errorf("%s: not a signing key", priv)
 	}
+	if err := hasPrivateKey(signer); err != nil {
+		return fmt.Errorf("%s: %v", priv, err)
+	}
 	k.Signer = signer
 	if err := k.check(); err != nil {
 		return fmt.Errorf("%s: %v (is it the private key of %s?)", priv, err, k.File)
@@ -127,6 +132,22 @@ func parseDNSKEY(origin, file string, data []byte) (*dns.DNSKEY, error) {
 	}
 	key.Hdr.Name = dns.CanonicalName(origin)
 	return key, nil
+}
+
+// hasPrivateKey reports a key file without its PrivateKey field, which
+// the dns library reads as an empty key that would panic when it signs.
+func hasPrivateKey(signer crypto.Signer) error {
+	switch key := signer.(type) {
+	case ed25519.PrivateKey:
+		if len(key) != ed25519.PrivateKeySize {
+			return errors.New("no PrivateKey field")
+		}
+	case *ecdsa.PrivateKey:
+		if key.D == nil || key.D.Sign() <= 0 {
+			return errors.New("no PrivateKey field")
+		}
+	}
+	return nil
 }
 
 // check signs a probe RRset with the private key and verifies it with

@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,29 @@ func TestReadKeyErrors(t *testing.T) {
 			t.Fatalf("err %v, want it to name K.private", err)
 		}
 	})
+}
+
+// TestPrivateKeyFieldMissing: a .private file without its PrivateKey
+// field is an error that names the file, for both algorithms (the dns
+// library reads it as an empty key, which panicked when it signed).
+func TestPrivateKeyFieldMissing(t *testing.T) {
+	for _, base := range []string{"Kexample.org.+013+45830", "Kexample.org.+015+31855"} {
+		t.Run(base, func(t *testing.T) {
+			pub, err := os.ReadFile(keyFile(base + ".key"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := parseDNSKEY("example.org.", base+".key", pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			priv := fmt.Sprintf("Private-key-format: v1.3\nAlgorithm: %d\n", key.Algorithm)
+			err = (&SigningKey{DNSKEY: key}).readPrivate("K.private", []byte(priv))
+			if err == nil || err.Error() != "K.private: no PrivateKey field" {
+				t.Fatalf("err %v, want K.private: no PrivateKey field", err)
+			}
+		})
+	}
 }
 
 // TestKeyTiming: BIND's Publish, Activate, Inactive and Delete decide
