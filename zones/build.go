@@ -74,9 +74,10 @@ const (
 // check says whether another must come down.
 const (
 	// MaxGroupMembers caps the members of a group: the config file's
-	// plus max_runtime_members. A mirror group is a few dozen mirrors;
-	// 128 leaves room for several times that.
-	MaxGroupMembers = 128
+	// plus max_runtime_members. A mirror group is a few dozen to a few
+	// hundred mirrors (Debian's and CPAN's lists hold about 300);
+	// 512 leaves room for that.
+	MaxGroupMembers = 512
 	// MaxMemberAddresses caps a member's addresses. A mirror has a
 	// handful (an IPv4 and an IPv6 address, a few more when multi-homed);
 	// 16 is plenty, and a member with thousands would blow up the group

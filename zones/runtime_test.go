@@ -212,36 +212,37 @@ func TestMaxRuntimeMembers(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"-1", "129", "4096"} {
+	for _, bad := range []string{"-1", fmt.Sprint(MaxGroupMembers + 1), "4096"} {
 		t.Run("out of range "+bad, func(t *testing.T) {
 			_, err := groupYAML(t, "    max_runtime_members: "+bad)
-			if want := `rotation.yaml:6:5: group "www.example.org.": max_runtime_members ` + bad + ` must be in 0..128`; err == nil || !strings.Contains(err.Error(), want) {
+			if want := `rotation.yaml:6:5: group "www.example.org.": max_runtime_members ` + bad + fmt.Sprintf(` must be in 0..%d`, MaxGroupMembers); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("error %v, want %q", err, want)
 			}
 		})
 	}
 	t.Run("with the file's members over the group cap", func(t *testing.T) {
 		// groupYAML's group has one member in the file.
-		_, err := groupYAML(t, "    max_runtime_members: 128")
-		if want := `rotation.yaml:6:5: group "www.example.org.": max_runtime_members 128 and 1 members in the file are more than 128, the most a group may have`; err == nil || !strings.Contains(err.Error(), want) {
+		_, err := groupYAML(t, fmt.Sprint("    max_runtime_members: ", MaxGroupMembers))
+		if want := fmt.Sprintf(`rotation.yaml:6:5: group "www.example.org.": max_runtime_members %d and 1 members in the file are more than %[1]d, the most a group may have`, MaxGroupMembers); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want %q", err, want)
 		}
 	})
 	t.Run("at the group cap", func(t *testing.T) {
-		set, err := groupYAML(t, "    secret: s\n    max_runtime_members: 127")
+		room := MaxGroupMembers - 1
+		set, err := groupYAML(t, fmt.Sprint("    secret: s\n    max_runtime_members: ", room))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ms []MemberConfig
-		for i := range 128 {
+		for i := range room + 1 {
 			ms = append(ms, member(fmt.Sprintf("a%d", i)))
 		}
 		_, err = set.WithMembers(map[string][]MemberConfig{"www.example.org.": ms})
-		if want := `member "a127": too many run-time members`; err == nil || !strings.Contains(err.Error(), want) {
+		if want := fmt.Sprintf(`member "a%d": too many run-time members`, room); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want %q", err, want)
 		}
-		if _, err := set.WithMembers(map[string][]MemberConfig{"www.example.org.": ms[:127]}); err != nil {
-			t.Errorf("127 run-time members and one in the file: %v", err)
+		if _, err := set.WithMembers(map[string][]MemberConfig{"www.example.org.": ms[:room]}); err != nil {
+			t.Errorf("%d run-time members and one in the file: %v", room, err)
 		}
 	})
 	set, err := groupYAML(t, "")

@@ -13,7 +13,7 @@ import (
 // reads (its ClientOptions.MaxResponse when it refreshes the view). dnsd
 // bounds its groups (members, addresses, name lengths) so that the
 // largest view it can make stays within half of it.
-const MaxViewBytes = 1 << 20
+const MaxViewBytes = 4 << 20
 
 // GroupView is GROUP-QUERY's answer, the JSON of dnsd's GetGroup: the
 // group's settings and every member with its live state and its figures
