@@ -22,67 +22,36 @@ func (p geoLoad) spare(v *view, i int) float64 {
 }
 
 // tierBuf is how many tier weights Pick keeps on the stack; larger tiers
-// recompute them.
-const tierBuf = 32
+// recompute the rest for every draw.
+const tierBuf = 64
 
-// Pick implements Policy.
+// Pick implements Policy. Each member's weight is computed once per Pick
+// (the view does not change during it), however many draws its tier
+// takes.
 func (p geoLoad) Pick(g *Group, q Query, dst []int) ([]int, bool) {
 	v := begin(g, &q)
 	defer v.end()
 	c := g.candidates(q.Client.Loc)
 	base := len(dst)
-	n := len(c.idx)
 	var wbuf [tierBuf]float64
 	for pos := 0; len(dst)-base < q.N; {
 		// The tier starts at the nearest member with room not yet picked.
-		for ; pos < n; pos++ {
-			i := int(c.idx[pos])
-			if v.up(i) && !has(dst[base:], i) && p.spare(&v, i) > 0 {
-				break
-			}
-		}
-		if pos == n {
+		pos = p.tierStart(&v, c, pos, dst[base:], &wbuf[0])
+		if pos == len(c.idx) {
 			break
 		}
 		end := pos + 1
-		for end < n && c.dist[end] <= c.dist[pos]+p.p.TierSlackKm {
+		for end < len(c.idx) && c.dist[end] <= c.dist[pos]+p.p.TierSlackKm {
 			end++
 		}
 		tier := c.idx[pos:end]
+		for k := 1; k < min(len(tier), tierBuf); k++ {
+			wbuf[k] = p.weight(&v, int(tier[k]), dst[base:])
+		}
 		for len(dst)-base < q.N {
-			sum := 0.0
-			for k, i32 := range tier {
-				w := 0.0
-				if i := int(i32); v.up(i) && !has(dst[base:], i) {
-					w = max(0, p.spare(&v, i))
-				}
-				if k < tierBuf {
-					wbuf[k] = w
-				}
-				sum += w
-			}
-			if sum == 0 {
+			pick := p.draw(&v, tier, wbuf[:min(len(tier), tierBuf)], dst[base:], q.Rand.Float64)
+			if pick < 0 {
 				break
-			}
-			x := q.Rand.Float64() * sum // [0, sum)
-			pick := -1
-			for k, i32 := range tier {
-				i := int(i32)
-				var w float64
-				switch {
-				case k < tierBuf:
-					w = wbuf[k]
-				case v.up(i) && !has(dst[base:], i):
-					w = max(0, p.spare(&v, i))
-				}
-				if w <= 0 {
-					continue
-				}
-				pick = i // the last positive one absorbs rounding
-				if x < w {
-					break
-				}
-				x -= w
 			}
 			dst = append(dst, pick)
 		}
@@ -102,6 +71,66 @@ func (p geoLoad) Pick(g *Group, q Query, dst []int) ([]int, bool) {
 		}
 	}
 	return dst, v.open
+}
+
+// tierStart returns the position in c from pos on of the nearest member
+// with room that is up and not in picked, and stores its weight in *w;
+// len(c.idx) when there is none.
+func (p geoLoad) tierStart(v *view, c *candidates, pos int, picked []int, w *float64) int {
+	for ; pos < len(c.idx); pos++ {
+		i := int(c.idx[pos])
+		if v.up(i) && !has(picked, i) {
+			if *w = p.spare(v, i); *w > 0 {
+				return pos
+			}
+		}
+	}
+	return pos
+}
+
+// weight is member i's weight in a draw: its spare capacity, 0 when it is
+// down or already picked.
+func (p geoLoad) weight(v *view, i int, picked []int) float64 {
+	if !v.up(i) || has(picked, i) {
+		return 0
+	}
+	return max(0, p.spare(v, i))
+}
+
+// draw picks a member of tier in proportion to its weight, w[k] for the
+// first len(w) members (set to 0 once drawn), computed for the others;
+// −1 when no weight is positive.
+func (p geoLoad) draw(v *view, tier []int32, w []float64, picked []int, rand func() float64) int {
+	weightOf := func(k int) float64 {
+		if k < len(w) {
+			return w[k]
+		}
+		return p.weight(v, int(tier[k]), picked)
+	}
+	sum := 0.0
+	for k := range tier {
+		sum += weightOf(k)
+	}
+	if sum == 0 {
+		return -1
+	}
+	x := rand() * sum // [0, sum)
+	pick := -1
+	for k := range tier {
+		wk := weightOf(k)
+		if wk <= 0 {
+			continue
+		}
+		pick = k // the last positive one absorbs rounding
+		if x < wk {
+			break
+		}
+		x -= wk
+	}
+	if pick < len(w) {
+		w[pick] = 0
+	}
+	return int(tier[pick])
 }
 
 // DependsOn returns DependsOnLocation.

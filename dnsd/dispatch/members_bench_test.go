@@ -29,10 +29,10 @@ func membersSet(b *testing.B, n int) *zones.Set {
 }
 
 // BenchmarkGroupAnswerMembers: the dispatcher's group answer (geo-load,
-// ECS from 64 networks) for groups of 4, 64 and 128 members (the most a configured group may have): the cost
+// ECS from 64 networks) for groups of 4, 64, 128 and 512 members (the most a group may have): the cost
 // per answer should not grow with the group.
 func BenchmarkGroupAnswerMembers(b *testing.B) {
-	for _, n := range []int{4, 64, 128} {
+	for _, n := range []int{4, 64, 128, 512} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			d, err := New(Options{Now: time.Now, Seed: 42})
 			if err != nil {
