@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,23 @@ type Estimator struct {
 
 	mu sync.RWMutex
 	m  []estimate
+	// utils[i] is member i's utilization as a pick last computed it;
+	// picks write it under the read lock, so it is atomic. See view.util.
+	utils []cachedUtil
+}
+
+// cachedUtil is a member's utilization computed by a pick at Unix ns at
+// (0: none, or the member's figures changed since).
+type cachedUtil struct {
+	at   atomic.Int64
+	bits atomic.Uint64 // math.Float64bits of the utilization
+}
+
+// changed drops member i's cached utilization; the caller holds mu.
+func (e *Estimator) changed(i int) {
+	if i < len(e.utils) {
+		e.utils[i].at.Store(0)
+	}
 }
 
 // estimate is one member's entry.
@@ -115,6 +133,7 @@ func NewWindowEstimator(horizon time.Duration) *Estimator {
 func (e *Estimator) entry(i int) *estimate {
 	if i >= len(e.m) {
 		e.m = append(e.m, make([]estimate, i+1-len(e.m))...)
+		e.utils = make([]cachedUtil, len(e.m))
 	}
 	en := &e.m[i]
 	if e.windowed && en.book == nil {
@@ -146,6 +165,7 @@ func (e *Estimator) ReportWindow(member int, u Usage, at time.Time, window time.
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en := e.entry(member)
+	e.changed(member)
 	en.load, en.bytesPerSecond, en.reported = sane(u.Load), sane(u.BytesPerSecond), true
 	if !e.windowed {
 		en.pending, en.at = 0, at
@@ -213,6 +233,7 @@ func (e *Estimator) Move(to, from []int, fromN int, load float64, left, now time
 		for _, i := range to {
 			if i >= 0 {
 				e.book(e.entry(i), share, now, now)
+				e.changed(i)
 			}
 		}
 	}
@@ -223,6 +244,7 @@ func (e *Estimator) Move(to, from []int, fromN int, load float64, left, now time
 	for _, i := range from {
 		if i >= 0 {
 			e.book(e.entry(i), share, left, now)
+			e.changed(i)
 		}
 	}
 }
@@ -374,6 +396,7 @@ func (e *Estimator) SetRemote(member int, load float64) {
 		return
 	}
 	e.entry(member).remote = load
+	e.changed(member)
 }
 
 // total is the pending load at now with the remote one: decayed plus

@@ -202,8 +202,23 @@ func (v *view) eligible() []int {
 
 func (v *view) up(i int) bool { return v.open || v.g.members[i].Up }
 
-// util returns member i's utilization (Figures.Utilization).
-func (v *view) util(i int) float64 { return v.figures(i).Utilization() }
+// util returns member i's utilization (Figures.Utilization), as an
+// earlier pick computed it less than utilRecheck ago if nothing changed
+// it since.
+func (v *view) util(i int) float64 {
+	if v.e == nil || v.open || i >= len(v.e.utils) {
+		return v.figures(i).Utilization()
+	}
+	c := &v.e.utils[i]
+	now := v.now.UnixNano()
+	if at := c.at.Load(); at != 0 && now-at < int64(utilRecheck) && at-now < int64(utilRecheck) {
+		return math.Float64frombits(c.bits.Load())
+	}
+	u := v.figures(i).Utilization()
+	c.bits.Store(math.Float64bits(u))
+	c.at.Store(max(now, 1))
+	return u
+}
 
 // figures returns member i's figures: the estimator's latest report, else
 // the snapshot's, with the pending load. Failing open, reported figures
@@ -224,6 +239,17 @@ func (v *view) figures(i int) Figures {
 	}
 	return f
 }
+
+// utilRecheck is how long a pick takes a member's utilization computed
+// by an earlier pick to hold, unless a report, a booking or a new remote
+// share on the Load estimator changes it (the Also estimators' changes
+// show within utilRecheck): in between, a windowed estimator's pending
+// load only changes as the slow decay of bookings no report took in, and
+// NewEstimator's halves every horizon (seconds to minutes). It spares
+// each pick the figures of every member it weighs (pending load over
+// every source), which made a 512-member group's answers cost twice a
+// 4-member group's, and least-load's ranking O(members) of them.
+const utilRecheck = 250 * time.Millisecond
 
 // has reports whether i is in picked.
 func has(picked []int, i int) bool {
