@@ -307,7 +307,7 @@ func (w *Watcher) Update(spec MemberSpec) error {
 	}
 	old := m.spec
 	m.spec = spec
-	if old.Interval != spec.Interval || old.Jitter != spec.Jitter {
+	if old.Interval != spec.Interval || old.Jitter != spec.Jitter || old.URL != spec.URL {
 		w.scheduleFirst(m, now)
 		heap.Fix(&w.queue, m.idx)
 		w.signal()
@@ -392,15 +392,30 @@ func (w *Watcher) Push(r Report, now time.Time) error {
 		return err
 	}
 	w.met.pushes.WithLabelValues(r.Group, "accepted").Inc()
+	first := m.lastPush.IsZero()
 	if now.After(m.lastPush) {
 		m.lastPush = now
+	}
+	if first {
+		// A parked push-only member: due now, to be looked at again
+		// when the push goes stale.
+		m.nominal, m.due = now, now
+		heap.Fix(&w.queue, m.idx)
 	}
 	fresh := m.setReport(r)
 	m.reason, m.errText = ReasonNone, ""
 	ev, changed := m.health.Observe(now, true, "push")
 	w.unlockAndEmit(m, ev, changed, fresh)
+	if first {
+		w.signal()
+	}
 	return nil
 }
+
+// parkedFor is how long a push-only member that has not pushed yet waits
+// before the scheduler looks at it again, unless its first push comes
+// first (it changes nothing until then).
+const parkedFor = time.Hour
 
 // believe returns why a valid pushed report for m is not believed at now,
 // nil if it is; w.mu held.
@@ -555,8 +570,12 @@ func (w *Watcher) dispatch(ctx context.Context) time.Duration {
 			w.next(m, now)
 			continue
 		case m.spec.URL == "" && m.lastPush.IsZero():
-			// Push-only and no push yet: unknown until the first.
-			w.next(m, now)
+			// Push-only and no push yet: unknown until the first, which
+			// schedules it again (Push); parked meanwhile, so that
+			// members that never push cost no wake-ups.
+			m.nominal = now.Add(parkedFor)
+			m.due = m.nominal
+			heap.Fix(&w.queue, 0)
 			continue
 		case m.spec.URL == "":
 			w.next(m, now)
