@@ -53,10 +53,12 @@ type Client struct {
 // so the per-query path never sorts.
 type Group struct {
 	members []Member
-	seeds   []uint64 // per-member seed of the hash policy
-	up      []int    // indexes of the members that are up
-	all     []int    // 0..len-1, the candidates when failing open
-	equalW  bool     // every member has the same weight
+	seeds   []uint64  // per-member seed of the hash policy
+	up      []int     // indexes of the members that are up
+	all     []int     // 0..len-1, the candidates when failing open
+	equalW  bool      // every member has the same weight
+	cumUp   []float64 // running sums of the weights over up (weighted's draws)
+	cumAll  []float64 // over all
 	cache   *distanceCache
 }
 
@@ -88,9 +90,21 @@ func NewGroup(members []Member) *Group {
 			g.equalW = false
 		}
 	}
+	g.cumUp, g.cumAll = g.cumulative(g.up), g.cumulative(g.all)
 	limit := maxCachedSlots / max(1, len(members))
 	g.cache = &distanceCache{limit: max(minCachedBuckets, limit), m: make(map[uint64]*candidates)}
 	return g
+}
+
+// cumulative returns the running sums of the weights of members idx.
+func (g *Group) cumulative(idx []int) []float64 {
+	out := make([]float64, len(idx))
+	sum := 0.0
+	for k, i := range idx {
+		sum += g.members[i].Weight
+		out[k] = sum
+	}
+	return out
 }
 
 // sane maps NaN, ±Inf and negative numbers to 0.
