@@ -136,7 +136,7 @@ bench-site:
 
 ## bench-dns: dnsd against gdnsd (installed with apt-get when missing) with
 ## dnsperf on loopback, the servers on one core and dnsperf on the other:
-## four query mixes, three rounds (about 6 minutes on a quiet machine).
+## seven query mixes, three rounds (about 8 minutes on a quiet machine).
 bench-dns: build
 	@$(MAKE) --no-print-directory deps TEST_DEPS="$(BENCH_DNS_DEPS)"
 	$(GO) test -count=1 -run='^$$' -bench=BenchmarkDNS -benchtime=1x -timeout=45m ./e2e/benchdns/ -args -dns -dnsd $(abspath $(BIN))/dnsd $(BENCH_DNS_ARGS)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/transmirror/transmirror/scheduler"
 )
 
 // answerCase is one question asked of both servers with dig, n times,
@@ -137,4 +138,40 @@ func weightOf(name string) (float64, string) {
 		}
 	}
 	return 0, ""
+}
+
+// checkBig asks s (dnsd) for big from each region's IPv4 ECS network, 40
+// times: every answer is one of big's members, and near the region (less
+// than 3,000 km from its first www member; a member drawn from the whole
+// globe would be that near about one time in six).
+func checkBig(ctx context.Context, s *server) error {
+	near := map[string]member{}
+	for _, m := range bigGroup() {
+		near[m.v4] = m
+	}
+	for _, r := range regions {
+		c := answerCase{name: "big A, ECS " + r.ecs4 + " (" + r.name + ")", args: []string{"+subnet=" + r.ecs4, bigName, "A"}, n: 40}
+		got, err := digAnswers(ctx, s, c)
+		if err != nil {
+			return err
+		}
+		if len(got) != c.n {
+			return fmt.Errorf("%s: %s: %d addresses for %d queries, want one each", s.name, c.name, len(got), c.n)
+		}
+		home := regionMembers(r.name)[0]
+		for _, a := range got {
+			m, ok := near[a]
+			if !ok {
+				return fmt.Errorf("%s: %s: answer %s is not a member of big", s.name, c.name, a)
+			}
+			if d := scheduler.DistanceKm(coords(m), coords(home)); d > 3000 {
+				return fmt.Errorf("%s: %s: answer %s (%s) is %.0f km from %s", s.name, c.name, a, m.name, d, home.name)
+			}
+		}
+	}
+	return nil
+}
+
+func coords(m member) scheduler.Location {
+	return scheduler.Location{Lat: m.lat, Lon: m.lon, HasCoords: true}
 }

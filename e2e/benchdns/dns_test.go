@@ -28,7 +28,9 @@
 // answered signed: dnsd signs online, against Knot with mod-onlinesign
 // (gdnsd does not sign), and the line under the table gives dnsd's cost
 // per signed answer against its own unsigned one and the signature
-// cache's hit ratio.
+// cache's hit ratio; (g) is (c) on big, a group of 512 members spread
+// over the globe, run on dnsd alone: the line under the table gives its
+// cost per answer against (c)'s on the 4-member www.
 package benchdns
 
 import (
@@ -186,6 +188,9 @@ func BenchmarkDNS(b *testing.B) {
 			}
 		}
 	}
+	if err := checkBig(ctx, servers[0]); err != nil {
+		b.Fatal(err)
+	}
 	want, label := weightOf("fra1")
 	var shares []string
 	for _, s := range servers {
@@ -206,6 +211,7 @@ func BenchmarkDNS(b *testing.B) {
 		{key: "d", title: fmt.Sprintf("as c, at %d q/s", *flagRate), file: filepath.Join(dir, "c.bin"), binary: true, rate: *flagRate, peer: "gdnsd"},
 		{key: "e", title: "static A, DO: signed", file: filepath.Join(dir, "a.txt"), do: true, peer: "knot"},
 		{key: "f", title: "as c, every query DO: signed", file: filepath.Join(dir, "f.bin"), binary: true, peer: "knot"},
+		{key: "g", title: fmt.Sprintf("as c, the %d-member group big", bigMembers), file: filepath.Join(dir, "g.bin"), binary: true, self: "c"},
 	}
 	if err := writeTextData(mixes[0].file, strings.TrimSuffix(staticName, ".")+" A"); err != nil {
 		b.Fatal(err)
@@ -213,11 +219,14 @@ func BenchmarkDNS(b *testing.B) {
 	if err := writeTextData(mixes[1].file, strings.TrimSuffix(groupName, ".")+" A"); err != nil {
 		b.Fatal(err)
 	}
-	if err := writeECSData(mixes[2].file, false); err != nil {
-		b.Fatal(err)
-	}
-	if err := writeECSData(mixes[5].file, true); err != nil {
-		b.Fatal(err)
+	for _, d := range []struct {
+		m     mix
+		group string
+		do    bool
+	}{{mixes[2], groupName, false}, {mixes[5], groupName, true}, {mixes[6], bigName, false}} {
+		if err := writeECSData(d.m.file, d.group, d.do); err != nil {
+			b.Fatal(err)
+		}
 	}
 
 	header := fmt.Sprintf("bench-dns %s · nproc %d · %s · %s · %s · %s · %s\n"+
@@ -234,7 +243,7 @@ func BenchmarkDNS(b *testing.B) {
 	rows := map[string]*row{}
 	var order []*row
 	for _, m := range mixes {
-		for _, s := range []*server{servers[0], peers[m.peer]} {
+		for _, s := range m.servers(servers[0], peers) {
 			r := &row{mix: m.key + " " + m.title, server: s.name}
 			rows[m.key+s.name] = r
 			order = append(order, r)
@@ -243,7 +252,7 @@ func BenchmarkDNS(b *testing.B) {
 	signed0, hits0 := cacheHits(b, servers[0].admin)
 	for round := range *flagRounds {
 		for _, m := range mixes {
-			turn := []*server{servers[0], peers[m.peer]}
+			turn := m.servers(servers[0], peers)
 			if round%2 == 1 {
 				slices.Reverse(turn)
 			}
@@ -267,13 +276,32 @@ func BenchmarkDNS(b *testing.B) {
 		}
 	}
 	signed1, hits1 := cacheHits(b, servers[0].admin)
-	fmt.Printf("\n%s%s%s", header, table(order), signedLine(rows, signed1-signed0, hits1-hits0))
+	fmt.Printf("\n%s%s%s%s", header, table(order), signedLine(rows, signed1-signed0, hits1-hits0), selfLine(rows, mixes))
 	for _, m := range mixes {
-		d, g := rows[m.key+"dnsd"].summary(), rows[m.key+m.peer].summary()
-		if g.cpu > 0 {
+		ref := m.key + m.peer
+		if m.self != "" {
+			ref = m.self + "dnsd"
+		}
+		if d, g := rows[m.key+"dnsd"].summary(), rows[ref].summary(); g.cpu > 0 {
 			b.ReportMetric(d.cpu/g.cpu, "cpu-ratio-"+m.key)
 		}
 	}
+}
+
+// selfLine gives dnsd's CPU per answer on the mixes compared with
+// another mix of its own (g: the 512-member group against www).
+func selfLine(rows map[string]*row, mixes []mix) string {
+	var parts []string
+	for _, m := range mixes {
+		if m.self == "" {
+			continue
+		}
+		if d, ref := rows[m.key+"dnsd"].summary(), rows[m.self+"dnsd"].summary(); ref.cpu > 0 {
+			parts = append(parts, fmt.Sprintf("%s/%s %.2f×", m.key, m.self, d.cpu/ref.cpu))
+		}
+	}
+	return fmt.Sprintf("dnsd's CPU per answer of the %d-member group against the %d-member one: %s\n",
+		bigMembers, len(members), strings.Join(parts, ", "))
 }
 
 // measure waits for a quiet machine, warms s up with m, then runs m for

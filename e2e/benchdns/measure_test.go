@@ -28,6 +28,16 @@ type mix struct {
 	rate       int    // dnsperf -Q; 0 = closed loop
 	do         bool   // a text file's queries with DO (dnsperf -D)
 	peer       string // the server dnsd is compared with: gdnsd, or knot for signed answers
+	self       string // or the mix of dnsd's own it is compared with (no peer)
+}
+
+// servers returns who runs m: dnsd, and its peer unless m is compared
+// with another mix of dnsd's own.
+func (m mix) servers(dnsd *server, peers map[string]*server) []*server {
+	if m.self != "" {
+		return []*server{dnsd}
+	}
+	return []*server{dnsd, peers[m.peer]}
 }
 
 // writeTextData writes a dnsperf text datafile of "name type" lines.
@@ -35,14 +45,15 @@ func writeTextData(path string, lines ...string) error {
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
-// writeECSData writes the (c) stream as a dnsperf -B datafile (2-byte
-// length, then the message): for each region and family, one A query
+// writeECSData writes the (c) stream for groupName as a dnsperf -B
+// datafile (2-byte length, then the message): for each region and
+// family, one A query
 // for the group with that region's ECS network, each followed by one
 // plain query without EDNS, so half the queries carry ECS. dnsperf's -E
 // adds one option to every query, so per-query ECS needs wire format.
 // With do, every query has the DO bit (the plain ones EDNS without
 // options).
-func writeECSData(path string, do bool) error {
+func writeECSData(path, groupName string, do bool) error {
 	var out []byte
 	for _, fam := range []int{4, 6} {
 		for _, r := range regions {

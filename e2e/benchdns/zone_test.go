@@ -3,6 +3,7 @@ package benchdns
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,6 +90,30 @@ func failover(r string) []string {
 	return out
 }
 
+// The group big: bigMembers members spread evenly over the globe (a
+// Fibonacci lattice, about 1,000 km apart), each with its own address
+// pair, so that a geo-load tier holds about ten of them. Only dnsd serves
+// it: mix g compares its cost per answer with the 4-member www's.
+const (
+	bigName    = "big." + origin
+	bigMembers = 512
+)
+
+// bigGroup returns big's members.
+func bigGroup() []member {
+	out := make([]member, bigMembers)
+	for i := range out {
+		out[i] = member{
+			name: fmt.Sprintf("b%03d", i), region: "big", weight: 1,
+			v4:  fmt.Sprintf("127.4.%d.%d", i/250, i%250+1),
+			v6:  fmt.Sprintf("fd00:4::%x", i+1),
+			lat: math.Asin(1-2*(float64(i)+0.5)/bigMembers) * 180 / math.Pi,
+			lon: math.Mod(float64(i)*137.50776405, 360) - 180,
+		}
+	}
+	return out
+}
+
 // writeMMDB makes the test GeoIP database from the committed regions
 // table with the project's generator (as cmd/mkmmdb does).
 func writeMMDB(csvPath, out string) error {
@@ -141,6 +166,11 @@ groups:
 	for _, m := range members {
 		fmt.Fprintf(&s, "      - {name: %s, host: %s.%s, addresses: [%s, %q], capacity: 1000000000, weight: %d, location: %s}\n",
 			m.name, m.name, origin, m.v4, m.v6, m.weight, location(m))
+	}
+	fmt.Fprintf(&s, "  - name: %s\n    ttl: {min: %d, max: %d}\n    answers: 1\n    policy: {name: geo-load}\n    members:\n", bigName, groupTTL, groupTTL)
+	for _, m := range bigGroup() {
+		fmt.Fprintf(&s, "      - {name: %s, host: %s.%s, addresses: [%s, %q], capacity: 1000000000, location: {lat: %.4f, lon: %.4f}}\n",
+			m.name, m.name, origin, m.v4, m.v6, m.lat, m.lon)
 	}
 	cfg := filepath.Join(dir, "dnsd.yaml")
 	if err := os.WriteFile(cfg, []byte(s.String()), 0o644); err != nil {
