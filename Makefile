@@ -35,7 +35,7 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 TEST_DEPS ?= dig:dnsutils delv:bind9-dnsutils dnsviz:dnsviz unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
 	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils \
-	pebble:pebble
+	pebble:pebble zonemaster-cli:zonemaster-cli ip:iproute2 unshare:util-linux nsenter:util-linux
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd /usr/sbin/knotd:knot dig:dnsutils taskset:util-linux
