@@ -38,6 +38,9 @@ type reqInfo struct {
 	// decided is the group answer the fast path got for this query before
 	// it left the reply to the slow path, nil if none.
 	decided *groupDecision
+	// compact: the answer is signed with compact denial (the signing
+	// handler took it), so the reply says CO when the query did.
+	compact bool
 }
 
 type infoKey struct{}
@@ -104,7 +107,8 @@ func (s *Server) serveMsg(ctx context.Context, w dns.ResponseWriter, r *dns.Msg,
 
 // admit applies the protocol rules to the request before any handler
 // sees it: NOTIMP for an opcode other than QUERY, meta types and TKEY;
-// FORMERR for other than one question or a misplaced OPT or TSIG;
+// FORMERR for other than one question or a misplaced OPT or TSIG, and
+// for a question of type OPT, TSIG or NXNAME;
 // BADVERS; the TSIG check. It reads the request's EDNS options and TSIG
 // into ew.info and reports whether the request goes on to the chain
 // (false: the error reply is written).
@@ -123,7 +127,7 @@ func (ew *edgeWriter) admit() bool {
 		return false
 	}
 	switch r.Question[0].Qtype {
-	case dns.TypeOPT, dns.TypeTSIG:
+	case dns.TypeOPT, dns.TypeTSIG, dns.TypeNXNAME: // NXNAME: RFC 9824 §3.5
 		ew.writeError(dns.RcodeFormatError)
 		return false
 	case dns.TypeTKEY:

@@ -113,13 +113,15 @@ func TestEdge(t *testing.T) {
 			return ""
 		})
 	})
-	t.Run("QTYPE OPT is FORMERR", func(t *testing.T) {
-		m := q("static.example.org.", dns.TypeOPT)
-		r := rawExchange(t, ts.addr, mustPack(t, m), 5*time.Second)
-		if r == nil || r.Rcode != dns.RcodeFormatError {
-			t.Fatalf("reply %v, want FORMERR", r)
-		}
-	})
+	for _, qt := range []uint16{dns.TypeOPT, dns.TypeNXNAME} { // NXNAME: RFC 9824 §3.5
+		t.Run("QTYPE "+dns.TypeToString[qt]+" is FORMERR", func(t *testing.T) {
+			m := q("static.example.org.", qt)
+			r := rawExchange(t, ts.addr, mustPack(t, m), 5*time.Second)
+			if r == nil || r.Rcode != dns.RcodeFormatError {
+				t.Fatalf("reply %v, want FORMERR", r)
+			}
+		})
+	}
 	t.Run("bad cookie length is FORMERR", func(t *testing.T) {
 		m := q("static.example.org.", dns.TypeA)
 		m.SetEdns0(1232, false)

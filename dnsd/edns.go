@@ -39,6 +39,7 @@ func (s *Server) parseExtra(r *dns.Msg, info *reqInfo) int {
 	}
 	info.edns = true
 	info.do = opt.Do()
+	info.co = opt.Co()
 	info.udpSize = int(opt.UDPSize())
 	if opt.Version() != ednsVersion {
 		return dns.RcodeBadVers

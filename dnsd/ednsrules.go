@@ -19,7 +19,8 @@ const ednsVersion = 0
 type ednsQuery struct {
 	edns    bool // the query has an OPT record
 	do      bool
-	udpSize int // the client's UDP payload size
+	co      bool // Compact Answers OK (RFC 9824 §5): NXDOMAIN kept in compact denial
+	udpSize int  // the client's UDP payload size
 	nsid    bool
 	hasECS  bool         // a client subnet option the server uses
 	ecs     netip.Prefix // its source prefix, masked

@@ -232,6 +232,9 @@ func parseFast(pkt []byte, q *fastQuery) bool {
 	q.edns = true
 	q.udpSize = int(binary.BigEndian.Uint16(pkt[off+3:]))
 	q.do = pkt[off+7]&0x80 != 0
+	if pkt[off+7]&0x40 != 0 {
+		return false // CO (RFC 9824): rare yet; the slow path says so in its reply
+	}
 	rdlen := int(binary.BigEndian.Uint16(pkt[off+9:]))
 	off += 11
 	if off+rdlen != len(pkt) {

@@ -28,7 +28,8 @@ func (h *signing) Name() string { return "dnssec" }
 
 func (h *signing) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	q := r.Question[0]
-	if info := infoFrom(ctx, w); !info.do || q.Qclass != dns.ClassINET {
+	info := infoFrom(ctx, w)
+	if !info.do || q.Qclass != dns.ClassINET {
 		return h.next.ServeDNS(ctx, w, r)
 	}
 	z := h.set.Find(q.Name)
@@ -36,7 +37,8 @@ func (h *signing) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if sg == nil {
 		return h.next.ServeDNS(ctx, w, r)
 	}
-	return h.next.ServeDNS(ctx, &signingWriter{ResponseWriter: w, h: h, z: z, sg: sg, q: q}, r)
+	info.compact = true
+	return h.next.ServeDNS(ctx, &signingWriter{ResponseWriter: w, h: h, z: z, sg: sg, q: q, co: info.co}, r)
 }
 
 // signingWriter signs the message written to it.
@@ -46,6 +48,7 @@ type signingWriter struct {
 	z  *zones.Zone
 	sg *dnssec.Signer
 	q  dns.Question
+	co bool // the query said Compact Answers OK: NXDOMAIN stays NXDOMAIN
 }
 
 func (w *signingWriter) WriteMsg(m *dns.Msg) error {
@@ -61,7 +64,9 @@ func (w *signingWriter) WriteMsg(m *dns.Msg) error {
 func (w *signingWriter) sign(m *dns.Msg) error {
 	switch {
 	case m.Rcode == dns.RcodeNameError:
-		m.Rcode = dns.RcodeSuccess // RFC 9824: NXDOMAIN is NODATA with NXNAME
+		if !w.co {
+			m.Rcode = dns.RcodeSuccess // RFC 9824: NXDOMAIN is NODATA with NXNAME
+		}
 		m.Ns = append(m.Ns, w.nsec(w.finalName(m), []uint16{dns.TypeNXNAME}))
 	case m.Rcode == dns.RcodeSuccess && m.Authoritative && negative(m):
 		name := w.finalName(m)

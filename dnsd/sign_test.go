@@ -199,6 +199,54 @@ func TestSignedAnswers(t *testing.T) {
 	}
 }
 
+// TestCompactAnswersOK: a query with the CO flag (RFC 9824 §5) and DO
+// to a signed zone gets its NXDOMAIN back with the compact denial, and
+// CO in the reply's OPT, as every answer of the signed zone to it;
+// without DO, or from an unsigned zone, CO changes nothing and the reply
+// does not say CO.
+func TestCompactAnswersOK(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	signed, _ := newSigned(t, now, testKSK, testZSK)
+	plain, _ := newSigned(t, now)
+	co := func(m *dns.Msg) { m.IsEdns0().SetCo() }
+	tests := []struct {
+		name   string
+		s      *Server
+		pkt    []byte
+		rcode  int
+		co     bool
+		nxname bool // the authority holds the NSEC with NXNAME
+	}{
+		{"NXDOMAIN, DO and CO", signed, query("nothere.example.org.", dns.TypeA, withEDNS(1232, true), co), dns.RcodeNameError, true, true},
+		{"NXDOMAIN, DO alone", signed, doQuery("nothere.example.org.", dns.TypeA), dns.RcodeSuccess, false, true},
+		{"answer, DO and CO", signed, query("static.example.org.", dns.TypeA, withEDNS(1232, true), co), dns.RcodeSuccess, true, false},
+		{"group answer, DO and CO", signed, query("www.example.org.", dns.TypeA, withEDNS(1232, true), co), dns.RcodeSuccess, true, false},
+		{"NXDOMAIN, CO without DO", signed, query("nothere.example.org.", dns.TypeA, withEDNS(1232, false), co), dns.RcodeNameError, false, false},
+		{"unsigned zone, DO and CO", plain, query("nothere.example.org.", dns.TypeA, withEDNS(1232, true), co), dns.RcodeNameError, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := unpacked(tt.s.servePacket(context.Background(), tt.pkt, fastLocal, fastRemote, new([]netip.Addr), nil))
+			if m == nil {
+				t.Fatal("no reply")
+			}
+			if m.Rcode != tt.rcode || m.IsEdns0() == nil || m.IsEdns0().Co() != tt.co {
+				t.Fatalf("rcode %s, want %s; CO in the reply %v, want %v\n%v", dns.RcodeToString[m.Rcode], dns.RcodeToString[tt.rcode],
+					m.IsEdns0() != nil && m.IsEdns0().Co(), tt.co, m)
+			}
+			nxname := false
+			for _, rr := range m.Ns {
+				if n, ok := rr.(*dns.NSEC); ok {
+					nxname = nxname || slices.Contains(n.TypeBitMap, dns.TypeNXNAME)
+				}
+			}
+			if nxname != tt.nxname {
+				t.Errorf("NSEC with NXNAME %v, want %v\n%v", nxname, tt.nxname, m)
+			}
+		})
+	}
+}
+
 // TestUnsignedWithoutDO: without the DO bit, a signed zone's answers are
 // byte for byte the unsigned zone's (but for its DNSKEY RRset).
 func TestUnsignedWithoutDO(t *testing.T) {
@@ -270,6 +318,11 @@ func signedCases() []fastCase {
 	} {
 		cs = append(cs, fastCase{name: fmt.Sprintf("DO %s %s %d options", q.name, dns.TypeToString[q.qtype], len(q.opts)),
 			pkt: query(q.name, q.qtype, withEDNS(1232, true, q.opts...)), fast: q.fast})
+	}
+	// CO (RFC 9824): the slow path's, whose reply says CO.
+	co := func(m *dns.Msg) { m.IsEdns0().SetCo() }
+	for _, name := range []string{"www.example.org.", "nothere.example.org."} {
+		cs = append(cs, fastCase{name: "DO CO " + name, pkt: query(name, dns.TypeA, withEDNS(1232, true), co)})
 	}
 	return cs
 }

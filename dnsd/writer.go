@@ -166,6 +166,9 @@ func (ew *edgeWriter) replyOPT(opts []dns.EDNS0, maxUDP int) *dns.OPT {
 	if info.do {
 		opt.SetDo()
 	}
+	if info.co && info.compact {
+		opt.SetCo() // RFC 9824 §5: this answer comes from a signer that knows CO
+	}
 	opt.Option = opts
 	if info.sendsNSID(ew.snap) {
 		opt.Option = append(opt.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID, Nsid: ew.snap.nsidHex})
