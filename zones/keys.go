@@ -3,7 +3,6 @@ package zones
 import (
 	"bytes"
 	"crypto"
-	"crypto/ecdsa"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -83,7 +82,7 @@ func (k *SigningKey) readPrivate(priv string, data []byte) error {
 	if !ok {
 		return fmt.Errorf("%s: not a signing key", priv)
 	}
-	if err := hasPrivateKey(signer); err != nil {
+	if err := hasPrivateKey(data, signer); err != nil {
 		return fmt.Errorf("%s: %v", priv, err)
 	}
 	k.Signer = signer
@@ -134,18 +133,17 @@ func parseDNSKEY(origin, file string, data []byte) (*dns.DNSKEY, error) {
 	return key, nil
 }
 
-// hasPrivateKey reports a key file without its PrivateKey field, which
-// the dns library reads as an empty key that would panic when it signs.
-func hasPrivateKey(signer crypto.Signer) error {
-	switch key := signer.(type) {
-	case ed25519.PrivateKey:
-		if len(key) != ed25519.PrivateKeySize {
-			return errors.New("no PrivateKey field")
-		}
-	case *ecdsa.PrivateKey:
-		if key.D == nil || key.D.Sign() <= 0 {
-			return errors.New("no PrivateKey field")
-		}
+// hasPrivateKey reports a key file without its PrivateKey field, data,
+// and a signer the dns library made of one anyway (an empty Ed25519 key,
+// which would panic when it signs).
+func hasPrivateKey(data []byte, signer crypto.Signer) error {
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		name, _, ok := strings.Cut(strings.TrimSpace(line), ":")
+		found = found || ok && strings.EqualFold(strings.TrimSpace(name), "PrivateKey")
+	}
+	if key, ok := signer.(ed25519.PrivateKey); !found || ok && len(key) != ed25519.PrivateKeySize {
+		return errors.New("no PrivateKey field")
 	}
 	return nil
 }
