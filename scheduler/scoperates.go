@@ -175,6 +175,14 @@ func (d decaying) value(t int64, halfLife float64) float64 {
 	return d.v
 }
 
+// advance decays the sum to t (a later t), so that value at t costs no
+// exponential however often an answer reads it.
+func (d *decaying) advance(t int64, halfLife float64) {
+	if t > d.at {
+		d.v, d.at = d.value(t, halfLife), t
+	}
+}
+
 // add adds x at t.
 func (d *decaying) add(x float64, t int64, halfLife float64) {
 	d.v = d.value(t, halfLife) + x

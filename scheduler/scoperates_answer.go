@@ -64,8 +64,10 @@ func (s *ScopeRates) Answer(scope netip.Prefix, a ScopeAnswer, now time.Time) Sc
 	defer s.mu.Unlock()
 	t := s.ns(now)
 	i, ok := s.index[scope]
+	s.total.advance(t, s.halfLife)
 	var r ScopeAnswered
 	if ok {
+		s.slots[i].c.advance(t, s.halfLife)
 		r = s.peek(&s.slots[i], a, t)
 	} else {
 		r = s.peek(nil, a, t)
