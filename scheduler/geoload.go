@@ -114,19 +114,7 @@ func (p geoLoad) draw(v *view, tier []int32, w []float64, picked []int, rand fun
 	if sum == 0 {
 		return -1
 	}
-	x := rand() * sum // [0, sum)
-	pick := -1
-	for k := range tier {
-		wk := weightOf(k)
-		if wk <= 0 {
-			continue
-		}
-		pick = k // the last positive one absorbs rounding
-		if x < wk {
-			break
-		}
-		x -= wk
-	}
+	pick := roulette(len(tier), weightOf, rand()*sum)
 	if pick < len(w) {
 		w[pick] = 0
 	}

@@ -80,24 +80,36 @@ func drawLeft(g *Group, elig, picked []int, rand func() float64) int {
 	if uniform {
 		sum = float64(cnt)
 	}
-	x := rand() * sum // [0, sum)
+	k := roulette(len(elig), func(k int) float64 {
+		switch {
+		case has(picked, elig[k]):
+			return 0
+		case uniform:
+			return 1
+		}
+		return g.members[elig[k]].Weight
+	}, rand()*sum)
+	if k < 0 {
+		return -1
+	}
+	return elig[k]
+}
+
+// roulette returns where x, in [0, Σ w), falls when the weights w(k) of
+// k < n are laid end to end; the last positive weight absorbs rounding;
+// −1 when none is positive.
+func roulette(n int, w func(k int) float64, x float64) int {
 	pick := -1
-	for _, i := range elig {
-		if has(picked, i) {
+	for k := range n {
+		wk := w(k)
+		if wk <= 0 {
 			continue
 		}
-		w := g.members[i].Weight
-		if uniform {
-			w = 1
-		}
-		if w <= 0 {
-			continue
-		}
-		pick = i // the last positive one absorbs rounding
-		if x < w {
+		pick = k
+		if x < wk {
 			break
 		}
-		x -= w
+		x -= wk
 	}
 	return pick
 }
