@@ -1,6 +1,7 @@
 package members_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -109,6 +110,7 @@ groups:
 	if _, err := ctl.Add(group, info(zones.MaxGroupMembers)); err == nil {
 		t.Fatalf("GROUP-ADD of member %d: accepted", zones.MaxGroupMembers+1)
 	}
+	worstRuntimeState(t, info)
 	v, err := ctl.View(group)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +164,30 @@ groups:
 	if len(body) > members.MaxViewBytes || one > members.MaxMemberViewBytes {
 		t.Errorf("worst-case view of %d bytes (%d a member) is over the compile-time bound %d (%d a member): raise the bound's figures",
 			len(body), one, members.MaxViewBytes, members.MaxMemberViewBytes)
+	}
+}
+
+// etcdMaxRequestBytes is etcd's default --max-request-bytes (1.5 MiB).
+const etcdMaxRequestBytes = 3 << 19
+
+// worstRuntimeState holds a group's largest run-time state, every member
+// but the file's one added at run time (info) and drained, which
+// dnsd/cluster writes as one etcd value, to etcd's default request limit
+// less 64 KiB for the rest of the request (the key, the comparison).
+func worstRuntimeState(t *testing.T, info func(int) api.MemberInfo) {
+	t.Helper()
+	var gs members.GroupState
+	for i := 1; i < zones.MaxGroupMembers; i++ {
+		gs.Members = append(gs.Members, info(i))
+		gs.Drained = append(gs.Drained, info(i).Name)
+	}
+	data, err := json.Marshal(gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("worst-case run-time state of a group: %d bytes; etcd's default request limit is %d", len(data), etcdMaxRequestBytes)
+	if len(data) > etcdMaxRequestBytes-64<<10 {
+		t.Errorf("worst-case run-time state of %d bytes: with the rest of the request, over etcd's default request limit (%d)", len(data), etcdMaxRequestBytes)
 	}
 }
 
