@@ -1,7 +1,9 @@
 // Package workload holds the request streams the simulator replays: an
 // access log read from Common or Combined Log Format, its requests in
 // time order with the clients and objects they name interned, so that a
-// day of a busy site fits in memory (32 bytes a request).
+// day of a busy site fits in memory (32 bytes a request); and synthetic
+// SURGE-style streams, made as they are read from a seed, whose memory is
+// their objects' and clients' tables whatever their length.
 package workload
 
 import (
