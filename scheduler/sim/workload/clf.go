@@ -216,11 +216,12 @@ func quoted(b []byte) (text, rest []byte, ok bool) {
 // requestPath returns the path (and query) of a request line, "GET
 // /a?b HTTP/1.0", "GET /a" (HTTP/0.9) or one with an absolute URL.
 func requestPath(request []byte) ([]byte, bool) {
-	fields := bytes.Fields(request)
-	if len(fields) < 2 || len(fields) > 3 {
+	var f [4][]byte
+	n := fields(request, f[:])
+	if n < 2 || n > 3 {
 		return nil, false
 	}
-	path := fields[1]
+	path := f[1]
 	if i := bytes.Index(path, []byte("://")); i > 0 {
 		path = path[i+3:]
 		if j := bytes.IndexByte(path, '/'); j >= 0 {
@@ -232,23 +233,42 @@ func requestPath(request []byte) ([]byte, bool) {
 	return path, len(path) > 0
 }
 
+// fields stores the first len(dst) space-separated fields of b in dst
+// and returns how many fields b has (at most len(dst)).
+func fields(b []byte, dst [][]byte) int {
+	n := 0
+	for len(b) > 0 && n < len(dst) {
+		b = bytes.TrimLeft(b, " \t")
+		if len(b) == 0 {
+			break
+		}
+		end := bytes.IndexAny(b, " \t")
+		if end < 0 {
+			end = len(b)
+		}
+		dst[n], b = b[:end], b[end:]
+		n++
+	}
+	return n
+}
+
 // statusAndSize reads " status bytes" and ignores what follows (the
 // combined format's referer and user agent); bytes "-" is 0.
 func statusAndSize(b []byte) (status uint16, size uint64, why string) {
-	fields := bytes.Fields(b)
-	if len(fields) < 2 {
+	var f [2][]byte
+	if fields(b, f[:]) < 2 {
 		return 0, 0, "no status and size"
 	}
-	s, err := strconv.Atoi(string(fields[0]))
+	s, err := strconv.Atoi(string(f[0]))
 	if err != nil || s < 100 || s > 999 {
-		return 0, 0, fmt.Sprintf("status %q", fields[0])
+		return 0, 0, fmt.Sprintf("status %q", f[0])
 	}
-	if string(fields[1]) == "-" {
+	if string(f[1]) == "-" {
 		return uint16(s), 0, ""
 	}
-	n, err := strconv.ParseUint(string(fields[1]), 10, 64)
+	n, err := strconv.ParseUint(string(f[1]), 10, 64)
 	if err != nil {
-		return 0, 0, fmt.Sprintf("size %q", fields[1])
+		return 0, 0, fmt.Sprintf("size %q", f[1])
 	}
 	return uint16(s), n, ""
 }
