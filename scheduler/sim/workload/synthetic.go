@@ -30,6 +30,9 @@ type Synthetic struct {
 	// index TailAlpha (1.1) from TailMin bytes (133 KB).
 	SizeMu, SizeSigma             float64
 	TailShare, TailAlpha, TailMin float64
+	// MaxSize caps a size, in bytes (DefaultMaxSize): the Pareto tail
+	// has no end of its own.
+	MaxSize float64
 	// Clients is how many clients there are (DefaultClients), behind
 	// Resolvers resolvers (DefaultResolvers) whose numbers of clients
 	// are Zipf of exponent ResolverAlpha (1); the resolvers are spread
@@ -52,6 +55,8 @@ const (
 	DefaultClients   = 100_000
 	DefaultResolvers = 1_000
 	DefaultRate      = 100.0
+	// DefaultMaxSize is 4.7 GB, a DVD image's size.
+	DefaultMaxSize = 4.7e9
 )
 
 // DefaultStart is the start of a stream without one.
@@ -81,6 +86,7 @@ func (s Synthetic) withDefaults() (Synthetic, error) {
 	deff(&s.TailShare, 0.07)
 	deff(&s.TailAlpha, 1.1)
 	deff(&s.TailMin, 133_000)
+	deff(&s.MaxSize, DefaultMaxSize)
 	deff(&s.Rate, DefaultRate)
 	if s.Start.IsZero() {
 		s.Start = DefaultStart
@@ -104,6 +110,7 @@ func (s Synthetic) check() error {
 		v, lo, hi float64 // lo < v ≤ hi
 	}{{"alpha", s.Alpha, 0, 10}, {"resolver alpha", s.ResolverAlpha, 0, 10}, {"size sigma", s.SizeSigma, 0, 10},
 		{"tail share", s.TailShare, 0, 1}, {"tail alpha", s.TailAlpha, 0, 10}, {"tail min", s.TailMin, 0, 1e12},
+		{"max size", s.MaxSize, 0, 1 << 50},
 		{"rate", s.Rate, 0, 1e9}} {
 		if !(c.v > c.lo && c.v <= c.hi) {
 			errs = append(errs, fmt.Errorf("%s: %g, want more than %g and at most %g", c.name, c.v, c.lo, c.hi))
@@ -168,7 +175,7 @@ func (s Synthetic) size(rng *rand.Rand) uint64 {
 	} else {
 		x = math.Exp(s.SizeMu + s.SizeSigma*rng.NormFloat64())
 	}
-	return uint64(min(max(x, 1), 1<<40))
+	return uint64(min(max(x, 1), s.MaxSize))
 }
 
 // zipfCDF returns the running sums of the weights 1/k^alpha of k = 1..n,
