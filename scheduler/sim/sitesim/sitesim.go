@@ -181,12 +181,16 @@ func (r *run) send(at int64, rq workload.Request) error {
 	return nil
 }
 
-// client is the address of client index i.
+// client is the address of client index i: the workload's, else one of
+// 10.0.0.0/8, spread over its /24 networks as a site's clients are (for
+// client-hash's sake); the first 2²⁴ indexes have one each (an odd
+// multiplier is a bijection of the low 24 bits).
 func (r *run) client(i uint32) netip.Addr {
 	if int(i) < len(r.w.Clients) {
 		return r.w.Clients[i]
 	}
-	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+	h := i * 0x9e3779b1
+	return netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)})
 }
 
 // complete ends ev: the back end has one request fewer, the policy hears
