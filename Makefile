@@ -45,7 +45,7 @@ BENCH_HTTP_DEPS ?= /usr/sbin/haproxy:haproxy /usr/sbin/nginx:nginx wrk:wrk curl:
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns bench-http skew soak deps demo clean
+.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns bench-http skew soak sim deps demo clean
 
 all: build
 
@@ -114,6 +114,12 @@ failed=""; for pkg in $$($(GO) list ./...); do \
 done; \
 if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
 endef
+
+## sim: regenerate docs/simulation.md and its charts with groupsim -report
+## (the site level: every site policy on 1-16 back ends, the working set 2-16
+## times one back end's memory; about 15 s on 2 cores).
+sim: build
+	$(BIN)/groupsim -report docs
 
 # bench runs every benchmark once over, BenchmarkIndexMillion among them:
 # it generates a tree of a million empty files first (about a minute and a

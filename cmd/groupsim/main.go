@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/transmirror/transmirror/scheduler/sim/backend"
+	"github.com/transmirror/transmirror/scheduler/sim/report"
 	"github.com/transmirror/transmirror/scheduler/sim/sitesim"
 	"github.com/transmirror/transmirror/scheduler/sim/workload"
 	"github.com/transmirror/transmirror/scheduler/site"
@@ -42,6 +43,7 @@ type options struct {
 	outstanding int
 	warmup      float64
 	csv         bool
+	report      string // -report: the directory of simulation.md
 }
 
 // run is groupsim with its arguments; it returns the exit status: 0
@@ -56,7 +58,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "groupsim:", err)
 		return 1
 	}
-	if err := simulate(o, w, stdout); err != nil {
+	if o.report != "" {
+		err = writeReport(o, w, o.report)
+	} else {
+		err = simulate(o, w, stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "groupsim:", err)
 		return 1
 	}
@@ -82,6 +89,7 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	fs.IntVar(&o.outstanding, "outstanding", 64, "requests the clients keep in flight (a closed loop: throughput is an outcome)")
 	fs.Float64Var(&o.warmup, "warmup", 0.2, "share of the leading requests not counted (the caches fill)")
 	format := fs.String("format", "table", "output: table or csv")
+	fs.StringVar(&o.report, "report", "", "instead of the table, run the standard site experiments (every policy on 1–16 back ends, working set 2–16× one back end's memory) and write simulation.md and its SVG charts into this directory (make sim: docs)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: groupsim [flags]\n\nReplays a workload through simulated sites (the LARD paper's costs), each policy on each number of back ends.\n\nflags:")
 		fs.PrintDefaults()
@@ -181,51 +189,34 @@ func load(o options, stderr io.Writer) (replay, error) {
 // simulate runs every policy on every number of back ends and writes
 // the table.
 func simulate(o options, w replay, out io.Writer) error {
-	header := []string{"backends", "policy", "req/s", "hit", "byte_hit", "max/mean", "cv"}
-	rows := [][]string{header}
+	t := report.Table{Header: []string{"backends", "policy", "req/s", "hit", "byte_hit", "max/mean", "cv"}}
 	for _, n := range o.backends {
 		for _, p := range o.policies {
-			c := sitesim.Config{Policy: p, Seed: o.synth.Seed, Backends: n, Outstanding: o.outstanding,
-				Warmup:  int(o.warmup * float64(w.requests)),
-				Backend: backend.Config{Memory: int64(float64(w.ws) / o.memoryRatio), MaxObject: o.maxObject}}
-			r, err := sitesim.Run(c, w.stream())
+			r, err := runOne(o, w, p, n, o.memoryRatio)
 			if err != nil {
-				return fmt.Errorf("%s on %d back ends: %w", p, n, err)
+				return err
 			}
-			rows = append(rows, []string{strconv.Itoa(n), p, fmt.Sprintf("%.1f", r.Throughput), fmt.Sprintf("%.4f", r.HitRatio),
+			t.Rows = append(t.Rows, []string{strconv.Itoa(n), p, fmt.Sprintf("%.1f", r.Throughput), fmt.Sprintf("%.4f", r.HitRatio),
 				fmt.Sprintf("%.4f", r.ByteHitRatio), fmt.Sprintf("%.3f", r.MaxOverMean), fmt.Sprintf("%.4f", r.CV)})
 		}
 	}
-	return write(out, rows, o.csv)
+	text := t.Text()
+	if o.csv {
+		text = t.CSV()
+	}
+	_, err := io.WriteString(out, text)
+	return err
 }
 
-// write prints rows as CSV or as an aligned table.
-func write(out io.Writer, rows [][]string, csv bool) error {
-	if csv {
-		var b strings.Builder
-		for _, r := range rows {
-			b.WriteString(strings.Join(r, ",") + "\n")
-		}
-		_, err := io.WriteString(out, b.String())
-		return err
+// runOne runs policy on n back ends, each caching the working set over
+// memoryRatio.
+func runOne(o options, w replay, policy string, n int, memoryRatio float64) (sitesim.Result, error) {
+	c := sitesim.Config{Policy: policy, Seed: o.synth.Seed, Backends: n, Outstanding: o.outstanding,
+		Warmup:  int(o.warmup * float64(w.requests)),
+		Backend: backend.Config{Memory: int64(float64(w.ws) / memoryRatio), MaxObject: o.maxObject}}
+	r, err := sitesim.Run(c, w.stream())
+	if err != nil {
+		return r, fmt.Errorf("%s on %d back ends: %w", policy, n, err)
 	}
-	width := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			width[i] = max(width[i], len(c))
-		}
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		for i, c := range r {
-			if i > 1 {
-				fmt.Fprintf(&b, "  %*s", width[i], c)
-			} else {
-				fmt.Fprintf(&b, "%-*s  ", width[i], c)
-			}
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(out, strings.ReplaceAll(b.String(), "  \n", "\n"))
-	return err
+	return r, nil
 }

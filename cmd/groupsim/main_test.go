@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, name := range []string{"log", "seed", "requests", "objects", "alpha", "max-size", "clients", "policies", "backends",
-		"memory-ratio", "max-object", "outstanding", "warmup", "format"} {
+		"memory-ratio", "max-object", "outstanding", "warmup", "format", "report"} {
 		if !strings.Contains(usage, "  -"+name+" ") && !strings.Contains(usage, "  -"+name+"\n") {
 			t.Errorf("-h does not document -%s:\n%s", name, usage)
 		}
@@ -74,6 +75,35 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-policies", "nope"}, {"-backends", "0"}, {"-format", "xml"}, {"-warmup", "1"}, {"extra"}} {
 		if code, _, _ := groupsim(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestReport: -report writes simulation.md and its two charts, the same
+// bytes every time, with the claims table.
+func TestReport(t *testing.T) {
+	var runs [2]map[string]string
+	for i := range runs {
+		dir := t.TempDir()
+		if code, _, errs := groupsim(t, "-requests", "5000", "-objects", "500", "-report", dir); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		runs[i] = map[string]string{}
+		for _, name := range []string{"simulation.md", "sim-site-backends.svg", "sim-site-memory.svg"} {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs[i][name] = string(data)
+		}
+	}
+	if !reflect.DeepEqual(runs[0], runs[1]) {
+		t.Error("two reports differ")
+	}
+	md := runs[0]["simulation.md"]
+	for _, want := range []string{"![](sim-site-backends.svg)", "| lard | req/s |", "## The literature's claims", "| LARD 2–4× WRR's throughput"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("simulation.md has no %q:\n%s", want, md)
 		}
 	}
 }
