@@ -3,6 +3,7 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -78,19 +79,9 @@ func ReadLog(r io.Reader) (*Workload, LogStats, error) {
 		p.reqs = append(p.reqs, rq)
 	})
 	if st.Unsorted > 0 {
-		slices.SortStableFunc(p.reqs, func(a, b Request) int { return cmpInt64(a.At, b.At) })
+		slices.SortStableFunc(p.reqs, func(a, b Request) int { return cmp.Compare(a.At, b.At) })
 	}
 	return &Workload{Requests: p.reqs, Clients: p.clients.names, Objects: p.objects.names}, st, err
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // maybeGunzip returns the gzip stream's contents when br starts with
