@@ -242,8 +242,10 @@ func (v *view) figures(i int) Figures {
 
 // utilRecheck is how long a pick takes a member's utilization computed
 // by an earlier pick to hold, unless a report, a booking or a new remote
-// share on the Load estimator changes it (the Also estimators' changes
-// show within utilRecheck): in between, a windowed estimator's pending
+// share on the Load estimator changes it (the Also estimators' changes,
+// and a new Group snapshot's figures for a member without a report, show
+// within utilRecheck; every caller passes a Load estimator with the same
+// Also, whose figures the cached one is): in between, a windowed estimator's pending
 // load only changes as the slow decay of bookings no report took in, and
 // NewEstimator's halves every horizon (seconds to minutes). It spares
 // each pick the figures of every member it weighs (pending load over
