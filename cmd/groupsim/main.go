@@ -189,7 +189,7 @@ func load(o options, stderr io.Writer) (replay, error) {
 // simulate runs every policy on every number of back ends and writes
 // the table.
 func simulate(o options, w replay, out io.Writer) error {
-	t := report.Table{Header: []string{"backends", "policy", "req/s", "hit", "byte_hit", "max/mean", "cv"}}
+	t := report.Table{Header: []string{"backends", "policy", "req/s", "hit", "byte_hit", "max/mean", "cv", "cpu", "disk"}}
 	for _, n := range o.backends {
 		for _, p := range o.policies {
 			r, err := runOne(o, w, p, n, o.memoryRatio)
@@ -197,7 +197,8 @@ func simulate(o options, w replay, out io.Writer) error {
 				return err
 			}
 			t.Rows = append(t.Rows, []string{strconv.Itoa(n), p, fmt.Sprintf("%.1f", r.Throughput), fmt.Sprintf("%.4f", r.HitRatio),
-				fmt.Sprintf("%.4f", r.ByteHitRatio), fmt.Sprintf("%.3f", r.MaxOverMean), fmt.Sprintf("%.4f", r.CV)})
+				fmt.Sprintf("%.4f", r.ByteHitRatio), fmt.Sprintf("%.3f", r.MaxOverMean), fmt.Sprintf("%.4f", r.CV),
+				fmt.Sprintf("%.3f", sitesim.Mean(r.CPU)), fmt.Sprintf("%.3f", sitesim.Mean(r.Disk))})
 		}
 	}
 	text := t.Text()

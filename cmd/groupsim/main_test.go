@@ -40,7 +40,7 @@ func TestDeterministic(t *testing.T) {
 		t.Fatalf("exit %d (%s); two runs:\n%s\n%s", code, errs, a, b)
 	}
 	lines := strings.Split(strings.TrimSpace(a), "\n")
-	if len(lines) != 5 || lines[0] != "backends,policy,req/s,hit,byte_hit,max/mean,cv" || !strings.HasPrefix(lines[4], "4,lard,") {
+	if len(lines) != 5 || lines[0] != "backends,policy,req/s,hit,byte_hit,max/mean,cv,cpu,disk" || !strings.HasPrefix(lines[4], "4,lard,") {
 		t.Errorf("output:\n%s", a)
 	}
 }

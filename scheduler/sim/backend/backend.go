@@ -56,6 +56,7 @@ type Backend struct {
 	inService         doneTimes // when the requests in service end
 	served, hits      int64
 	bytes, hitBytes   int64
+	cpuBusy, diskBusy int64 // service time given, ns
 }
 
 // New returns an idle back end with an empty cache.
@@ -84,14 +85,16 @@ func (b *Backend) Serve(at int64, key string, size int64) (done int64, hit bool)
 	ready := at
 	if _, hit = b.cache.Get(key); !hit {
 		start := max(at, b.diskFree)
-		b.diskFree = start + int64(b.costs.Seek) + perKiB(b.costs.DiskPerKiB, size)
+		d := int64(b.costs.Seek) + perKiB(b.costs.DiskPerKiB, size)
+		b.diskFree, b.diskBusy = start+d, b.diskBusy+d
 		ready = b.diskFree
 		if size <= b.maxObject {
 			b.cache.Add(key, struct{}{}, size)
 		}
 	}
 	start := max(ready, b.cpuFree)
-	b.cpuFree = start + int64(b.costs.PerRequest) + perKiB(b.costs.PerKiB, size)
+	c := int64(b.costs.PerRequest) + perKiB(b.costs.PerKiB, size)
+	b.cpuFree, b.cpuBusy = start+c, b.cpuBusy+c
 	b.account(size, hit)
 	heap.Push(&b.inService, b.cpuFree)
 	return b.cpuFree, hit
@@ -122,15 +125,18 @@ func (b *Backend) InService(at int64) int {
 }
 
 // Stats are a back end's counts: requests served and those the cache
-// hit, their bytes, and the bytes the cache holds.
+// hit, their bytes, the bytes the cache holds, and the time its CPU and
+// its disk spent serving (nanoseconds).
 type Stats struct {
 	Requests, Hits, Bytes, HitBytes int64
 	CachedBytes                     int64
+	CPUBusy, DiskBusy               int64
 }
 
 // Stats returns what b served so far.
 func (b *Backend) Stats() Stats {
-	return Stats{Requests: b.served, Hits: b.hits, Bytes: b.bytes, HitBytes: b.hitBytes, CachedBytes: b.cache.Bytes()}
+	return Stats{Requests: b.served, Hits: b.hits, Bytes: b.bytes, HitBytes: b.hitBytes, CachedBytes: b.cache.Bytes(),
+		CPUBusy: b.cpuBusy, DiskBusy: b.diskBusy}
 }
 
 // doneTimes is a min-heap of when requests end.

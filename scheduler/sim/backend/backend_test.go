@@ -42,8 +42,10 @@ func TestServeSequence(t *testing.T) {
 		}
 	}
 	st := b.Stats()
-	if st.Requests != 10 || st.Hits != 3 || st.Bytes != 44<<10 || st.HitBytes != 12<<10 || st.CachedBytes != 8<<10 {
-		t.Errorf("stats %+v, want 10 requests, 3 hits, 44 KiB, 12 KiB hit, 8 KiB cached", st)
+	// CPU: 10 × 100 µs + 44 KiB × 10 µs; disk: 7 misses × 1 ms + 32 KiB × 100 µs.
+	if st.Requests != 10 || st.Hits != 3 || st.Bytes != 44<<10 || st.HitBytes != 12<<10 || st.CachedBytes != 8<<10 ||
+		st.CPUBusy != us(1440) || st.DiskBusy != us(10200) {
+		t.Errorf("stats %+v, want 10 requests, 3 hits, 44 KiB, 12 KiB hit, 8 KiB cached, CPU 1440 µs, disk 10200 µs busy", st)
 	}
 }
 

@@ -63,6 +63,9 @@ type Result struct {
 	// MaxOverMean and CV (coefficient of variation) are their spread.
 	PerBackend      []int
 	MaxOverMean, CV float64
+	// CPU and Disk are each back end's utilizations over the whole run
+	// (busy time over the time to the last completion).
+	CPU, Disk []float64
 }
 
 // inflight is a request being served, by when it completes.
@@ -225,5 +228,22 @@ func (r *run) result() Result {
 	}
 	res.MaxOverMean = float64(most) / mean
 	res.CV = math.Sqrt(ss/float64(len(res.PerBackend))) / mean
+	for _, b := range r.backs {
+		st := b.Stats()
+		res.CPU = append(res.CPU, float64(st.CPUBusy)/float64(max(r.last, 1)))
+		res.Disk = append(res.Disk, float64(st.DiskBusy)/float64(max(r.last, 1)))
+	}
 	return res
+}
+
+// Mean is the mean of xs (0 for none).
+func Mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }
