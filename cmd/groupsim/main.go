@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -180,8 +181,12 @@ func load(o options, stderr io.Writer) (replay, error) {
 	for _, n := range largest {
 		r.ws += n
 	}
+	addrs := make([]netip.Addr, len(w.Clients)) // the log's client hosts that are addresses, for client-hash
+	for i, c := range w.Clients {
+		addrs[i], _ = netip.ParseAddr(c)
+	}
 	r.stream = func() sitesim.Workload {
-		return sitesim.Workload{Requests: slices.Values(w.Requests), Objects: w.Objects}
+		return sitesim.Workload{Requests: slices.Values(w.Requests), Objects: w.Objects, Clients: addrs}
 	}
 	return r, nil
 }

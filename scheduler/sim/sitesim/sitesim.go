@@ -46,7 +46,8 @@ type Workload struct {
 	Requests iter.Seq[workload.Request]
 	Objects  []string
 	// Clients are the clients' addresses, by index (client-hash hashes
-	// them); nil: each client index is an address of its own.
+	// them); a client past its end, or whose address is not valid (a log
+	// that names hosts), gets an address of its own from its index.
 	Clients []netip.Addr
 }
 
@@ -189,7 +190,7 @@ func (r *run) send(at int64, rq workload.Request) error {
 // client-hash's sake); the first 2²⁴ indexes have one each (an odd
 // multiplier is a bijection of the low 24 bits).
 func (r *run) client(i uint32) netip.Addr {
-	if int(i) < len(r.w.Clients) {
+	if int(i) < len(r.w.Clients) && r.w.Clients[i].IsValid() {
 		return r.w.Clients[i]
 	}
 	h := i * 0x9e3779b1

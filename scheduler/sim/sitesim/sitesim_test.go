@@ -2,6 +2,7 @@ package sitesim
 
 import (
 	"fmt"
+	"net/netip"
 	"reflect"
 	"testing"
 
@@ -84,5 +85,26 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := Run(c, w); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
+	}
+}
+
+// TestClientAddresses: a client's address is the workload's when it has
+// a valid one, else one of its own from its index, spread over /24s.
+func TestClientAddresses(t *testing.T) {
+	r := &run{w: Workload{Clients: []netip.Addr{netip.MustParseAddr("192.0.2.7"), {}}}}
+	if got := r.client(0); got != netip.MustParseAddr("192.0.2.7") {
+		t.Errorf("client 0: %v, want the workload's 192.0.2.7", got)
+	}
+	nets := map[netip.Prefix]bool{}
+	for i := uint32(1); i <= 256; i++ {
+		a := r.client(i)
+		if !a.Is4() || a.As4()[0] != 10 {
+			t.Fatalf("client %d: %v, want one of 10.0.0.0/8", i, a)
+		}
+		p, _ := a.Prefix(24)
+		nets[p] = true
+	}
+	if len(nets) < 200 {
+		t.Errorf("256 clients in %d /24 networks, want them spread", len(nets))
 	}
 }
