@@ -102,6 +102,12 @@ type Options struct {
 	// Seed seeds the random generators (one per concurrent query, from a
 	// pool): generator k is PCG(Seed, k). Zero picks a random seed.
 	Seed uint64
+	// Serial gives every query generator 1, PCG(Seed, 1), instead of one
+	// from the pool (which the garbage collector empties when it likes):
+	// for a caller that asks one question at a time and must get the same
+	// answers from the same seed, a simulation. Such a Dispatcher must not
+	// be asked concurrently.
+	Serial bool
 	// MaxScopes bounds the client scopes whose rate is tracked per group
 	// (default 16,384, about 4.8 MiB per group; see
 	// scheduler.ScopeEntryBytes).
@@ -132,6 +138,7 @@ type Dispatcher struct {
 	seed      uint64
 	nextRand  atomic.Uint64
 	rands     sync.Pool
+	serial    *pickState // Options.Serial's one generator, else nil
 
 	mu   sync.Mutex // serialises writers: commits and SetHealth
 	snap atomic.Pointer[dsnap]
@@ -256,6 +263,9 @@ func New(o Options) (*Dispatcher, error) {
 		d.seed = binary.LittleEndian.Uint64(b[:])
 	}
 	d.rands.New = func() any { return &pickState{rng: rand.New(rand.NewPCG(d.seed, d.nextRand.Add(1)))} }
+	if o.Serial {
+		d.serial = d.rands.New().(*pickState)
+	}
 	d.snap.Store(&dsnap{groups: map[string]*dgroup{}})
 
 	d.answers = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -636,8 +646,11 @@ func (d *Dispatcher) AnswerGroup(_ context.Context, q dnsd.GroupQuery) (dnsd.Gro
 	if len(f.idx) == 0 || f.drained {
 		return ans, nil
 	}
-	ps := d.rands.Get().(*pickState)
-	defer d.rands.Put(ps)
+	ps := d.serial
+	if ps == nil {
+		ps = d.rands.Get().(*pickState)
+		defer d.rands.Put(ps)
+	}
 	picked, failOpen := g.policy.Pick(f.group, scheduler.Query{
 		Client: scheduler.Client{Loc: c.res.Loc, Key: scheduler.ScopeKey(c.prefix)},
 		N:      answersOf(g.cfg), Rand: ps.rng, Now: now,

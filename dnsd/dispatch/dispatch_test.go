@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -521,5 +523,39 @@ func TestDispatcherBandwidth(t *testing.T) {
 				t.Errorf("after reports with room on the uplink EU clients got %v", ans.Addrs)
 			}
 		})
+	}
+}
+
+// TestSerialReplays: a Serial dispatcher gives the same answers from the
+// same seed whatever the garbage collector does to the pool of
+// generators (a simulation's replay), and one of another seed other
+// answers.
+func TestSerialReplays(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	answers := func(seed uint64) []string {
+		d, err := New(Options{Now: func() time.Time { return now }, Seed: seed, Serial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Load(dispatchSet(t, "weighted")); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for i := range 200 {
+			runtime.GC() // empties a sync.Pool: a pooled generator would be a new one
+			a, err := d.AnswerGroup(context.Background(), dnsd.GroupQuery{Group: "www.example.org.", Qtype: dns.TypeA, Client: resolverAt(i % 50)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, a.Addrs[0].String())
+		}
+		return out
+	}
+	a, b, c := answers(7), answers(7), answers(8)
+	if !slices.Equal(a, b) {
+		t.Errorf("the same seed gave other answers:\n%v\n%v", a, b)
+	}
+	if slices.Equal(a, c) {
+		t.Errorf("seeds 7 and 8 gave the same 200 answers")
 	}
 }
