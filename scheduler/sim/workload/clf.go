@@ -66,10 +66,7 @@ func ReadLog(r io.Reader) (*Workload, LogStats, error) {
 			why = fmt.Sprintf("longer than %d bytes", maxLineBytes)
 		}
 		if why != "" {
-			st.Broken++
-			if len(st.FirstBroken) < MaxBrokenKept {
-				st.FirstBroken = append(st.FirstBroken, BrokenLine{Line: st.Lines, Reason: why})
-			}
+			st.broke(st.Lines, why)
 			return
 		}
 		if rq.At < last {
@@ -79,9 +76,24 @@ func ReadLog(r io.Reader) (*Workload, LogStats, error) {
 		p.reqs = append(p.reqs, rq)
 	})
 	if st.Unsorted > 0 {
-		slices.SortStableFunc(p.reqs, func(a, b Request) int { return cmp.Compare(a.At, b.At) })
+		sortByTime(p.reqs)
 	}
 	return &Workload{Requests: p.reqs, Clients: p.clients.names, Objects: p.objects.names}, st, err
+}
+
+// broke counts line n as broken, and keeps it with why while fewer than
+// MaxBrokenKept are kept.
+func (st *LogStats) broke(n int, why string) {
+	st.Broken++
+	if len(st.FirstBroken) < MaxBrokenKept {
+		st.FirstBroken = append(st.FirstBroken, BrokenLine{Line: n, Reason: why})
+	}
+}
+
+// sortByTime sorts reqs by At, stably: requests of the same instant keep
+// the order they were read in.
+func sortByTime(reqs []Request) {
+	slices.SortStableFunc(reqs, func(a, b Request) int { return cmp.Compare(a.At, b.At) })
 }
 
 // maybeGunzip returns the gzip stream's contents when br starts with
