@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"time"
 
@@ -35,22 +34,10 @@ const (
 	DefaultAdmissionMaxWait = 10 * time.Second
 )
 
-// lardLimit is S = (n−1)·T_high + T_low − 1 for n back ends of the
-// policy p (weights: n is their sum, in units of the default weight).
-func lardLimit(p site.Params, weights float64) int {
-	d := site.DefaultParams()
-	if p.TLow <= 0 {
-		p.TLow = d.TLow
-	}
-	if p.THigh <= 0 {
-		p.THigh = d.THigh
-	}
-	n := math.Max(weights/DefaultWeight, 1)
-	return max(1, int(math.Floor((n-1)*p.THigh+p.TLow-1)))
-}
-
 // newAdmission returns the admission of a front end with cfg and
-// backends (metrics are set by New).
+// backends (metrics are set by New). Left out, the limit is the
+// policy's own (site.AdmissionLimit: LARD's S for lard, lard-r and
+// tb-ccrd, none for the others).
 func newAdmission(cfg Config, backends []Backend) *admission {
 	a := &admission{limit: cfg.Admission.Limit, queue: cfg.Admission.Queue, maxWait: cfg.Admission.MaxWait.D()}
 	if a.maxWait <= 0 {
@@ -59,20 +46,30 @@ func newAdmission(cfg Config, backends []Backend) *admission {
 	if cfg.Admission.Queue == 0 && cfg.Admission.MaxWait == 0 {
 		a.queue = DefaultAdmissionQueue // a Config that did not go through Check
 	}
-	switch name := cfg.Policy.Name; {
+	switch {
 	case cfg.Mode == ModeRedirect, a.limit < 0:
 		a.limit = 0
-	case a.limit == 0 && (name == "" || name == site.LARD || name == site.LARDR || name == site.TBCCRD):
-		w := 0.0
-		for _, b := range backends {
-			w += max(b.Weight, 0)
+	case a.limit == 0:
+		name := cfg.Policy.Name
+		if name == "" {
+			name = DefaultPolicy
 		}
-		if w == 0 {
-			w = float64(len(backends)) * DefaultWeight
-		}
-		a.limit = lardLimit(cfg.Policy.Params(), w)
+		a.limit = site.AdmissionLimit(name, cfg.Policy.Params(), weightSum(backends)/DefaultWeight)
 	}
 	return a
+}
+
+// weightSum is the sum of the back ends' weights, or DefaultWeight each
+// when none has one.
+func weightSum(backends []Backend) float64 {
+	w := 0.0
+	for _, b := range backends {
+		w += max(b.Weight, 0)
+	}
+	if w == 0 {
+		w = float64(len(backends)) * DefaultWeight
+	}
+	return w
 }
 
 // admission is the front end's slots and queue; limit ≤ 0 admits

@@ -16,21 +16,31 @@ import (
 	"github.com/transmirror/transmirror/zones/yamlconf"
 )
 
-func TestLARDLimit(t *testing.T) {
+// TestNewAdmission: a limit left out is the policy's own
+// (site.AdmissionLimit, over the sum of the weights); -1 and redirect
+// mode have none.
+func TestNewAdmission(t *testing.T) {
+	two := []Backend{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}}
 	for _, tt := range []struct {
-		name    string
-		p       site.Params
-		weights float64
-		want    int
+		name     string
+		cfg      Config
+		backends []Backend
+		want     int
 	}{
-		{"paper: 4 back ends", site.Params{}, 4, 3*65 + 25 - 1},
-		{"one back end", site.Params{}, 1, 24},
-		{"thresholds", site.Params{TLow: 1, THigh: 2}, 2, 2},
-		{"weights count as back ends", site.Params{}, 2.5, 121}, // floor(1.5·65 + 25 − 1)
+		{"lard's S", Config{Policy: PolicyConfig{Name: site.LARD}}, two, 65 + 25 - 1},
+		{"the default policy is lard", Config{}, two, 65 + 25 - 1},
+		{"thresholds", Config{Policy: PolicyConfig{Name: site.LARDR, TLow: 1, THigh: 2}}, two, 2},
+		{"weights count as back ends", Config{Policy: PolicyConfig{Name: site.TBCCRD}},
+			[]Backend{{Name: "a", Weight: 1.5}, {Name: "b", Weight: 1}}, 121},
+		{"no weights: one each", Config{}, []Backend{{Name: "a"}, {Name: "b"}}, 89},
+		{"wrr has none", Config{Policy: PolicyConfig{Name: site.WRR}}, two, 0},
+		{"written", Config{Policy: PolicyConfig{Name: site.WRR}, Admission: AdmissionConfig{Limit: 5}}, two, 5},
+		{"-1 is none", Config{Admission: AdmissionConfig{Limit: -1}}, two, 0},
+		{"redirect has none", Config{Mode: ModeRedirect, Admission: AdmissionConfig{Limit: 5}}, two, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := lardLimit(tt.p, tt.weights); got != tt.want {
-				t.Errorf("lardLimit = %d, want %d", got, tt.want)
+			if got := newAdmission(tt.cfg, tt.backends).limit; got != tt.want {
+				t.Errorf("limit %d, want %d", got, tt.want)
 			}
 		})
 	}

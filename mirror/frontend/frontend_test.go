@@ -22,8 +22,16 @@ import (
 // the handler and its registry.
 func startSite(t *testing.T, cfg Config, bs ...Backend) (string, *handler, *prometheus.Registry) {
 	t.Helper()
+	return startSiteWith(t, cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))}, bs...)
+}
+
+// startSiteWith is startSite with the options o, whose Registerer it
+// sets to the registry it returns.
+func startSiteWith(t *testing.T, cfg Config, o Options, bs ...Backend) (string, *handler, *prometheus.Registry) {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	h, closer, err := New(cfg, weighted(bs...), Options{Registerer: reg, Rand: rand.New(rand.NewPCG(1, 2))})
+	o.Registerer = reg
+	h, closer, err := New(cfg, weighted(bs...), o)
 	if err != nil {
 		t.Fatal(err)
 	}

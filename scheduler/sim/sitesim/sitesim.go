@@ -5,6 +5,22 @@
 // outcome, as in the LARD paper's simulations. Time is virtual and every
 // draw comes from the seed: the same Config and workload give the same
 // Result.
+//
+// The front end is modelled as mirror/frontend behaves. It has a CPU of
+// its own, which serves one piece of work at a time in the order it
+// comes: reading each request (FrontendCosts.PerRequest) and, in proxy
+// mode, relaying each response (FrontendCosts.PerKiB), so that it can
+// be the bottleneck. It bounds the requests outstanding on the back
+// ends (Config.Admission, site.AdmissionLimit by default) and holds the
+// others in arrival order, each until a request completes. A request's
+// way: the client sends it; the front end's CPU reads it; it waits for
+// admission; the policy picks a back end (told the key and the client,
+// not the size, which the live front end does not know yet); the back
+// end serves it; in proxy mode the front end's CPU relays the response;
+// the client has it, the policy is told (Done, with the size of a 200
+// response, 0 for any other status, as the live front end tells it), the
+// request's admission passes to the first request waiting, and the
+// client sends its next request.
 package sitesim
 
 import (
@@ -13,7 +29,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"math/rand/v2"
 	"net/netip"
 	"time"
 
@@ -25,7 +40,7 @@ import (
 // Config describes a site and how it is driven.
 type Config struct {
 	// Policy is the front end's policy (one of site.Names) and Params
-	// its parameters; Seed seeds its randomness.
+	// its parameters; Seed seeds its randomness (see PolicyRand).
 	Policy string
 	Params site.Params
 	Seed   uint64
@@ -38,6 +53,24 @@ type Config struct {
 	Outstanding int
 	// Warmup is how many leading requests are not counted.
 	Warmup int
+	// Mode is how the front end hands a request over: ModeProxy (the
+	// default, "") or ModeHandoff.
+	Mode string
+	// Frontend is what the front end's CPU spends: nil takes
+	// DefaultFrontendCosts(Mode, Backend.Costs); &FrontendCosts{} is a
+	// front end that costs nothing.
+	Frontend *FrontendCosts
+	// Admission bounds the requests outstanding on the back ends, as
+	// the live front end's site.admission.limit does: 0 is the policy's
+	// own bound (site.AdmissionLimit over Backends back ends of weight
+	// 1: LARD's S for lard, lard-r and tb-ccrd, none for the others),
+	// less than 0 none, more than 0 that many.
+	Admission int
+	// Bin is the width of Result.Bins in virtual time (0: no bins).
+	Bin time.Duration
+	// OnPick, when not nil, is told of every pick, warm-up included: the
+	// request's index in the workload and the back end's index.
+	OnPick func(n, backend int)
 }
 
 // Workload is what a run replays: requests in order and the names of
@@ -54,8 +87,9 @@ type Workload struct {
 // Result is what a run measured over its counted requests.
 type Result struct {
 	Requests int
-	// Elapsed is the virtual time from the end of the warm-up to the
-	// last completion; Throughput is Requests over it, per second.
+	// Elapsed is the virtual time from the end of the warm-up (the send
+	// of the first counted request) to the last completion; Throughput
+	// is Requests over it, per second.
 	Elapsed    time.Duration
 	Throughput float64
 	// HitRatio and ByteHitRatio are the back ends' cache hits.
@@ -67,44 +101,31 @@ type Result struct {
 	// CPU and Disk are each back end's utilizations over the whole run
 	// (busy time over the time to the last completion).
 	CPU, Disk []float64
+	// FrontendCPU is the front end's CPU utilization, alike.
+	FrontendCPU float64
+	// Admission is the bound applied (0: none), Queued how many counted
+	// requests waited for it.
+	Admission, Queued int
+	// Bins are the counted requests by when they completed, Config.Bin
+	// wide from the end of the warm-up; nil without Config.Bin.
+	Bins []Bin
 }
 
-// inflight is a request being served, by when it completes.
-type inflight struct {
-	done    int64
-	backend int
-	req     site.Request
-	counted bool
-}
-
-type inflights []inflight
-
-func (f inflights) Len() int           { return len(f) }
-func (f inflights) Less(i, j int) bool { return f[i].done < f[j].done }
-func (f inflights) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
-func (f *inflights) Push(x any)        { *f = append(*f, x.(inflight)) }
-func (f *inflights) Pop() any {
-	old := *f
-	x := old[len(old)-1]
-	*f = old[:len(old)-1]
-	return x
-}
-
-// run is one simulation in progress.
-type run struct {
-	c        Config
-	w        Workload
-	pol      site.Policy
-	bs       []site.Backend
-	backs    []*backend.Backend
-	events   inflights
-	res      Result
-	n        int   // requests sent
-	start    int64 // end of the warm-up (the first counted request's send)
-	last     int64 // the last counted completion
-	hits     int
-	bytes    int64
-	hitBytes int64
+// Bin is what completed in one interval (Start, Start+Config.Bin] of
+// the measured time (the first bin also holds what completed at 0).
+type Bin struct {
+	// Start is the bin's start, from the end of the warm-up.
+	Start time.Duration
+	// Requests is how many counted requests completed in the bin, and
+	// Throughput that over its width (the last bin's ends with the run).
+	Requests   int
+	Throughput float64
+	// HitRatio is the share of them that the back ends' caches hit.
+	HitRatio float64
+	// PerBackend is how many completed on each back end, MaxOverMean
+	// and CV their spread (0 for an empty bin).
+	PerBackend      []int
+	MaxOverMean, CV float64
 }
 
 // Run replays w through a site as c describes it.
@@ -115,34 +136,35 @@ func Run(c Config, w Workload) (Result, error) {
 	}
 	next, stop := iter.Pull(w.Requests)
 	defer stop()
+	r.next = next
 	for range c.Outstanding { // the first requests, all at time 0
-		if rq, ok := next(); ok {
-			if err := r.send(0, rq); err != nil {
-				return Result{}, err
-			}
+		if err := r.arrive(0); err != nil {
+			return Result{}, err
 		}
 	}
 	for len(r.events) > 0 {
-		ev := heap.Pop(&r.events).(inflight)
-		r.complete(ev)
-		if rq, ok := next(); ok {
-			if err := r.send(ev.done, rq); err != nil {
-				return Result{}, err
-			}
+		if err := r.handle(heap.Pop(&r.events).(event)); err != nil {
+			return Result{}, err
 		}
 	}
 	return r.result(), nil
 }
 
+// newRun checks c and builds the site it describes.
 func newRun(c Config, w Workload) (*run, error) {
-	if c.Backends < 1 || c.Outstanding < 1 || c.Warmup < 0 {
-		return nil, errors.New("sitesim: want at least one back end and one outstanding request, and no negative warm-up")
+	if c.Backends < 1 || c.Outstanding < 1 || c.Warmup < 0 || c.Bin < 0 {
+		return nil, errors.New("sitesim: want at least one back end and one outstanding request, and no negative warm-up or bin")
 	}
-	pol, err := site.New(c.Policy, c.Params, rand.New(rand.NewPCG(c.Seed, 0x73697465)))
+	costs, err := frontendCosts(c)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := site.New(c.Policy, c.Params, PolicyRand(c.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("sitesim: %w", err)
 	}
-	r := &run{c: c, w: w, pol: pol, res: Result{PerBackend: make([]int, c.Backends)}}
+	r := &run{c: c, w: w, pol: pol, proxy: c.Mode != ModeHandoff, costs: costs, limit: admission(c),
+		res: Result{PerBackend: make([]int, c.Backends)}, bins: bins{width: int64(c.Bin), backends: c.Backends}}
 	for i := range c.Backends {
 		b, err := backend.New(c.Backend)
 		if err != nil {
@@ -155,34 +177,15 @@ func newRun(c Config, w Workload) (*run, error) {
 	return r, nil
 }
 
-// send picks a back end for rq at time at and has it serve rq.
-func (r *run) send(at int64, rq workload.Request) error {
-	if int(rq.Object) >= len(r.w.Objects) {
-		return fmt.Errorf("sitesim: request %d names object %d of %d", r.n, rq.Object, len(r.w.Objects))
+// admission is the bound c asks for, 0 for none.
+func admission(c Config) int {
+	switch {
+	case c.Admission > 0:
+		return c.Admission
+	case c.Admission < 0:
+		return 0
 	}
-	req := site.Request{Key: r.w.Objects[rq.Object], Client: r.client(rq.Client), Size: int64(rq.Size)}
-	i, err := r.pol.Pick(req, r.bs, time.Unix(0, at))
-	if err != nil {
-		return fmt.Errorf("sitesim: request %d: %w", r.n, err)
-	}
-	r.bs[i].Active++
-	done, hit := r.backs[i].Serve(at, req.Key, req.Size)
-	counted := r.n >= r.c.Warmup
-	if counted {
-		if r.res.Requests == 0 {
-			r.start = at
-		}
-		r.res.Requests++
-		r.res.PerBackend[i]++
-		r.bytes += req.Size
-		if hit {
-			r.hits++
-			r.hitBytes += req.Size
-		}
-	}
-	r.n++
-	heap.Push(&r.events, inflight{done: done, backend: i, req: req, counted: counted})
-	return nil
+	return site.AdmissionLimit(c.Policy, c.Params, float64(c.Backends))
 }
 
 // client is the address of client index i: the workload's, else one of
@@ -197,19 +200,10 @@ func (r *run) client(i uint32) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(h >> 16), byte(h >> 8), byte(h)})
 }
 
-// complete ends ev: the back end has one request fewer, the policy hears
-// of it.
-func (r *run) complete(ev inflight) {
-	r.bs[ev.backend].Active--
-	r.pol.Done(ev.req, r.bs[ev.backend].Name, time.Unix(0, ev.done))
-	if ev.counted {
-		r.last = max(r.last, ev.done)
-	}
-}
-
 // result sums the run up.
 func (r *run) result() Result {
 	res := r.res
+	res.Admission = r.limit
 	if res.Requests == 0 {
 		return res
 	}
@@ -221,20 +215,35 @@ func (r *run) result() Result {
 	if r.bytes > 0 {
 		res.ByteHitRatio = float64(r.hitBytes) / float64(r.bytes)
 	}
-	mean := float64(res.Requests) / float64(len(res.PerBackend))
+	res.MaxOverMean, res.CV = spread(res.PerBackend)
+	span := float64(max(r.last, 1))
+	for _, b := range r.backs {
+		st := b.Stats()
+		res.CPU = append(res.CPU, float64(st.CPUBusy)/span)
+		res.Disk = append(res.Disk, float64(st.DiskBusy)/span)
+	}
+	res.FrontendCPU = float64(r.fe.busy) / span
+	res.Bins = r.bins.result(res.Elapsed)
+	return res
+}
+
+// spread is the largest of counts over their mean, and their
+// coefficient of variation; 0 and 0 when they add up to nothing.
+func spread(counts []int) (maxOverMean, cv float64) {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total == 0 {
+		return 0, 0
+	}
+	mean := float64(total) / float64(len(counts))
 	most, ss := 0, 0.0
-	for _, n := range res.PerBackend {
+	for _, n := range counts {
 		most = max(most, n)
 		ss += (float64(n) - mean) * (float64(n) - mean)
 	}
-	res.MaxOverMean = float64(most) / mean
-	res.CV = math.Sqrt(ss/float64(len(res.PerBackend))) / mean
-	for _, b := range r.backs {
-		st := b.Stats()
-		res.CPU = append(res.CPU, float64(st.CPUBusy)/float64(max(r.last, 1)))
-		res.Disk = append(res.Disk, float64(st.DiskBusy)/float64(max(r.last, 1)))
-	}
-	return res
+	return float64(most) / mean, math.Sqrt(ss/float64(len(counts))) / mean
 }
 
 // Mean is the mean of xs (0 for none).
