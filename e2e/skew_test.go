@@ -177,6 +177,7 @@ func TestSkew(t *testing.T) {
 			t.Parallel()
 			r := runSkewPhase(t, ph)
 			ph.check(t, r)
+			compareSim(t, ph, r)
 		})
 	}
 }
