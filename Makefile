@@ -116,8 +116,11 @@ if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
 endef
 
 ## sim: regenerate docs/simulation.md and its charts with groupsim -report
-## (the site level: every site policy on 1-16 back ends, the working set 2-16
-## times one back end's memory; about 15 s on 2 cores).
+## (the site level: every site policy on 1-16 back ends in handoff and proxy
+## mode, the working set 2-16 times one back end's memory; the global level:
+## every dnsd policy with and without the TTL controls and the 302
+## correction, TTL 1-300 s, resolver skew, one and three dnsd nodes, ECS;
+## about a minute on 2 cores).
 sim: build
 	$(BIN)/groupsim -report docs
 

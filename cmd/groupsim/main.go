@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/transmirror/transmirror/scheduler/sim/backend"
 	"github.com/transmirror/transmirror/scheduler/sim/report"
@@ -36,6 +37,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // options are groupsim's flags.
 type options struct {
 	log         string
+	logFormat   string
 	synth       workload.Synthetic
 	policies    []string
 	backends    []int
@@ -45,6 +47,11 @@ type options struct {
 	warmup      float64
 	csv         bool
 	report      string // -report: the directory of simulation.md
+	level       string // site or global
+	mode        string // the front end's
+	binWidth    time.Duration
+	reportScale float64
+	global      globalOptions
 }
 
 // run is groupsim with its arguments; it returns the exit status: 0
@@ -59,9 +66,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "groupsim:", err)
 		return 1
 	}
-	if o.report != "" {
+	switch {
+	case o.report != "":
 		err = writeReport(o, w, o.report)
-	} else {
+	case o.level == "global":
+		err = simulateGlobal(o, o.global, stdout)
+	default:
 		err = simulate(o, w, stdout)
 	}
 	if err != nil {
@@ -76,23 +86,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 func parse(args []string, stderr io.Writer) (o options, code int) {
 	fs := flag.NewFlagSet("groupsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.log, "log", "", "replay this access log (Common or Combined Log Format, plain or gzip); without it a synthetic workload")
-	fs.Uint64Var(&o.synth.Seed, "seed", 1, "synthetic: the seed of the workload (the same seed, the same requests)")
-	fs.IntVar(&o.synth.Requests, "requests", 200_000, "synthetic: number of requests")
-	fs.IntVar(&o.synth.Objects, "objects", 20_000, "synthetic: number of distinct objects")
-	fs.Float64Var(&o.synth.Alpha, "alpha", 0.8, "synthetic: Zipf exponent of the objects' popularity")
-	fs.Float64Var(&o.synth.MaxSize, "max-size", 1<<20, "synthetic: largest object, in bytes (the Pareto tail is cut there)")
-	fs.IntVar(&o.synth.Clients, "clients", 10_000, "synthetic: number of clients")
-	policies := fs.String("policies", strings.Join(site.Names(), ","), "site policies to compare, comma-separated")
-	backends := fs.String("backends", "1,2,4,8,16", "numbers of back ends to simulate, comma-separated")
-	fs.Float64Var(&o.memoryRatio, "memory-ratio", 4, "the working set over one back end's memory cache")
-	fs.Int64Var(&o.maxObject, "max-object", 1<<20, "largest object a back end's cache keeps, in bytes")
-	fs.IntVar(&o.outstanding, "outstanding", 64, "requests the clients keep in flight (a closed loop: throughput is an outcome)")
-	fs.Float64Var(&o.warmup, "warmup", 0.2, "share of the leading requests not counted (the caches fill)")
-	format := fs.String("format", "table", "output: table or csv")
-	fs.StringVar(&o.report, "report", "", "instead of the table, run the standard site experiments (every policy on 1–16 back ends, working set 2–16× one back end's memory) and write simulation.md and its SVG charts into this directory (make sim: docs)")
+	var raw rawFlags
+	siteFlags(fs, &o, &raw)
+	globalFlags(fs, &o.global, &raw.globalPolicies, &raw.ttls)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: groupsim [flags]\n\nReplays a workload through simulated sites (the LARD paper's costs), each policy on each number of back ends.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: groupsim [flags]\n\nReplays a workload through simulated sites (the LARD paper's costs), each policy on each number of back ends;\n"+
+			"with -level global through a simulated mirror group, each of dnsd's policies.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -101,21 +100,74 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 		}
 		return o, 2
 	}
-	var err error
-	o.policies = strings.Split(*policies, ",")
-	if o.backends, err = ints(*backends); err != nil || fs.NArg() > 0 || (*format != "table" && *format != "csv") ||
-		!(o.memoryRatio > 0) || o.outstanding < 1 || !(o.warmup >= 0 && o.warmup < 1) {
-		fmt.Fprintln(stderr, "groupsim: bad flags (see groupsim -h)")
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "groupsim: no arguments are taken, only flags (see groupsim -h)")
 		return o, 2
 	}
+	if err := o.check(raw); err != nil {
+		fmt.Fprintln(stderr, "groupsim:", err)
+		return o, 2
+	}
+	return o, -1
+}
+
+// rawFlags are the flags that check parses into options.
+type rawFlags struct {
+	policies, backends, format, globalPolicies, ttls string
+}
+
+// siteFlags declares the flags of the workload, the site level and the
+// output on fs.
+func siteFlags(fs *flag.FlagSet, o *options, raw *rawFlags) {
+	fs.StringVar(&o.log, "log", "", "replay this access log (plain or gzip, in -log-format); without it a synthetic workload")
+	fs.StringVar(&o.logFormat, "log-format", "clf", "-log's format: clf (Common or Combined Log Format) or worldcup (the WorldCup98 data set's binary records; a day's files may be concatenated)")
+	fs.Uint64Var(&o.synth.Seed, "seed", 1, "synthetic: the seed of the workload (the same seed, the same requests)")
+	fs.IntVar(&o.synth.Requests, "requests", 200_000, "synthetic: number of requests")
+	fs.IntVar(&o.synth.Objects, "objects", 20_000, "synthetic: number of distinct objects")
+	fs.Float64Var(&o.synth.Alpha, "alpha", 0.8, "synthetic: Zipf exponent of the objects' popularity")
+	fs.Float64Var(&o.synth.MaxSize, "max-size", 1<<20, "synthetic: largest object, in bytes (the Pareto tail is cut there)")
+	fs.IntVar(&o.synth.Clients, "clients", 10_000, "synthetic: number of clients")
+	fs.StringVar(&raw.policies, "policies", strings.Join(site.Names(), ","), "site policies to compare, comma-separated")
+	fs.StringVar(&raw.backends, "backends", "1,2,4,8,16", "numbers of back ends to simulate, comma-separated")
+	fs.Float64Var(&o.memoryRatio, "memory-ratio", 4, "the working set over one back end's memory cache")
+	fs.Int64Var(&o.maxObject, "max-object", 1<<20, "largest object a back end's cache keeps, in bytes")
+	fs.StringVar(&o.mode, "mode", sitesim.ModeHandoff, "site: the front end's mode: handoff (the back ends answer the clients; the papers' setting) or proxy (every response byte through the front end, whose CPU then counts)")
+	fs.DurationVar(&o.binWidth, "site-bin", 0, "site: also print each run's figures per this much virtual time (0: none)")
+	fs.IntVar(&o.outstanding, "outstanding", 64, "requests the clients keep in flight (a closed loop: throughput is an outcome)")
+	fs.Float64Var(&o.warmup, "warmup", 0.2, "share of the leading requests not counted (the caches fill)")
+	fs.StringVar(&raw.format, "format", "table", "output: table or csv")
+	fs.StringVar(&o.level, "level", "site", "site: the site policies over simulated back ends; global: dnsd's policies over mirrors, resolvers caching their answers, the mirrors' 302 correction (a synthetic workload)")
+	fs.StringVar(&o.report, "report", "", "instead of the table, run the standard experiments of both levels (see make sim) and write simulation.md and its SVG charts into this directory (make sim: docs)")
+	fs.Float64Var(&o.reportScale, "report-scale", 1, "-report: the global experiments' simulated times (runs, warm-ups, bins) over the standard's (tests use less)")
+}
+
+// check parses raw into o and checks o's flags, the first wrong one
+// named.
+func (o *options) check(raw rawFlags) error {
+	var err error
+	o.policies = strings.Split(raw.policies, ",")
 	for _, p := range o.policies {
 		if !slices.Contains(site.Names(), p) {
-			fmt.Fprintf(stderr, "groupsim: -policies: unknown policy %q (known: %s)\n", p, strings.Join(site.Names(), ", "))
-			return o, 2
+			return fmt.Errorf("-policies: unknown policy %q (known: %s)", p, strings.Join(site.Names(), ", "))
 		}
 	}
-	o.csv = *format == "csv"
-	return o, -1
+	o.csv = raw.format == "csv"
+	switch {
+	case raw.format != "table" && raw.format != "csv":
+		return fmt.Errorf("-format %q: table or csv", raw.format)
+	case !(o.memoryRatio > 0), !(o.reportScale > 0 && o.reportScale <= 10), o.outstanding < 1, !(o.warmup >= 0 && o.warmup < 1):
+		return errors.New("-memory-ratio, -report-scale (up to 10), -outstanding: more than 0; -warmup: 0 to below 1")
+	case o.mode != sitesim.ModeHandoff && o.mode != sitesim.ModeProxy, o.binWidth < 0:
+		return errors.New("-mode: handoff or proxy; -site-bin: not negative")
+	case o.logFormat != "clf" && o.logFormat != "worldcup":
+		return fmt.Errorf("-log-format %q: clf or worldcup", o.logFormat)
+	case o.level != "site" && o.level != "global" || o.level == "global" && o.log != "":
+		return errors.New("-level: site or global (global: a synthetic workload, no -log)")
+	}
+	if o.backends, err = ints(raw.backends); err != nil {
+		return fmt.Errorf("-backends: %w", err)
+	}
+	return parseGlobal(&o.global, raw.globalPolicies, raw.ttls)
 }
 
 // ints parses a comma-separated list of positive integers.
@@ -156,12 +208,21 @@ func load(o options, stderr io.Writer) (replay, error) {
 		r.stream = func() sitesim.Workload { return sitesim.Workload{Requests: st.Requests(), Objects: keys} }
 		return r, nil
 	}
+	return loadLog(o, stderr)
+}
+
+// loadLog reads -log and reports what it read.
+func loadLog(o options, stderr io.Writer) (replay, error) {
 	f, err := os.Open(o.log)
 	if err != nil {
 		return replay{}, err
 	}
 	defer f.Close()
-	w, st, err := workload.ReadLog(f)
+	read := workload.ReadLog
+	if o.logFormat == "worldcup" {
+		read = workload.ReadWorldCup
+	}
+	w, st, err := read(f)
 	if err != nil {
 		return replay{}, fmt.Errorf("%s: %w", o.log, err)
 	}
@@ -194,7 +255,8 @@ func load(o options, stderr io.Writer) (replay, error) {
 // simulate runs every policy on every number of back ends and writes
 // the table.
 func simulate(o options, w replay, out io.Writer) error {
-	t := report.Table{Header: []string{"backends", "policy", "req/s", "hit", "byte_hit", "max/mean", "cv", "cpu", "disk"}}
+	t := report.Table{Header: []string{"backends", "policy", "req/s", "hit", "byte_hit", "max/mean", "cv", "cpu", "disk", "fe_cpu"}}
+	bins := report.Table{Header: []string{"backends", "policy", "from_s", "requests", "req/s", "hit", "max/mean", "cv"}}
 	for _, n := range o.backends {
 		for _, p := range o.policies {
 			r, err := runOne(o, w, p, n, o.memoryRatio)
@@ -203,21 +265,42 @@ func simulate(o options, w replay, out io.Writer) error {
 			}
 			t.Rows = append(t.Rows, []string{strconv.Itoa(n), p, fmt.Sprintf("%.1f", r.Throughput), fmt.Sprintf("%.4f", r.HitRatio),
 				fmt.Sprintf("%.4f", r.ByteHitRatio), fmt.Sprintf("%.3f", r.MaxOverMean), fmt.Sprintf("%.4f", r.CV),
-				fmt.Sprintf("%.3f", sitesim.Mean(r.CPU)), fmt.Sprintf("%.3f", sitesim.Mean(r.Disk))})
+				fmt.Sprintf("%.3f", sitesim.Mean(r.CPU)), fmt.Sprintf("%.3f", sitesim.Mean(r.Disk)), fmt.Sprintf("%.3f", r.FrontendCPU)})
+			for _, b := range r.Bins {
+				bins.Rows = append(bins.Rows, []string{strconv.Itoa(n), p, strconv.FormatFloat(b.Start.Seconds(), 'f', -1, 64),
+					strconv.Itoa(b.Requests), fmt.Sprintf("%.1f", b.Throughput), fmt.Sprintf("%.4f", b.HitRatio),
+					fmt.Sprintf("%.3f", b.MaxOverMean), fmt.Sprintf("%.4f", b.CV)})
+			}
 		}
 	}
-	text := t.Text()
-	if o.csv {
-		text = t.CSV()
+	return write(o, out, t, bins)
+}
+
+// write writes the tables, as text or CSV, a blank line between them;
+// tables without rows are left out, but for the first.
+func write(o options, out io.Writer, tables ...report.Table) error {
+	var b strings.Builder
+	for i, t := range tables {
+		if i > 0 && len(t.Rows) == 0 {
+			continue
+		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if o.csv {
+			b.WriteString(t.CSV())
+		} else {
+			b.WriteString(t.Text())
+		}
 	}
-	_, err := io.WriteString(out, text)
+	_, err := io.WriteString(out, b.String())
 	return err
 }
 
 // runOne runs policy on n back ends, each caching the working set over
-// memoryRatio.
+// memoryRatio, in o's mode.
 func runOne(o options, w replay, policy string, n int, memoryRatio float64) (sitesim.Result, error) {
-	c := sitesim.Config{Policy: policy, Seed: o.synth.Seed, Backends: n, Outstanding: o.outstanding,
+	c := sitesim.Config{Policy: policy, Seed: o.synth.Seed, Backends: n, Outstanding: o.outstanding, Mode: o.mode, Bin: o.binWidth,
 		Warmup:  int(o.warmup * float64(w.requests)),
 		Backend: backend.Config{Memory: int64(float64(w.ws) / memoryRatio), MaxObject: o.maxObject}}
 	r, err := sitesim.Run(c, w.stream())
