@@ -18,14 +18,17 @@ import (
 const skewSimSeeds = 8
 
 // How far the simulation's figures may be from the phase's, relative to
-// them. With correction on, the window's and the mean bin's ratios are
-// held to 5%. Without it, the window's ratio is where the heavy resolver
-// happened to land in two or three answers (1.19 to 2.3 over seeds of
-// the simulation and runs of the test alike) and is not compared; the
-// mean bin's ratio is, to 10%: the test's own runs measure 2.4 to 2.7.
+// them. With correction on, the window's ratio is held to 5% (runs: the
+// simulation 1.01–1.02, the real binaries 1.01–1.03) and the mean bin's
+// to 10% (1.04–1.05 against 1.03–1.07: the real runs vary more from run
+// to run than the two differ). Without it the window's ratio is where
+// the heavy resolver happened to land in two or three answers (1.19 to
+// 2.3 over seeds of the simulation and runs of the test alike) and is
+// not compared; the mean bin's ratio is, to 10% (2.35 against 2.40 and
+// 2.51; the test's own runs measure 2.4 to 2.7).
 const (
 	skewSimTolerance    = 0.05
-	skewSimOffTolerance = 0.10
+	skewSimBinTolerance = 0.10
 )
 
 // simulateSkewPhase runs the phase's scenario in groupsim's global model
@@ -89,9 +92,9 @@ func compareSim(t *testing.T, ph skewPhase, r *skewResult) {
 	mean, _ := r.binRatios()
 	t.Logf("skew simulated: phase=%s window=%.3f (loopback %.3f) bins_mean=%.3f (loopback %.3f) redirected=%.3f (loopback %.3f) in %v",
 		ph.slug, window, r.windowRatio(), binsMean, mean, redirected, float64(r.mirrorRedirects)/served, time.Since(start).Round(time.Millisecond))
-	figures := []simFigure{{"mean bin ratio", binsMean, mean, skewSimOffTolerance}}
+	figures := []simFigure{{"mean bin ratio", binsMean, mean, skewSimBinTolerance}}
 	if ph.correct {
-		figures = []simFigure{{"window ratio", window, r.windowRatio(), skewSimTolerance}, {"mean bin ratio", binsMean, mean, skewSimTolerance}}
+		figures = append(figures, simFigure{"window ratio", window, r.windowRatio(), skewSimTolerance})
 	}
 	for _, f := range figures {
 		if d := math.Abs(f.sim-f.real) / f.real; !(d <= f.tolerance) {

@@ -39,6 +39,9 @@ type Mirror struct {
 	// reports them); Bandwidth, in bytes per second, is the other
 	// capacity dnsd weighs (0: none).
 	Capacity, Bandwidth float64
+	// Missing is the share of the objects the mirror lacks (0: it holds
+	// them all); see holds.
+	Missing float64
 }
 
 // Config describes the group and how it is run.
@@ -72,6 +75,11 @@ type Config struct {
 	Correct  bool
 	Law      string
 	MaxShare float64
+	// ContentIndex: the mirrors keep content indexes (content.index) and
+	// read each other's, so that a request for a file a mirror lacks (see
+	// Mirror.Missing) is rescued to a sibling that holds it; without, it
+	// is a 404, as with the mirror's default.
+	ContentIndex bool
 	// PushInterval and ViewInterval are the mirrors' (defaults
 	// group.DefaultPushInterval and group.DefaultViewInterval).
 	PushInterval, ViewInterval time.Duration
@@ -116,6 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("globalsim: %d mirrors, want 1 to 250", len(c.Mirrors)))
 	}
 	for i, m := range c.Mirrors {
+		if !(m.Missing >= 0 && m.Missing < 1) {
+			errs = append(errs, fmt.Errorf("globalsim: mirror %d (%s): missing %g, want 0 to below 1", i, m.Name, m.Missing))
+		}
 		if m.Region < 0 || m.Region >= len(c.Regions) {
 			errs = append(errs, fmt.Errorf("globalsim: mirror %d (%s): region %d of %d", i, m.Name, m.Region, len(c.Regions)))
 		}

@@ -77,6 +77,7 @@ type sim struct {
 	cache   map[cacheKey]cached
 	scopes  map[uint32][]int // the scope lengths each resolver has cached under (-1: no ECS)
 	next    struct{ push, view time.Time }
+	size    uint64 // the body of the request being served
 	acc     accumulator
 }
 
@@ -139,7 +140,7 @@ func newSim(c Config, w World, set *zones.Set) (*sim, error) {
 		s.locs = append(s.locs, geo.LocationOf(location(r)))
 	}
 	for i := range c.Mirrors {
-		m, err := newMirror(c, i, clock, loc)
+		m, err := newMirror(s, i, clock, loc)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +190,8 @@ func (s *sim) request(rq workload.Request) error {
 // to a sibling once, and counts what happened.
 func (s *sim) fetch(rq workload.Request, first int, client netip.Addr, region int) error {
 	path := "/o/" + strconv.FormatUint(uint64(rq.Object), 10)
-	code, to, err := s.mirrors[first].serve(groupName, path, client, rq.Size)
+	s.size = rq.Size
+	code, to, err := s.mirrors[first].serve(groupName, path, client)
 	if err != nil {
 		return err
 	}
@@ -199,15 +201,15 @@ func (s *sim) fetch(rq workload.Request, first int, client netip.Addr, region in
 		if !ok || t == first {
 			return fmt.Errorf("%s redirected to %q", s.mirrors[first].name, to)
 		}
-		if code, _, err = s.mirrors[t].serve(to, path, client, rq.Size); err != nil {
+		if code, _, err = s.mirrors[t].serve(to, path, client); err != nil {
 			return err
 		}
 		by, redirected = t, true
 	}
-	if code != 200 {
+	if code != 200 && code != 404 {
 		return fmt.Errorf("%s answered %d", s.mirrors[by].name, code)
 	}
-	s.acc.note(s, first, by, redirected, scheduler.DistanceKm(s.locs[region], s.locs[s.c.Mirrors[by].Region]))
+	s.acc.note(s, first, by, redirected, code == 404, scheduler.DistanceKm(s.locs[region], s.locs[s.c.Mirrors[by].Region]))
 	return nil
 }
 

@@ -80,3 +80,44 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }
+
+// TestPartialTrees: a mirror that lacks half of the objects answers 404
+// for them without content indexes, about half of what DNS sends it;
+// with them and the correction on every such request is rescued to a
+// sibling that holds the file and none is a 404. With the correction off
+// nothing is redirected, a rescue neither (the live rule: redirect
+// enabled false sends no 302 at all).
+func TestPartialTrees(t *testing.T) {
+	tests := []struct {
+		name    string
+		index   bool
+		correct bool
+	}{
+		{"no index, correction off", false, false},
+		{"no index, correction on", false, true},
+		{"index, correction off", true, false},
+		{"index, correction on", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := skewConfig(tt.correct)
+			c.ContentIndex = tt.index
+			c.Mirrors[0].Missing = 0.5
+			r, err := Run(c, skewWorkload(t, 0.05))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("served %v, arrived %v, %d not found, %d redirected of %d", r.Served, r.Arrived, r.NotFound, r.Redirected, r.Requests)
+			switch {
+			case tt.index && tt.correct && r.NotFound != 0:
+				t.Errorf("%d requests ended in a 404 with content indexes", r.NotFound)
+			case !tt.correct && r.Redirected != 0:
+				t.Errorf("%d redirects with the correction off", r.Redirected)
+			case !tt.index && !tt.correct && (float64(r.NotFound) < 0.4*float64(r.Arrived[0]) || float64(r.NotFound) > 0.6*float64(r.Arrived[0])):
+				t.Errorf("%d 404s of the %d requests DNS sent the mirror that lacks half of the files, want about half", r.NotFound, r.Arrived[0])
+			case !(tt.index && tt.correct) && r.NotFound == 0:
+				t.Error("no 404 without content indexes or without the correction")
+			}
+		})
+	}
+}

@@ -22,8 +22,6 @@ type mirror struct {
 	view       *viewBox
 	sent       *group.SentMeter
 	handler    http.Handler
-	served     int // requests its content served (counted or not), set by the content handler
-	size       uint64
 }
 
 // viewBox is the mirror's group view, a ViewSource the simulation sets.
@@ -31,9 +29,10 @@ type viewBox struct{ s *group.GroupSnapshot }
 
 func (v *viewBox) Snapshot() *group.GroupSnapshot { return v.s }
 
-// newMirror builds mirror i of c with the simulation's clock.
-func newMirror(c Config, i int, clock func() time.Time, loc *geo.Locator) (*mirror, error) {
-	m := c.Mirrors[i]
+// newMirror builds mirror i of s's config with the simulation's clock;
+// one with holes in its tree knows what it and its siblings hold.
+func newMirror(s *sim, i int, clock func() time.Time, loc *geo.Locator) (*mirror, error) {
+	c, m := s.c, s.c.Mirrors[i]
 	mm := &mirror{name: m.Name, host: mirrorHost(m), view: &viewBox{}, sent: group.NewSentMeter(0)}
 	flows := group.NewFlowMeter(0)
 	rep, err := probe.NewReporter(probe.ReporterConfig{
@@ -43,15 +42,22 @@ func newMirror(c Config, i int, clock func() time.Time, loc *geo.Locator) (*mirr
 	if err != nil {
 		return nil, fmt.Errorf("globalsim: mirror %s: %w", m.Name, err)
 	}
-	content := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		mm.served++
-		writeBody(w, mm.size)
+	content := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if obj, ok := objectOf(r.URL.Path); !ok || !s.holds(i, obj) {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		writeBody(w, s.size)
 	})
-	rd, err := group.NewRedirector(group.RedirectorOptions{
+	o := group.RedirectorOptions{
 		Rules: group.RedirectRules{Group: groupName, Host: mm.host, Enabled: c.Correct, Law: c.Law, MaxShare: c.MaxShare},
 		Next:  content, Load: group.NewLoadMeter(rep, m.Capacity, m.Bandwidth, time.Second), Flows: flows, View: mm.view,
 		Locator: loc, Clock: clock, Rand: rand.New(rand.NewPCG(c.Seed, 0x6d6972726f72+uint64(i))),
-	})
+	}
+	if c.ContentIndex {
+		o.Files, o.Contents = files{s, i}, contents{s, i}
+	}
+	rd, err := group.NewRedirector(o)
 	if err != nil {
 		return nil, fmt.Errorf("globalsim: mirror %s: %w", m.Name, err)
 	}
@@ -93,14 +99,13 @@ func (r *response) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// serve has m serve a GET of path on host from client, with a body of
-// size bytes; it returns the status and, for a redirect, the host it
-// names.
-func (m *mirror) serve(host, path string, client netip.Addr, size uint64) (int, string, error) {
+// serve has m serve a GET of path on host from client (with a body of
+// sim.size bytes); it returns the status and, for a redirect, the host
+// it names.
+func (m *mirror) serve(host, path string, client netip.Addr) (int, string, error) {
 	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}, Host: host, Proto: "HTTP/1.1",
 		ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}, RemoteAddr: netip.AddrPortFrom(client, 4321).String(), RequestURI: path}
 	w := &response{h: http.Header{}}
-	m.size = size
 	m.handler.ServeHTTP(w, req)
 	if w.code != http.StatusFound {
 		return w.code, "", nil

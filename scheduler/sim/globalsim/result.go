@@ -14,9 +14,10 @@ type Result struct {
 	Requests        int
 	Served, Arrived []int
 	// Redirected is the requests that were redirected (each at most
-	// once); Queries the questions the resolvers asked dnsd, over the
-	// whole run.
-	Redirected, Queries int
+	// once); NotFound those that ended in a 404 (a mirror without the
+	// file, and no rescue); Queries the questions the resolvers asked
+	// dnsd, over the whole run.
+	Redirected, NotFound, Queries int
 	// Busiest is the most loaded mirror's served requests over its fair
 	// share (the requests times its share of the capacity); ArrivedBusiest
 	// the same of what DNS sent (before correction).
@@ -42,6 +43,7 @@ type accumulator struct {
 	begin, counted  time.Time // the first request; the end of the warm-up
 	requests        int
 	redirected      int
+	notFound        int
 	queries         int
 	served, arrived []int
 	bins            [][]int
@@ -53,8 +55,9 @@ func (a *accumulator) start(s *sim, at time.Time) {
 	a.served, a.arrived = make([]int, len(s.mirrors)), make([]int, len(s.mirrors))
 }
 
-// note counts one request that DNS sent to first and by served.
-func (a *accumulator) note(s *sim, first, by int, redirected bool, km float64) {
+// note counts one request that DNS sent to first and by served (or
+// answered 404).
+func (a *accumulator) note(s *sim, first, by int, redirected, notFound bool, km float64) {
 	if s.now.Before(a.counted) {
 		return
 	}
@@ -63,6 +66,9 @@ func (a *accumulator) note(s *sim, first, by int, redirected bool, km float64) {
 	a.arrived[first]++
 	if redirected {
 		a.redirected++
+	}
+	if notFound {
+		a.notFound++
 	}
 	a.km += km
 	b := 0
@@ -77,7 +83,7 @@ func (a *accumulator) note(s *sim, first, by int, redirected bool, km float64) {
 
 // result sums the run up.
 func (a *accumulator) result(c Config, s *sim) Result {
-	r := Result{Requests: a.requests, Served: a.served, Arrived: a.arrived, Redirected: a.redirected, Queries: a.queries}
+	r := Result{Requests: a.requests, Served: a.served, Arrived: a.arrived, Redirected: a.redirected, NotFound: a.notFound, Queries: a.queries}
 	for _, m := range c.Mirrors {
 		r.Mirrors = append(r.Mirrors, m.Name)
 	}
