@@ -36,6 +36,9 @@ type globalOptions struct {
 	publicDNS  int
 	rate       float64
 	resolverCt int
+	bandwidth  float64
+	missing    float64
+	index      bool
 }
 
 // globalFlags declares the flags of -level global on fs.
@@ -56,6 +59,9 @@ func globalFlags(fs *flag.FlagSet, g *globalOptions, policies, ttls *string) {
 	fs.DurationVar(&g.bin, "bin", 10*time.Second, "global: width of the time bins of the busiest mirror's figures")
 	fs.IntVar(&g.regions, "regions", 1, "global: regions around the globe that clients, resolvers and mirrors are in")
 	fs.IntVar(&g.publicDNS, "public-resolvers", 0, "global: the largest resolvers that are public, with clients in every region")
+	fs.Float64Var(&g.bandwidth, "bandwidth", 0, "global: each mirror's bandwidth in bytes per second, which dnsd and the correction weigh with the load (0: none)")
+	fs.Float64Var(&g.missing, "missing", 0, "global: the share of the files the first mirror lacks (a partial tree)")
+	fs.BoolVar(&g.index, "content-index", false, "global: the mirrors keep content indexes and rescue a request for a file they lack to a sibling that holds it (else a 404)")
 }
 
 // parseGlobal checks the flags of -level global.
@@ -75,7 +81,8 @@ func parseGlobal(g *globalOptions, policies, ttls string) error {
 	g.ttl = zones.TTLBounds{Min: uint32(a), Max: uint32(b)}
 	switch {
 	case g.mirrors < 1 || g.mirrors > 250, !(g.capacity > 0), !(g.rate > 0), g.resolverCt < 1, !(g.heavy >= 0 && g.heavy < 1),
-		g.nodes < 1 || g.nodes > 16, g.duration <= g.warm, g.bin <= 0, g.regions < 1 || g.regions > 64:
+		g.nodes < 1 || g.nodes > 16, g.duration <= g.warm, g.bin <= 0, g.regions < 1 || g.regions > 64,
+		g.bandwidth < 0, !(g.missing >= 0 && g.missing < 1):
 		return fmt.Errorf("a -level global flag is out of its range (see groupsim -h)")
 	}
 	return nil
@@ -92,7 +99,7 @@ var worldCities = []globalsim.Region{
 // globalConfig is the group g describes, with dnsd's policy.
 func globalConfig(g globalOptions, policy string, seed uint64) globalsim.Config {
 	c := globalsim.Config{Policy: policy, TTL: g.ttl, Nodes: g.nodes, ECS: g.ecs, MinTTL: g.minTTL, Correct: g.correct,
-		Warmup: g.warm, Bin: g.bin, Seed: seed}
+		ContentIndex: g.index, Warmup: g.warm, Bin: g.bin, Seed: seed}
 	for k := range g.regions {
 		r := worldCities[k%len(worldCities)]
 		if k >= len(worldCities) {
@@ -101,8 +108,10 @@ func globalConfig(g globalOptions, policy string, seed uint64) globalsim.Config 
 		c.Regions = append(c.Regions, r)
 	}
 	for i := range g.mirrors {
-		c.Mirrors = append(c.Mirrors, globalsim.Mirror{Name: fmt.Sprintf("m%d", i+1), Region: i % g.regions, Capacity: g.capacity})
+		c.Mirrors = append(c.Mirrors, globalsim.Mirror{Name: fmt.Sprintf("m%d", i+1), Region: i % g.regions, Capacity: g.capacity,
+			Bandwidth: g.bandwidth})
 	}
+	c.Mirrors[0].Missing = g.missing
 	return c
 }
 
@@ -136,12 +145,29 @@ func runGlobal(o options, g globalOptions, policy string) (globalsim.Result, err
 }
 
 // globalHeader and globalRow are the table of -level global.
-var globalHeader = []string{"policy", "requests", "busiest", "busiest_dns", "bin_mean", "bin_worst", "redirected", "queries", "km"}
+var globalHeader = []string{"policy", "requests", "busiest", "busiest_dns", "bin_mean", "bin_worst", "redirected", "not_found", "queries", "km"}
 
 func globalRow(p string, r globalsim.Result) []string {
 	return []string{p, strconv.Itoa(r.Requests), fmt.Sprintf("%.3f", r.Busiest), fmt.Sprintf("%.3f", r.ArrivedBusiest),
 		fmt.Sprintf("%.3f", r.MeanBin), fmt.Sprintf("%.3f", r.WorstBin), fmt.Sprintf("%.4f", share(r.Redirected, r.Requests)),
-		strconv.Itoa(r.Queries), fmt.Sprintf("%.0f", r.MeanKm)}
+		fmt.Sprintf("%.4f", share(r.NotFound, r.Requests)), strconv.Itoa(r.Queries), fmt.Sprintf("%.0f", r.MeanKm)}
+}
+
+// binRows are r's bins: each mirror's share of the requests in each.
+func binRows(p string, r globalsim.Result) [][]string {
+	var rows [][]string
+	for _, b := range r.Bins {
+		total := 0
+		for _, n := range b.Served {
+			total += n
+		}
+		row := []string{p, strconv.FormatFloat(b.Start.Seconds(), 'f', -1, 64), fmt.Sprintf("%.3f", b.Busiest)}
+		for _, n := range b.Served {
+			row = append(row, fmt.Sprintf("%.3f", share(n, total)))
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 func share(n, of int) float64 {
@@ -151,15 +177,20 @@ func share(n, of int) float64 {
 	return float64(n) / float64(of)
 }
 
-// simulateGlobal runs every policy of g and writes the table.
+// simulateGlobal runs every policy of g and writes the table, then the
+// bins': each mirror's share of the requests served in each.
 func simulateGlobal(o options, g globalOptions, out io.Writer) error {
-	t := report.Table{Header: globalHeader}
+	t, bins := report.Table{Header: globalHeader}, report.Table{Header: []string{"policy", "from_s", "busiest"}}
+	for i := range g.mirrors {
+		bins.Header = append(bins.Header, fmt.Sprintf("m%d", i+1))
+	}
 	for _, p := range g.policies {
 		r, err := runGlobal(o, g, p)
 		if err != nil {
 			return err
 		}
 		t.Rows = append(t.Rows, globalRow(p, r))
+		bins.Rows = append(bins.Rows, binRows(p, r)...)
 	}
-	return write(o, out, t)
+	return write(o, out, t, bins)
 }

@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 	for _, name := range []string{"log", "seed", "requests", "objects", "alpha", "max-size", "clients", "policies", "backends",
 		"memory-ratio", "max-object", "outstanding", "warmup", "format", "report", "report-scale", "log-format", "level",
 		"global-policies", "mirrors", "capacity", "rate", "resolvers", "heavy", "ttl", "min-ttl", "ecs", "nodes", "correct",
-		"duration", "warmup-time", "bin", "regions", "public-resolvers"} {
+		"duration", "warmup-time", "bin", "regions", "public-resolvers", "bandwidth", "missing", "content-index", "site-bin", "mode"} {
 		if !strings.Contains(usage, "  -"+name+" ") && !strings.Contains(usage, "  -"+name+"\n") {
 			t.Errorf("-h does not document -%s:\n%s", name, usage)
 		}
@@ -127,16 +127,20 @@ func TestGlobal(t *testing.T) {
 		t.Fatalf("exit %d (%s); two runs:\n%s\n%s", code, errs, a, b)
 	}
 	lines := strings.Split(strings.TrimSpace(a), "\n")
-	if len(lines) != 3 || lines[0] != "policy,requests,busiest,busiest_dns,bin_mean,bin_worst,redirected,queries,km" || !strings.HasPrefix(lines[2], "weighted,") {
+	if len(lines) < 3 || lines[0] != "policy,requests,busiest,busiest_dns,bin_mean,bin_worst,redirected,not_found,queries,km" || !strings.HasPrefix(lines[2], "weighted,") {
 		t.Fatalf("output:\n%s", a)
 	}
 	tests := []struct {
 		name  string
 		args  []string
-		check func(busiest, redirected float64) bool
+		check func(busiest, redirected, notFound float64) bool
 	}{
-		{"correction on", nil, func(busiest, _ float64) bool { return busiest <= 1.05 }},
-		{"correction off", []string{"-correct=false"}, func(_, redirected float64) bool { return redirected == 0 }},
+		{"correction on", nil, func(busiest, _, _ float64) bool { return busiest <= 1.05 }},
+		{"correction off", []string{"-correct=false"}, func(_, redirected, _ float64) bool { return redirected == 0 }},
+		{"a partial tree", []string{"-missing", "0.3"}, func(_, _, notFound float64) bool { return notFound > 0.02 }},
+		{"a partial tree, rescued", []string{"-missing", "0.3", "-content-index"}, func(busiest, _, notFound float64) bool {
+			return busiest <= 1.08 && notFound == 0
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +148,8 @@ func TestGlobal(t *testing.T) {
 			f := strings.Split(strings.Split(strings.TrimSpace(out), "\n")[1], ",")
 			busiest, _ := strconv.ParseFloat(f[2], 64)
 			redirected, _ := strconv.ParseFloat(f[6], 64)
-			if code != 0 || !tt.check(busiest, redirected) {
+			notFound, _ := strconv.ParseFloat(f[7], 64)
+			if code != 0 || !tt.check(busiest, redirected, notFound) {
 				t.Errorf("exit %d (%s):\n%s", code, errs, out)
 			}
 		})

@@ -71,6 +71,10 @@ func globalReport(o options) (md string, charts map[string][]byte, claims string
 		return "", nil, "", err
 	}
 	b.WriteString(more)
+	if more, err = partialTree(o); err != nil {
+		return "", nil, "", err
+	}
+	b.WriteString(more)
 	if claims, err = globalClaims(o); err != nil {
 		return "", nil, "", err
 	}
@@ -228,6 +232,31 @@ func nodesAndECS(o options) (string, error) {
 		t.Rows = append(t.Rows, append(row, strconv.Itoa(queries)))
 	}
 	return "\n### An NS set, and ECS\n\ngeo-load; km is the mean distance from a client to the mirror that served it.\n\n" + t.Markdown(), nil
+}
+
+// partialTree is the group with one mirror lacking 30% of the files,
+// with and without content indexes and the correction.
+func partialTree(o options) (string, error) {
+	t := report.Table{Header: []string{"content indexes", "correction", "404s", "redirected", "busiest", "worst bin"}}
+	for _, index := range []bool{false, true} {
+		for _, v := range onOff {
+			g := globalBase(o)
+			g.heavy, g.missing, g.index = 1/float64(g.resolverCt), 0.3, index
+			v.set(&g)
+			r, err := runGlobal(o, g, "geo-load")
+			if err != nil {
+				return "", err
+			}
+			t.Rows = append(t.Rows, []string{yesNo(index, "on", "off"), strings.TrimPrefix(v.name, "correction "),
+				fmt.Sprintf("%.1f%%", 100*share(r.NotFound, r.Requests)), fmt.Sprintf("%.0f%%", 100*share(r.Redirected, r.Requests)),
+				fmt.Sprintf("%.2f", r.Busiest), fmt.Sprintf("%.2f", r.WorstBin)})
+		}
+	}
+	return "\n### A mirror with a partial tree\n\nm1 lacks 30% of the files; 20 even resolvers, geo-load. dnsd answers names, not paths: " +
+		"without content indexes a client it sends to m1 for a missing file gets a 404; with them (`content.index`) and the correction, m1 rescues it " +
+		"to a sibling that holds the file. With the correction off nothing is redirected, a rescue neither. " +
+		"With both, the correction redirects far more than the rescues alone: the siblings serve m1's rescued requests on their own names, " +
+		"which the fair-share law can offset only by sending their own requests on the group name elsewhere, many of them to m1.\n\n" + t.Markdown(), nil
 }
 
 // world makes g four regions with two mirrors each and a Zipf resolver
