@@ -96,6 +96,7 @@ func (b *Backend) Serve(at int64, key string, size int64) (done int64, hit bool)
 	c := int64(b.costs.PerRequest) + perKiB(b.costs.PerKiB, size)
 	b.cpuFree, b.cpuBusy = start+c, b.cpuBusy+c
 	b.account(size, hit)
+	b.InService(at) // what ended before at leaves the heap: it holds at most the requests in service
 	heap.Push(&b.inService, b.cpuFree)
 	return b.cpuFree, hit
 }

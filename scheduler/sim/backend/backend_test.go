@@ -69,6 +69,22 @@ func TestInService(t *testing.T) {
 	}
 }
 
+// TestInServiceBounded: a back end that is never asked InService still
+// keeps only the requests in service, not one entry per request served
+// (a 10-million-request run's memory).
+func TestInServiceBounded(t *testing.T) {
+	b, err := New(Config{Costs: Costs{PerRequest: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10_000 {
+		b.Serve(int64(i)*int64(time.Millisecond), "k", 0) // each ends as the next arrives
+	}
+	if n := len(b.inService); n > 2 {
+		t.Errorf("%d requests kept in service after 10,000 served one after the other, want at most 2", n)
+	}
+}
+
 // TestConfig: the defaults and the refusals.
 func TestConfig(t *testing.T) {
 	b, err := New(Config{Memory: 1 << 20})
