@@ -11,6 +11,7 @@ import (
 
 	"github.com/transmirror/transmirror/scheduler/sim/globalsim"
 	"github.com/transmirror/transmirror/scheduler/sim/report"
+	"github.com/transmirror/transmirror/scheduler/sim/workload"
 	"github.com/transmirror/transmirror/zones"
 )
 
@@ -115,10 +116,16 @@ func globalConfig(g globalOptions, policy string, seed uint64) globalsim.Config 
 	return c
 }
 
-// globalWorkload is the synthetic requests of o and g and their world.
-func globalWorkload(o options, g globalOptions) (globalsim.Workload, error) {
+// globalWorkload is the requests of log, or without one the synthetic
+// requests of o and g, and their world: the clients behind g's
+// resolvers, one of them with the share heavy of them or the resolvers
+// of Zipf-skewed size.
+func globalWorkload(o options, g globalOptions, log *workload.Workload) (globalsim.Workload, error) {
 	s := o.synth
 	s.Rate, s.Requests, s.Resolvers, s.Regions = g.rate, int(g.rate*g.duration.Seconds()), g.resolverCt, g.regions
+	if log != nil {
+		s.Clients, s.Requests, s.Objects = len(log.Clients), 1, 1 // the population only
+	}
 	st, err := s.New()
 	if err != nil {
 		return globalsim.Workload{}, err
@@ -128,12 +135,16 @@ func globalWorkload(o options, g globalOptions) (globalsim.Workload, error) {
 		w = globalsim.SkewedWorld(s.Clients, g.resolverCt, g.heavy)
 		w.ResolverRegion = st.Population.ResolverRegion
 	}
+	if log != nil {
+		return globalsim.Workload{Requests: slices.Values(log.Requests), World: w}, nil
+	}
 	return globalsim.Workload{Requests: st.Requests(), World: w}, nil
 }
 
-// runGlobal runs policy on the group of g.
-func runGlobal(o options, g globalOptions, policy string) (globalsim.Result, error) {
-	w, err := globalWorkload(o, g)
+// runGlobal runs policy on the group of g over log (nil: a synthetic
+// workload).
+func runGlobal(o options, g globalOptions, policy string, log *workload.Workload) (globalsim.Result, error) {
+	w, err := globalWorkload(o, g, log)
 	if err != nil {
 		return globalsim.Result{}, err
 	}
@@ -179,13 +190,13 @@ func share(n, of int) float64 {
 
 // simulateGlobal runs every policy of g and writes the table, then the
 // bins': each mirror's share of the requests served in each.
-func simulateGlobal(o options, g globalOptions, out io.Writer) error {
+func simulateGlobal(o options, g globalOptions, log *workload.Workload, out io.Writer) error {
 	t, bins := report.Table{Header: globalHeader}, report.Table{Header: []string{"policy", "from_s", "busiest"}}
 	for i := range g.mirrors {
 		bins.Header = append(bins.Header, fmt.Sprintf("m%d", i+1))
 	}
 	for _, p := range g.policies {
-		r, err := runGlobal(o, g, p)
+		r, err := runGlobal(o, g, p, log)
 		if err != nil {
 			return err
 		}

@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case o.report != "":
 		err = writeReport(o, w, o.report)
 	case o.level == "global":
-		err = simulateGlobal(o, o.global, stdout)
+		err = simulateGlobal(o, o.global, w.log, stdout)
 	default:
 		err = simulate(o, w, stdout)
 	}
@@ -136,7 +136,7 @@ func siteFlags(fs *flag.FlagSet, o *options, raw *rawFlags) {
 	fs.IntVar(&o.outstanding, "outstanding", 64, "requests the clients keep in flight (a closed loop: throughput is an outcome)")
 	fs.Float64Var(&o.warmup, "warmup", 0.2, "share of the leading requests not counted (the caches fill)")
 	fs.StringVar(&raw.format, "format", "table", "output: table or csv")
-	fs.StringVar(&o.level, "level", "site", "site: the site policies over simulated back ends; global: dnsd's policies over mirrors, resolvers caching their answers, the mirrors' 302 correction (a synthetic workload)")
+	fs.StringVar(&o.level, "level", "site", "site: the site policies over simulated back ends; global: dnsd's policies over mirrors, resolvers caching their answers, the mirrors' 302 correction (with -log, its requests at their times and its clients behind -resolvers resolvers)")
 	fs.StringVar(&o.report, "report", "", "instead of the table, run the standard experiments of both levels (see make sim) and write simulation.md and its SVG charts into this directory (make sim: docs)")
 	fs.Float64Var(&o.reportScale, "report-scale", 1, "-report: the global experiments' simulated times (runs, warm-ups, bins) over the standard's (tests use less)")
 }
@@ -161,8 +161,8 @@ func (o *options) check(raw rawFlags) error {
 		return errors.New("-mode: handoff or proxy; -site-bin: not negative")
 	case o.logFormat != "clf" && o.logFormat != "worldcup":
 		return fmt.Errorf("-log-format %q: clf or worldcup", o.logFormat)
-	case o.level != "site" && o.level != "global" || o.level == "global" && o.log != "":
-		return errors.New("-level: site or global (global: a synthetic workload, no -log)")
+	case o.level != "site" && o.level != "global":
+		return errors.New("-level: site or global")
 	}
 	if o.backends, err = ints(raw.backends); err != nil {
 		return fmt.Errorf("-backends: %w", err)
@@ -190,6 +190,7 @@ type replay struct {
 	stream   func() sitesim.Workload
 	requests int
 	ws       int64
+	log      *workload.Workload // the log read, nil for a synthetic workload
 }
 
 // load reads or makes the workload.
@@ -238,7 +239,7 @@ func loadLog(o options, stderr io.Writer) (replay, error) {
 	for _, rq := range w.Requests {
 		largest[rq.Object] = max(largest[rq.Object], int64(rq.Size))
 	}
-	r := replay{requests: len(w.Requests)}
+	r := replay{requests: len(w.Requests), log: w}
 	for _, n := range largest {
 		r.ws += n
 	}

@@ -67,6 +67,10 @@ func TestLog(t *testing.T) {
 		!strings.Contains(out, "2         lard") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
+	code, out, errs = groupsim(t, "-log", path, "-level", "global", "-global-policies", "weighted", "-warmup-time", "0s", "-format", "csv")
+	if code != 0 || !strings.HasPrefix(strings.Split(out, "\n")[1], "weighted,2000,") {
+		t.Errorf("-level global over the log: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
 	empty := filepath.Join(dir, "empty.log")
 	os.WriteFile(empty, []byte("junk\n"), 0o644)
 	if code, _, errs := groupsim(t, "-log", empty); code != 1 || !strings.Contains(errs, "no request could be read") {
@@ -77,7 +81,7 @@ func TestLog(t *testing.T) {
 // TestBadFlags: what groupsim can not run is a usage error, exit 2.
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-policies", "nope"}, {"-backends", "0"}, {"-format", "xml"}, {"-warmup", "1"}, {"extra"},
-		{"-level", "world"}, {"-level", "global", "-log", "x.log"}, {"-global-policies", "roundrobin"}, {"-ttl", "60,20"},
+		{"-level", "world"}, {"-global-policies", "roundrobin"}, {"-ttl", "60,20"},
 		{"-ttl", "0,20"}, {"-ttl", "20"}, {"-nodes", "0"}, {"-heavy", "1"}, {"-duration", "10s"}, {"-log-format", "w3c"}, {"-report-scale", "0"}} {
 		if code, _, _ := groupsim(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)

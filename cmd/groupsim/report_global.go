@@ -89,7 +89,7 @@ func globalClaims(o options) (string, error) {
 	for _, n := range []int{2, 3, 4} {
 		g := globalBase(o)
 		g.mirrors, g.heavy, g.rate = n, 1/float64(g.resolverCt), 70*float64(n)
-		r, err := runGlobal(o, g, "geo-load")
+		r, err := runGlobal(o, g, "geo-load", nil)
 		if err != nil {
 			return "", err
 		}
@@ -110,7 +110,7 @@ func globalClaims(o options) (string, error) {
 		g := globalBase(o)
 		g.correct, g.ttl = false, zones.TTLBounds{Min: 60, Max: 60}
 		v.set(&g)
-		r, err := runGlobal(o, g, "weighted")
+		r, err := runGlobal(o, g, "weighted", nil)
 		if err != nil {
 			return "", err
 		}
@@ -137,7 +137,7 @@ func policyTable(o options) (string, error) {
 				g := globalBase(o)
 				g.ttl = ttl
 				v.set(&g)
-				r, err := runGlobal(o, g, p)
+				r, err := runGlobal(o, g, p, nil)
 				if err != nil {
 					return "", err
 				}
@@ -189,7 +189,7 @@ func (sw sweep) run(o options) (string, []byte, error) {
 				g := globalBase(o)
 				v.set(&g)
 				sw.set(&g, x)
-				r, err := runGlobal(o, g, p)
+				r, err := runGlobal(o, g, p, nil)
 				if err != nil {
 					return "", nil, err
 				}
@@ -220,7 +220,7 @@ func nodesAndECS(o options) (string, error) {
 			g := globalBase(o)
 			st.set(&g)
 			v.set(&g)
-			r, err := runGlobal(o, g, "geo-load")
+			r, err := runGlobal(o, g, "geo-load", nil)
 			if err != nil {
 				return "", err
 			}
@@ -243,7 +243,7 @@ func partialTree(o options) (string, error) {
 			g := globalBase(o)
 			g.heavy, g.missing, g.index = 1/float64(g.resolverCt), 0.3, index
 			v.set(&g)
-			r, err := runGlobal(o, g, "geo-load")
+			r, err := runGlobal(o, g, "geo-load", nil)
 			if err != nil {
 				return "", err
 			}
