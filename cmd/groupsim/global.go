@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/scheduler/sim/globalsim"
 	"github.com/transmirror/transmirror/scheduler/sim/report"
 	"github.com/transmirror/transmirror/scheduler/sim/workload"
@@ -40,6 +41,7 @@ type globalOptions struct {
 	bandwidth  float64
 	missing    float64
 	index      bool
+	push, view time.Duration
 }
 
 // globalFlags declares the flags of -level global on fs.
@@ -60,6 +62,8 @@ func globalFlags(fs *flag.FlagSet, g *globalOptions, policies, ttls *string) {
 	fs.DurationVar(&g.bin, "bin", 10*time.Second, "global: width of the time bins of the busiest mirror's figures")
 	fs.IntVar(&g.regions, "regions", 1, "global: regions around the globe that clients, resolvers and mirrors are in")
 	fs.IntVar(&g.publicDNS, "public-resolvers", 0, "global: the largest resolvers that are public, with clients in every region")
+	fs.DurationVar(&g.push, "push-interval", group.DefaultPushInterval, "global: how often the mirrors report their load to dnsd")
+	fs.DurationVar(&g.view, "view-interval", group.DefaultViewInterval, "global: how often the mirrors fetch the group view")
 	fs.Float64Var(&g.bandwidth, "bandwidth", 0, "global: each mirror's bandwidth in bytes per second, which dnsd and the correction weigh with the load (0: none)")
 	fs.Float64Var(&g.missing, "missing", 0, "global: the share of the files the first mirror lacks (a partial tree)")
 	fs.BoolVar(&g.index, "content-index", false, "global: the mirrors keep content indexes and rescue a request for a file they lack to a sibling that holds it (else a 404)")
@@ -83,7 +87,7 @@ func parseGlobal(g *globalOptions, policies, ttls string) error {
 	switch {
 	case g.mirrors < 1 || g.mirrors > 250, !(g.capacity > 0), !(g.rate > 0), g.resolverCt < 1, !(g.heavy >= 0 && g.heavy < 1),
 		g.nodes < 1 || g.nodes > 16, g.duration <= g.warm, g.bin <= 0, g.regions < 1 || g.regions > 64,
-		g.bandwidth < 0, !(g.missing >= 0 && g.missing < 1):
+		g.bandwidth < 0, !(g.missing >= 0 && g.missing < 1), g.push < 100*time.Millisecond, g.view < 100*time.Millisecond:
 		return fmt.Errorf("a -level global flag is out of its range (see groupsim -h)")
 	}
 	return nil
@@ -100,7 +104,7 @@ var worldCities = []globalsim.Region{
 // globalConfig is the group g describes, with dnsd's policy.
 func globalConfig(g globalOptions, policy string, seed uint64) globalsim.Config {
 	c := globalsim.Config{Policy: policy, TTL: g.ttl, Nodes: g.nodes, ECS: g.ecs, MinTTL: g.minTTL, Correct: g.correct,
-		ContentIndex: g.index, Warmup: g.warm, Bin: g.bin, Seed: seed}
+		ContentIndex: g.index, PushInterval: g.push, ViewInterval: g.view, Warmup: g.warm, Bin: g.bin, Seed: seed}
 	for k := range g.regions {
 		r := worldCities[k%len(worldCities)]
 		if k >= len(worldCities) {

@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 	for _, name := range []string{"log", "seed", "requests", "objects", "alpha", "max-size", "clients", "policies", "backends",
 		"memory-ratio", "max-object", "outstanding", "warmup", "format", "report", "report-scale", "log-format", "level",
 		"global-policies", "mirrors", "capacity", "rate", "resolvers", "heavy", "ttl", "min-ttl", "ecs", "nodes", "correct",
-		"duration", "warmup-time", "bin", "regions", "public-resolvers", "bandwidth", "missing", "content-index", "site-bin", "mode"} {
+		"duration", "warmup-time", "bin", "regions", "public-resolvers", "bandwidth", "missing", "content-index", "site-bin", "mode", "push-interval", "view-interval"} {
 		if !strings.Contains(usage, "  -"+name+" ") && !strings.Contains(usage, "  -"+name+"\n") {
 			t.Errorf("-h does not document -%s:\n%s", name, usage)
 		}
@@ -82,7 +82,7 @@ func TestLog(t *testing.T) {
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-policies", "nope"}, {"-backends", "0"}, {"-format", "xml"}, {"-warmup", "1"}, {"extra"},
 		{"-level", "world"}, {"-global-policies", "roundrobin"}, {"-ttl", "60,20"},
-		{"-ttl", "0,20"}, {"-ttl", "20"}, {"-nodes", "0"}, {"-heavy", "1"}, {"-duration", "10s"}, {"-log-format", "w3c"}, {"-report-scale", "0"}} {
+		{"-ttl", "0,20"}, {"-push-interval", "1ms"}, {"-ttl", "20"}, {"-nodes", "0"}, {"-heavy", "1"}, {"-duration", "10s"}, {"-log-format", "w3c"}, {"-report-scale", "0"}} {
 		if code, _, _ := groupsim(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}

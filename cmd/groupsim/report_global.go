@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transmirror/transmirror/mirror/group"
 	"github.com/transmirror/transmirror/scheduler/sim/report"
 	"github.com/transmirror/transmirror/zones"
 )
@@ -22,7 +23,7 @@ var (
 func globalBase(o options) globalOptions {
 	return globalOptions{policies: globalPolicies, mirrors: 4, capacity: 1000, rate: 280, resolverCt: 20, heavy: 0.5,
 		ttl: zones.TTLBounds{Min: 20, Max: 60}, nodes: 1, correct: true, duration: o.scaled(3 * time.Minute), warm: o.scaled(30 * time.Second),
-		bin: o.scaled(10 * time.Second), regions: 1}
+		bin: o.scaled(10 * time.Second), regions: 1, push: group.DefaultPushInterval, view: group.DefaultViewInterval}
 }
 
 // scaled is d times -report-scale, in whole seconds.
