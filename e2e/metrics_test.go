@@ -86,8 +86,8 @@ func metricKnown(types map[string]string, name string) bool {
 // TestMetricsGrafana starts the real dnsd with three real mirrors and a
 // real front-end mirror over two of them, sends DNS and HTTP traffic, stops
 // the third mirror (so that probes fail), and checks that every metric the Grafana dashboard
-// uses is in a scrape of the running daemons, and that each scrape passes
-// promlint.
+// uses is in a scrape of the running daemons, that each scrape passes
+// promlint, and that each daemon exports its build_info.
 func TestMetricsGrafana(t *testing.T) {
 	s := startDashStack(t, "")
 	dir := t.TempDir()
@@ -198,6 +198,16 @@ site:
 					t.Errorf("scrape lacks %s", want)
 				}
 			}
+		}
+	})
+	t.Run("build info", func(t *testing.T) {
+		rev := builtRevision(t)
+		for name, addr := range daemons {
+			daemon := "mirror"
+			if name == "dnsd" {
+				daemon = "dnsd"
+			}
+			checkBuildInfo(t, scrape(t, addr), daemon, rev)
 		}
 	})
 }

@@ -10,6 +10,12 @@
 //	dnsd -listen 127.0.0.1:5300 -zone example.test=example.test.zone
 //	                                  serve plain zone files, no config file
 //	dnsd -demo                        serve the embedded demo zone
+//	dnsd -version                     print the version on one line and exit 0
+//
+// The -version line is the module version, the commit, its time, whether
+// the tree was modified and the Go version, as the build recorded them:
+//
+//	dnsd v1.2.3 (commit 0123456789ab, 2026-12-04T21:00:00Z, modified) go1.26.8
 package main
 
 import (
@@ -27,6 +33,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
 	"github.com/transmirror/transmirror/dnsd/dispatch"
@@ -47,6 +54,7 @@ type options struct {
 	logFormat string
 	logLevel  string
 	pprof     bool // -pprof: daemon.Pprof on the admin listener
+	version   bool // -version: print buildinfo.Version and exit
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -63,11 +71,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on the admin listener, to loopback callers only")
+	buildinfo.Flag(fs, &o.version)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.version {
+		return o, nil
 	}
 	modes := 0
 	for _, on := range []bool{o.config != "", len(o.zones) > 0, o.demo} {
@@ -91,12 +103,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 // sending a signal.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		fmt.Fprintln(stderr, "dnsd:", err)
 		return 2
+	case o.version:
+		fmt.Fprintln(stdout, buildinfo.Version("dnsd"))
+		return 0
 	}
 	logger, err := daemon.NewLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/dnsd"
@@ -42,7 +43,7 @@ import (
 // dashboard.
 func serve(ctx context.Context, ld *loader, set *zones.Set, logger *slog.Logger, stdout io.Writer, demo bool) error {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector("dnsd"))
 	events, flows := admin.NewEventLog(0, nil), admin.NewAnswerFlows(0, nil)
 	disp, err := dispatch.New(dispatch.Options{Logger: logger, Registry: reg, OnAnswer: flows.Add, OnFailOpen: events.FailOpen, OnLagging: events.Lagging})
 	if err != nil {

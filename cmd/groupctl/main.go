@@ -4,9 +4,12 @@
 // Usage:
 //
 //	groupctl [-server URL] [-ca-file F] [-o table|json] [-secret-file F] COMMAND ...
+//	groupctl -version
 //
-// See usage below for the commands. Writes are signed with the group's
-// secret (-secret-file, or $TRANSMIRROR_SECRET).
+// See usage below for the commands; -version prints the module version,
+// the commit, its time and the Go version on one line and exits 0. Writes
+// are signed with the group's secret (-secret-file, or
+// $TRANSMIRROR_SECRET).
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/cmd/internal/certs"
 	"github.com/transmirror/transmirror/probe"
 	"github.com/transmirror/transmirror/probe/api"
@@ -34,6 +38,7 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 const usage = `usage: groupctl [-server URL] [-ca-file FILE] [-o table|json] [-secret-file FILE] COMMAND ...
+       groupctl -version
 
 commands:
   list                          the groups, with how many members are up
@@ -83,11 +88,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&g.output, "o", "table", "output: table or json")
 	fs.StringVar(&g.secretFile, "secret-file", "", "file holding the group secret for signed commands (or $TRANSMIRROR_SECRET)")
 	fs.StringVar(&g.caFile, "ca-file", os.Getenv("TRANSMIRROR_CA"), "PEM CA certificates that an https -server's certificate may chain to, besides the system's (or $TRANSMIRROR_CA)")
+	var version bool
+	buildinfo.Flag(fs, &version)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if version {
+		fmt.Fprintln(stdout, buildinfo.Version("groupctl"))
+		return 0
 	}
 	if g.output != "table" && g.output != "json" {
 		fmt.Fprintf(stderr, "groupctl: -o %q: want table or json\n", g.output)

@@ -10,7 +10,8 @@
 // cache of the working set over -memory-ratio, in a closed loop of
 // -outstanding requests; the table gives the throughput, the hit ratios
 // and the spread of the requests over the back ends. The same flags give
-// the same output, byte for byte.
+// the same output, byte for byte. groupsim -version prints the module
+// version, the commit, its time and the Go version on one line and exits 0.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/scheduler/sim/backend"
 	"github.com/transmirror/transmirror/scheduler/sim/report"
 	"github.com/transmirror/transmirror/scheduler/sim/sitesim"
@@ -57,7 +59,7 @@ type options struct {
 // run is groupsim with its arguments; it returns the exit status: 0
 // done, 1 failed, 2 bad usage.
 func run(args []string, stdout, stderr io.Writer) int {
-	o, code := parse(args, stderr)
+	o, code := parse(args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -82,13 +84,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // parse reads the flags; code is the exit status when groupsim must
-// stop (-1: go on).
-func parse(args []string, stderr io.Writer) (o options, code int) {
+// stop (-1: go on). -version prints its line to stdout and stops.
+func parse(args []string, stdout, stderr io.Writer) (o options, code int) {
 	fs := flag.NewFlagSet("groupsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var raw rawFlags
+	var version bool
 	siteFlags(fs, &o, &raw)
 	globalFlags(fs, &o.global, &raw.globalPolicies, &raw.ttls)
+	buildinfo.Flag(fs, &version)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: groupsim [flags]\n\nReplays a workload through simulated sites (the LARD paper's costs), each policy on each number of back ends;\n"+
 			"with -level global through a simulated mirror group, each of dnsd's policies.\n\nflags:")
@@ -103,6 +107,10 @@ func parse(args []string, stderr io.Writer) (o options, code int) {
 	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "groupsim: no arguments are taken, only flags (see groupsim -h)")
 		return o, 2
+	}
+	if version {
+		fmt.Fprintln(stdout, buildinfo.Version("groupsim"))
+		return o, 0
 	}
 	if err := o.check(raw); err != nil {
 		fmt.Fprintln(stderr, "groupsim:", err)

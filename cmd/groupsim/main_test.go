@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 	for _, name := range []string{"log", "seed", "requests", "objects", "alpha", "max-size", "clients", "policies", "backends",
 		"memory-ratio", "max-object", "outstanding", "warmup", "format", "report", "report-scale", "log-format", "level",
 		"global-policies", "mirrors", "capacity", "rate", "resolvers", "heavy", "ttl", "min-ttl", "ecs", "nodes", "correct",
-		"duration", "warmup-time", "bin", "regions", "public-resolvers", "bandwidth", "missing", "content-index", "site-bin", "mode", "push-interval", "view-interval"} {
+		"duration", "warmup-time", "bin", "regions", "public-resolvers", "bandwidth", "missing", "content-index", "site-bin", "mode", "push-interval", "view-interval", "version"} {
 		if !strings.Contains(usage, "  -"+name+" ") && !strings.Contains(usage, "  -"+name+"\n") {
 			t.Errorf("-h does not document -%s:\n%s", name, usage)
 		}

@@ -8,6 +8,11 @@
 //
 //	mirror -config mirror.yaml [-listen ADDR]... [-admin ADDR]
 //	mirror -check -config mirror.yaml    validate, prepare and exit 0 or 1
+//	mirror -version                      print the version on one line and exit 0
+//
+// -version prints the module version, the commit, its time, whether the
+// tree was modified and the Go version, as the build recorded them:
+// mirror v1.2.3 (commit 0123456789ab, 2026-12-04T21:00:00Z) go1.26.8.
 //
 // -check runs what a start runs before it serves (the config, the
 // document root, the GeoIP database, the site front end) and exits: 0 if
@@ -60,6 +65,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/cmd/internal/daemon"
 	"github.com/transmirror/transmirror/mirror"
 )
@@ -79,6 +85,8 @@ type options struct {
 	acmeLifetime time.Duration
 	// pprof is -pprof (daemon.Pprof on the admin listener).
 	pprof bool
+	// version is -version (print buildinfo.Version and exit).
+	version bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -94,12 +102,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.missDelay, "bench-miss-delay-per-mib", 0, "for benchmarks and tests only, never in production: a back end's cache miss sleeps this long per MiB, a stand-in for a disk")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on the admin listener, to loopback callers only")
 	fs.DurationVar(&o.acmeLifetime, "acme-test-lifetime", 0, "for tests only, never in production: renew the tls.acme certificate as if it lived at most this long (a test CA's live years)")
+	buildinfo.Flag(fs, &o.version)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case o.version:
+		return o, nil
 	case o.config == "":
 		return o, errors.New("-config FILE is required")
 	case o.missDelay < 0:
@@ -128,12 +139,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 // sending a signal.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
 		fmt.Fprintln(stderr, "mirror:", err)
 		return 2
+	case o.version:
+		fmt.Fprintln(stdout, buildinfo.Version("mirror"))
+		return 0
 	}
 	logger, err := daemon.NewLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {

@@ -2,6 +2,7 @@
 // networks table, for tests and demos:
 //
 //	mkmmdb -in table.csv -out file.mmdb [-type GeoIP2-City]
+//	mkmmdb -version    print the version on one line and exit 0
 //
 // The table has the header network,country,continent,lat,lon and one
 // network a line (see geo.ReadRows). The output is written to a temporary
@@ -18,21 +19,24 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/scheduler/geo"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run is mkmmdb with its arguments; it returns the exit status: 0 done,
-// 1 failed, 2 bad usage.
-func run(args []string, stderr io.Writer) int {
+// 1 failed, 2 bad usage. Only -version writes to stdout.
+func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mkmmdb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	in := fs.String("in", "", "CSV networks table to read (required)")
 	out := fs.String("out", "", "MaxMind DB file to write (required)")
 	dbType := fs.String("type", geo.TypeCity, "database type written into the metadata: a City or Country type")
+	var version bool
+	buildinfo.Flag(fs, &version)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: mkmmdb -in table.csv -out file.mmdb [-type "+geo.TypeCity+"]")
+		fmt.Fprintln(fs.Output(), "usage: mkmmdb -in table.csv -out file.mmdb [-type "+geo.TypeCity+"]\n       mkmmdb -version")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -40,6 +44,10 @@ func run(args []string, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if version && fs.NArg() == 0 {
+		fmt.Fprintln(stdout, buildinfo.Version("mkmmdb"))
+		return 0
 	}
 	if *in == "" || *out == "" || fs.NArg() > 0 {
 		fs.Usage()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := run(tt.args, &stderr); code != tt.wantCode {
+			if code := run(tt.args, io.Discard, &stderr); code != tt.wantCode {
 				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tt.args, code, tt.wantCode, &stderr)
 			}
 			if !strings.Contains(stderr.String(), tt.wantErr) {
@@ -87,7 +88,7 @@ func TestRunLeavesNoTemporaryFiles(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	for range 2 { // the second run replaces the first output
-		if code := run([]string{"-in", in, "-out", filepath.Join(dir, "t.mmdb")}, &stderr); code != 0 {
+		if code := run([]string{"-in", in, "-out", filepath.Join(dir, "t.mmdb")}, io.Discard, &stderr); code != 0 {
 			t.Fatalf("run = %d: %s", code, &stderr)
 		}
 	}

@@ -9,6 +9,7 @@
 // Usage:
 //
 //	tmdemo [-bin DIR]
+//	tmdemo -version    print the version on one line and exit 0
 //
 // DIR holds the built dnsd, mirror and groupctl (default: the directory
 // of the tmdemo executable). Everything the demo needs (zone, a GeoIP
@@ -46,6 +47,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
 	"github.com/transmirror/transmirror/probe/api"
 )
 
@@ -63,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tmdemo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	binFlag := fs.String("bin", "", "directory holding the built dnsd, mirror and groupctl (default: the directory of tmdemo)")
+	var version bool
+	buildinfo.Flag(fs, &version)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -72,6 +76,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tmdemo: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if version {
+		fmt.Fprintln(stdout, buildinfo.Version("tmdemo"))
+		return 0
 	}
 	bins, err := findBinaries(*binFlag)
 	if err != nil {
