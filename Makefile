@@ -31,11 +31,15 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # mount and umount (e2e: a read-only and a full state directory; these
 # need root, which the test says when it is missing), xmllint (probe/api:
 # the Metalink mirror list against RFC 5854's RELAX NG schema), pebble (e2e:
-# the ACME CA that issues the mirrors' certificates by DNS-01 through dnsd).
+# the ACME CA that issues the mirrors' certificates by DNS-01 through dnsd),
+# lintian, dpkg-deb and systemd (e2e: the packages checked, then installed
+# into a system of the test's own that systemd boots in namespaces; the
+# units checked by systemd-analyze verify).
 TEST_DEPS ?= dig:dnsutils delv:bind9-dnsutils dnsviz:dnsviz unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
 	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils \
-	pebble:pebble zonemaster-cli:zonemaster-cli ip:iproute2 unshare:util-linux nsenter:util-linux
+	pebble:pebble zonemaster-cli:zonemaster-cli ip:iproute2 unshare:util-linux nsenter:util-linux \
+	lintian:lintian dpkg-deb:dpkg /lib/systemd/systemd:systemd systemd-analyze:systemd adduser:adduser
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd /usr/sbin/knotd:knot dig:dnsutils taskset:util-linux
@@ -45,13 +49,57 @@ BENCH_HTTP_DEPS ?= /usr/sbin/haproxy:haproxy /usr/sbin/nginx:nginx wrk:wrk curl:
 
 export CGO_ENABLED ?= 1
 
-.PHONY: all build test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns bench-http skew soak sim deps demo clean
+.PHONY: all build deb install test unit e2e race lint fuzz fuzz-long bench bench-site bench-dns bench-http skew soak sim deps demo clean
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+# Packages. make deb builds the Debian packages of dnsd, mirror and
+# groupctl into dist/ with goreleaser's nfpm, run at a pinned version (a
+# tool, not a module dependency), from docs/packaging/nfpm-*.yaml: the
+# binaries in /usr/bin, the units, the example configs as conffiles in
+# /etc/transmirror, /var/lib/transmirror, and the scripts that make the
+# transmirror user and the secrets. make install copies the same into
+# $(DESTDIR)$(PREFIX) for systems without dpkg, the units' binaries moved
+# to $(PREFIX)/bin; existing configs are kept.
+PREFIX ?= /usr/local
+DESTDIR ?=
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+NFPM ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
+VERSION ?= $(shell git log -1 --format=0.1.0~git%cd.%h --date=format:%Y%m%d 2>/dev/null || echo 0.1.0)
+PACKAGES = dnsd mirror groupctl
+# The packages' binaries, built as Debian's Go packages are: position
+# independent, full RELRO, stripped, linked against libc (cgo: the
+# system's resolver and user lookups), paths trimmed, the commit stamped
+# where git can tell it (-version, build_info).
+RELEASE_FLAGS = -trimpath -buildvcs=auto -buildmode=pie -ldflags='-s -w -linkmode=external -extldflags=-Wl,-z,relro,-z,now'
+
+deb:
+	@mkdir -p dist/bin dist/changelog && rm -f dist/*.deb
+	CGO_ENABLED=1 $(GO) build $(RELEASE_FLAGS) -o dist/bin/ $(addprefix ./cmd/,$(PACKAGES))
+	@for p in $(PACKAGES); do \
+	  printf 'transmirror-%s (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- transmirror developers <developers@transmirror.invalid>  %s\n' \
+	    $$p "$(VERSION)" "$$(git rev-parse HEAD 2>/dev/null || echo unknown)" "$$(git log -1 --format=%aD 2>/dev/null || date -R)" \
+	    | gzip -9n > dist/changelog/transmirror-$$p.gz; \
+	  echo "nfpm: transmirror-$$p $(VERSION)"; \
+	  VERSION="$(VERSION)" $(NFPM) package --packager deb --config docs/packaging/nfpm-$$p.yaml --target dist/ || exit 1; \
+	done
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)/etc/transmirror
+	install -d -m 0750 $(DESTDIR)/var/lib/transmirror
+	install -m 0755 $(BIN)/dnsd $(BIN)/mirror $(BIN)/groupctl $(DESTDIR)$(PREFIX)/bin/
+	for u in dnsd mirror; do \
+	  sed 's|/usr/bin/|$(PREFIX)/bin/|g' docs/systemd/transmirror-$$u.service > $(DESTDIR)$(UNITDIR)/transmirror-$$u.service; \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/transmirror-$$u.service; \
+	done
+	for f in examples/dnsd.yaml:dnsd.yaml examples/example.org.zone:example.org.zone packaging/mirror.yaml:mirror.yaml; do \
+	  [ -e $(DESTDIR)/etc/transmirror/$${f#*:} ] || install -m 0644 docs/$${f%%:*} $(DESTDIR)/etc/transmirror/$${f#*:}; \
+	done
+	@echo "installed; as root: adduser --system --group transmirror, chown transmirror: /var/lib/transmirror, and write the secrets (docs/operating.md)"
 
 ## test: everything CI runs — install what tests need, lint, unit tests with
 ## the race detector, short fuzz runs, end-to-end tests with the real binaries.
@@ -68,7 +116,7 @@ unit:
 # 20m leaves more than 3x that.
 E2E_TIMEOUT ?= 20m
 
-e2e: build
+e2e: build deb
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./e2e/...
 
 lint:
@@ -200,4 +248,4 @@ demo: build
 	$(BIN)/tmdemo -bin $(BIN)
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

@@ -347,7 +347,8 @@ type JoinConfig struct {
 	Probe string `yaml:"probe"`
 	// LeaveWait is how long the mirror keeps serving after its drain
 	// (left out, it stays 0: the group's ttl.max from the group view, or
-	// MaxLeaveWait when there is no view); at most group.MaxLeaveWait. A
+	// group.DefaultLeaveWait when there is no view); at most
+	// group.MaxLeaveWait. A
 	// written 0 is an error (it meant the default before).
 	LeaveWait yamlconf.Duration `yaml:"leave_wait"`
 	// CheckInterval is how often the joined mirror asks each dnsd

@@ -37,7 +37,9 @@
 // itself on every dnsd, waits join.leave_wait (by default the group's
 // ttl.max) so that cached answers run out, sends GROUP-EXIT, and only
 // then stops its listeners; a stop takes up to leave_wait +
-// timeouts.shutdown, and a second SIGINT or SIGTERM cuts the wait short. SIGHUP, and POST
+// timeouts.shutdown + 32 s (the drain's and the GROUP-EXIT's retries when
+// a dnsd does not answer; docs/operating.md), and a second SIGINT or
+// SIGTERM cuts the wait short. SIGHUP, and POST
 // /-/reload on the admin address (loopback callers only), reload the
 // config: it is read and validated again, what can fail is prepared (the
 // GeoIP database, the redirect rules, the admin certificate and key),
