@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -228,7 +229,7 @@ func checkAddSurvives(t *testing.T, s *sysroot) {
 	s.must(t, "groupctl", "-secret-file", "/etc/transmirror/group.secret", "add", "www.example.org",
 		"-name", "nyc1", "-host", "nyc1.mirrors.example.org", "-addr", "127.0.0.30", "-capacity", "500")
 	s.must(t, "systemctl", "restart", "transmirror-dnsd")
-	waitActive(t, s, "transmirror-dnsd")
+	waitAdmin(t, s)
 	probetest.Until(t, 30*time.Second, func() string {
 		out, err := s.run("groupctl", "status", "www.example.org")
 		if err != nil || !strings.Contains(out, "nyc1") {
@@ -277,4 +278,30 @@ func journalTime(t *testing.T, s *sysroot, unit, pattern string) time.Time {
 		t.Logf("no line of %s matches %q:\n%s", unit, pattern, out)
 	}
 	return at
+}
+
+// TestMakeInstall: make install puts the binaries, the units (their
+// binaries moved to PREFIX) and the configs under DESTDIR, and keeps a
+// config that is there.
+func TestMakeInstall(t *testing.T) {
+	dest := t.TempDir()
+	kept := "# the operator's own\n"
+	if err := os.MkdirAll(filepath.Join(dest, "etc", "transmirror"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dest, "etc", "transmirror"), "dnsd.yaml", kept)
+	run(t, "make", "-C", "..", "--no-print-directory", "install", "DESTDIR="+dest, "PREFIX=/opt/tm")
+	for _, f := range []string{"opt/tm/bin/dnsd", "opt/tm/bin/mirror", "opt/tm/bin/groupctl", "etc/transmirror/mirror.yaml",
+		"etc/transmirror/example.org.zone", "var/lib/transmirror"} {
+		if _, err := os.Stat(filepath.Join(dest, f)); err != nil {
+			t.Errorf("make install: %v", err)
+		}
+	}
+	unit, err := os.ReadFile(filepath.Join(dest, "opt/tm/lib/systemd/system/transmirror-dnsd.service"))
+	if err != nil || !strings.Contains(string(unit), "\nExecStart=/opt/tm/bin/dnsd ") || strings.Contains(string(unit), "/usr/bin/") {
+		t.Errorf("the installed unit (%v):\n%s", err, unit)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dest, "etc/transmirror/dnsd.yaml")); string(got) != kept {
+		t.Errorf("make install replaced the operator's dnsd.yaml:\n%s", got)
+	}
 }
