@@ -118,29 +118,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch cmd, rest := fs.Arg(0), fs.Args()[1:]; cmd {
-	case "explain":
-		err = g.explain(ctx, rest, stderr)
-	case "load":
-		err = g.load(ctx, rest, stderr)
-	case "acme":
-		err = g.acme(ctx, rest)
-	case "list":
-		err = g.list(ctx, rest)
-	case "status":
-		err = g.status(ctx, rest)
-	case "where":
-		err = g.where(ctx, rest, stderr)
-	case "add":
-		err = g.add(ctx, rest, stderr)
-	case "remove", "drain", "undrain":
-		err = g.memberOp(ctx, rest, cmd)
-	default:
-		fmt.Fprintf(stderr, "groupctl: unknown command %q\n", cmd)
+	known, err := g.command(ctx, fs.Arg(0), fs.Args()[1:], stderr)
+	if !known {
+		fmt.Fprintf(stderr, "groupctl: unknown command %q\n", fs.Arg(0))
 		fs.Usage()
 		return 2
 	}
+	return exitCode(err, stderr)
+}
+
+// command runs cmd with its arguments; known is false for a command
+// that groupctl does not have.
+func (g *global) command(ctx context.Context, cmd string, rest []string, stderr io.Writer) (known bool, err error) {
+	switch cmd {
+	case "explain":
+		return true, g.explain(ctx, rest, stderr)
+	case "load":
+		return true, g.load(ctx, rest, stderr)
+	case "acme":
+		return true, g.acme(ctx, rest)
+	case "list":
+		return true, g.list(ctx, rest)
+	case "status":
+		return true, g.status(ctx, rest)
+	case "where":
+		return true, g.where(ctx, rest, stderr)
+	case "add":
+		return true, g.add(ctx, rest, stderr)
+	case "remove", "drain", "undrain":
+		return true, g.memberOp(ctx, rest, cmd)
+	}
+	return false, nil
+}
+
+// exitCode writes what err says and returns groupctl's exit status: 0
+// done, 1 failed (dnsd's status and reason when it refused), 2 bad usage.
+func exitCode(err error, stderr io.Writer) int {
 	var ue usageError
 	var se *api.StatusError
 	switch {
