@@ -19,7 +19,7 @@ import (
 func TestBackupRestore(t *testing.T) {
 	pkgs := debs(t)
 	install := func(s *sysroot) {
-		s.must(t, "dpkg", "-i", pkgs["transmirror-dnsd"], pkgs["transmirror-groupctl"])
+		s.install(t, pkgs["transmirror-dnsd"], pkgs["transmirror-groupctl"])
 		s.writeFile(t, "/etc/transmirror/dnsd.yaml", pkgDNSD)
 	}
 	old := bootSysroot(t)

@@ -155,7 +155,7 @@ root: /srv/mirror
 func TestPackageInstall(t *testing.T) {
 	pkgs := debs(t)
 	s := bootSysroot(t)
-	s.must(t, "dpkg", "-i", pkgs["transmirror-dnsd"], pkgs["transmirror-mirror"], pkgs["transmirror-groupctl"])
+	s.install(t, pkgs["transmirror-dnsd"], pkgs["transmirror-mirror"], pkgs["transmirror-groupctl"])
 	t.Run("installed", func(t *testing.T) { checkInstalled(t, s) })
 	t.Run("configs as shipped", func(t *testing.T) {
 		s.must(t, "mkdir", "-p", "/srv/mirror")

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,11 +147,42 @@ func (s *sysroot) must(t *testing.T, name string, args ...string) string {
 // overlay's layers must not change under it), mode 0644.
 func (s *sysroot) writeFile(t *testing.T, path, content string) {
 	t.Helper()
+	s.write(t, path, strings.NewReader(content))
+}
+
+// copyIn copies the file at host, on this machine, to path in the
+// system (whose /tmp is its own), mode 0644.
+func (s *sysroot) copyIn(t *testing.T, host, path string) {
+	t.Helper()
+	f, err := os.Open(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s.write(t, path, f)
+}
+
+// write writes what r holds to path in the system.
+func (s *sysroot) write(t *testing.T, path string, r io.Reader) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := s.command(ctx, "sh", "-c", `mkdir -p "$(dirname "$1")" && cat > "$1" && chmod 0644 "$1"`, "sh", path)
-	cmd.Stdin = strings.NewReader(content)
+	cmd.Stdin = r
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("writing %s in the system: %v\n%s", path, err, out)
 	}
+}
+
+// install copies the packages into the system and installs them with
+// dpkg.
+func (s *sysroot) install(t *testing.T, debs ...string) {
+	t.Helper()
+	args := []string{"-i"}
+	for _, d := range debs {
+		in := "/root/" + filepath.Base(d)
+		s.copyIn(t, d, in)
+		args = append(args, in)
+	}
+	s.must(t, "dpkg", args...)
 }
