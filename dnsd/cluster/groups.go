@@ -29,7 +29,8 @@ type Applier interface {
 var _ Applier = (*members.Controller)(nil)
 
 // groupKeys is the groups/ key family: the run-time members and drains of
-// each group, one key per group (groups/GROUP, a JSON members.GroupState),
+// each group, one key per group (groups/GROUP, a JSON members.GroupState
+// with the format it is written in: groupValue),
 // written with a transaction that compares its mod revision, so that two
 // concurrent edits can not lose one. It keeps the shared state as this
 // node last saw it, in memory and in the local copy, and hands what
@@ -91,18 +92,39 @@ func (g *groupKeys) load() (members.State, error) {
 	return st, nil
 }
 
+// groupsFormat is the format of the groups/ values this dnsd writes and
+// the newest it reads. A value without a format is of format 1, as the
+// values were written before they carried one; a dnsd of an older release
+// reads a value with one, since JSON's unknown keys are ignored, so that
+// an NS set can be upgraded one node at a time. A change that an older
+// node would misread takes format 2, which those nodes leave out.
+const groupsFormat = 1
+
+// groupValue is a groups/GROUP value: the group's members.GroupState and
+// the format it is written in.
+type groupValue struct {
+	Format int `json:"format,omitempty"`
+	members.GroupState
+}
+
 // decode puts the group of kv (a key under groups/) into st; a value that
-// does not decode is logged and left out.
+// does not decode, or is of a newer format than groupsFormat, is logged
+// and left out.
 func (g *groupKeys) decode(st members.State, kv *mvccpb.KeyValue) {
 	group := strings.TrimPrefix(string(kv.Key), g.prefix())
-	var gs members.GroupState
+	var v groupValue
 	if len(kv.Value) > 0 {
-		if err := json.Unmarshal(kv.Value, &gs); err != nil {
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			g.log.Error("cluster: group state in etcd does not decode: left out", "key", string(kv.Key), "err", err)
 			return
 		}
 	}
-	st.Groups[group], st.Revisions[group] = gs, kv.ModRevision
+	if v.Format > groupsFormat {
+		g.log.Error("cluster: group state in etcd is of a newer format, written by a newer dnsd: left out (upgrade this node)",
+			"key", string(kv.Key), "format", v.Format, "reads_up_to", groupsFormat)
+		return
+	}
+	st.Groups[group], st.Revisions[group] = v.GroupState, kv.ModRevision
 }
 
 // remember records st as the shared state (whole: replacing what was
@@ -142,7 +164,7 @@ func (g *groupKeys) save(group string, rev int64, gs members.GroupState) (int64,
 	if d, _, lastErr := g.sess.state(); d {
 		return 0, fmt.Errorf("%w (etcd: %s)", members.ErrStoreUnavailable, lastErr)
 	}
-	data, err := json.Marshal(gs)
+	data, err := json.Marshal(groupValue{Format: groupsFormat, GroupState: gs})
 	if err != nil {
 		return 0, fmt.Errorf("cluster: %w", err)
 	}
