@@ -1,42 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"runtime"
-	"strings"
 	"testing"
 
-	"github.com/transmirror/transmirror/cmd/internal/buildinfo"
+	"github.com/transmirror/transmirror/cmd/internal/buildinfo/versiontest"
 )
 
 // TestVersion: -version prints buildinfo's one line for groupsim, ending with
 // the Go version, and exits 0 without doing anything else; a stray argument is still refused.
 func TestVersion(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		code int
-	}{
-		{"alone", []string{"-version"}, 0},
-		{"with other flags", []string{"-version", "-requests", "10"}, 0},
-		{"stray argument", []string{"-version", "extra"}, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			if code := run(tt.args, &out, &errb); code != tt.code {
-				t.Fatalf("groupsim %q: exit %d, want %d (stderr %s)", tt.args, code, tt.code, errb.String())
-			}
-			if tt.code != 0 {
-				return
-			}
-			got := out.String()
-			if got != buildinfo.Version("groupsim")+"\n" || !strings.HasPrefix(got, "groupsim ") || !strings.HasSuffix(got, " "+runtime.Version()+"\n") {
-				t.Errorf("stdout %q, want the one line %q", got, buildinfo.Version("groupsim"))
-			}
-			if errb.Len() > 0 {
-				t.Errorf("stderr %q, want nothing", errb.String())
-			}
-		})
-	}
+	versiontest.Run(t, "groupsim", run, []versiontest.Case{
+		{Name: "alone", Args: []string{"-version"}, Code: 0},
+		{Name: "with other flags", Args: []string{"-version", "-requests", "10"}, Code: 0},
+		{Name: "stray argument", Args: []string{"-version", "extra"}, Code: 2},
+	})
 }
