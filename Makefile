@@ -35,13 +35,14 @@ FUZZ_MINIMIZE_EXECS ?= 1000
 # lintian, dpkg-deb and systemd (e2e: the packages checked, then installed
 # into a system of the test's own that systemd boots in namespaces; the
 # units checked by systemd-analyze verify), promtool (e2e: the alert rules
-# checked, unit-tested, and their metrics found on live daemons).
+# checked, unit-tested, and their metrics found on live daemons), etcdctl
+# (dnsd/cluster/etcdtest: a TLS etcd's users and roles; e2e).
 TEST_DEPS ?= dig:dnsutils delv:bind9-dnsutils dnsviz:dnsviz unbound:unbound unbound-checkconf:unbound \
 	chromium:chromium curl:curl gcc:gcc /usr/include/stdio.h:libc6-dev \
 	etcd:etcd-server apt-get:apt mount:mount umount:mount xmllint:libxml2-utils \
 	pebble:pebble zonemaster-cli:zonemaster-cli ip:iproute2 unshare:util-linux nsenter:util-linux \
 	lintian:lintian dpkg-deb:dpkg /lib/systemd/systemd:systemd systemd-analyze:systemd adduser:adduser \
-	promtool:prometheus
+	promtool:prometheus etcdctl:etcd-client
 # What bench-dns executes besides dnsd, in the same form (gdnsd by its
 # path: /usr/sbin is not in every user's PATH).
 BENCH_DNS_DEPS ?= dnsperf:dnsperf /usr/sbin/gdnsd:gdnsd /usr/sbin/knotd:knot dig:dnsutils taskset:util-linux

@@ -69,7 +69,7 @@ func (g *groupKeys) load() (members.State, error) {
 	defer cancel()
 	resp, err := g.sess.cli.Get(ctx, g.prefix(), clientv3.WithPrefix())
 	if err != nil {
-		g.sess.setDegraded(true, err)
+		g.sess.setDegraded(true, g.sess.cli.explain(err))
 		st := members.NewState()
 		if g.cache != nil {
 			if st, err = g.cache.Load(); err != nil {
@@ -80,7 +80,7 @@ func (g *groupKeys) load() (members.State, error) {
 		g.known = st.Clone()
 		g.mu.Unlock()
 		_, _, lastErr := g.sess.state()
-		g.log.Warn("etcd unreachable at start: serving the last known state", "groups", len(st.Groups), "err", lastErr)
+		g.log.Warn("etcd unreachable or refusing this node at start: serving the last known state", "groups", len(st.Groups), "err", lastErr)
 		return st, nil
 	}
 	st := members.NewState()

@@ -74,7 +74,7 @@ type lease struct {
 // (degraded), which every family may ask.
 type session struct {
 	log *slog.Logger
-	cli *clientv3.Client
+	cli *lazyClient
 	sessionConfig
 	now      func() time.Time
 	families []family
@@ -98,7 +98,7 @@ type sessionConfig struct {
 	every   time.Duration // the publish interval
 }
 
-func newSession(log *slog.Logger, cli *clientv3.Client, cfg sessionConfig, now func() time.Time) *session {
+func newSession(log *slog.Logger, cli *lazyClient, cfg sessionConfig, now func() time.Time) *session {
 	s := &session{log: log, cli: cli, sessionConfig: cfg, now: now, kicks: make(chan struct{}, 1),
 		degraded: true, since: now()}
 	s.degradedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -155,7 +155,7 @@ func (s *session) setDegraded(on bool, err error) {
 	s.degraded, s.since = on, s.now()
 	if on {
 		s.degradedGauge.Set(1)
-		s.log.Warn("cluster degraded: etcd unreachable; serving the last known state, membership changes refused", "node", s.node, "err", s.lastErr)
+		s.log.Warn("cluster degraded: etcd unreachable or refusing this node; serving the last known state, membership changes refused", "node", s.node, "err", s.lastErr)
 		return
 	}
 	s.lastErr = ""
@@ -169,7 +169,7 @@ func (s *session) run(ctx context.Context) error {
 	for {
 		err := s.life(ctx)
 		if ctx.Err() == nil {
-			s.setDegraded(true, err)
+			s.setDegraded(true, s.cli.explain(err))
 		}
 		s.notify(false)
 		if ctx.Err() != nil {

@@ -102,7 +102,7 @@ func TestSessionFamilies(t *testing.T) {
 	put("/s/a/before")
 	put("/s/other/x")
 
-	s := newSession(slog.New(slog.DiscardHandler), cli, sessionConfig{node: "n1", prefix: "/s/",
+	s := newSession(slog.New(slog.DiscardHandler), &lazyClient{cli: cli}, sessionConfig{node: "n1", prefix: "/s/",
 		timeout: 2 * time.Second, ttl: 2 * time.Second, every: 50 * time.Millisecond}, time.Now)
 	a := &recorder{pfx: "/s/a/", joinKey: "/s/joined/n1", cli: cli}
 	b := &recorder{pfx: "/s/b/"}

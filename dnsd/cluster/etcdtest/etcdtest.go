@@ -2,7 +2,9 @@
 // etcd-server package, which make deps installs) on loopback for the tests
 // of dnsd's packages: one member, a data directory of the test's own, ports
 // that were free a moment ago (etcd can not report a port it chose), and
-// stopped by its PID when the test ends. Tests only.
+// stopped by its PID when the test ends. StartSecure starts one with
+// client TLS, client-certificate auth and etcd's RBAC on (secure.go).
+// Tests only.
 package etcdtest
 
 import (
@@ -37,6 +39,8 @@ type Server struct {
 	done    chan struct{}
 	stopped bool
 	flags   []string // slowDisk's
+	sec     *secure  // StartSecure's TLS and users; nil for a plain etcd
+	hc      *http.Client
 }
 
 // Start starts etcd with a fresh data directory and waits until it serves
@@ -44,19 +48,26 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	base, flags := slowDisk(t)
-	s := &Server{t: t, flags: flags}
+	s := &Server{t: t, flags: flags, hc: &http.Client{Timeout: time.Second}}
+	s.start(base, "http")
+	return s
+}
+
+// start runs etcd on free ports (URLs of scheme), trying again with
+// others when a start fails, and stops it when the test ends.
+func (s *Server) start(base, scheme string) {
+	s.t.Helper()
 	var err error
 	for i := range 5 {
 		s.dir = fmt.Sprintf("%s/%d", base, i) // a failed start may leave a member behind
-		s.client = "http://" + probetest.FreeAddr(t, "tcp")
-		s.peer = "http://" + probetest.FreeAddr(t, "tcp")
+		s.client = scheme + "://" + probetest.FreeAddr(s.t, "tcp")
+		s.peer = "http://" + probetest.FreeAddr(s.t, "tcp")
 		if err = s.run(); err == nil {
-			t.Cleanup(s.Stop)
-			return s
+			s.t.Cleanup(s.Stop)
+			return
 		}
 	}
-	t.Fatalf("etcdtest: %v", err)
-	return nil
+	s.t.Fatalf("etcdtest: %v", err)
 }
 
 // Endpoint is the client URL.
@@ -145,7 +156,7 @@ func (s *Server) run() error {
 		"--listen-peer-urls", s.peer, "--initial-advertise-peer-urls", s.peer,
 		"--initial-cluster", "default=" + s.peer,
 		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "info"},
-		s.flags...)...)
+		append(s.flags, s.sec.flags()...)...)...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -166,20 +177,27 @@ func (s *Server) run() error {
 		pw.Close()
 		close(done)
 	}()
-	// Ready is etcd's own health endpoint saying true (it has a leader
-	// and serves), polled until a deadline.
+	if err := s.ready(cmd, done); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.cmd, s.done, s.stopped = cmd, done, false
+	s.mu.Unlock()
+	return nil
+}
+
+// ready waits until etcd's own health endpoint says true (it has a
+// leader and serves), polled until a deadline; it kills etcd when that
+// passes.
+func (s *Server) ready(cmd *exec.Cmd, done <-chan struct{}) error {
 	deadline := time.Now().Add(30 * time.Second)
-	hc := &http.Client{Timeout: time.Second}
 	for {
 		select {
 		case <-done:
 			return fmt.Errorf("etcd exited before it was ready:\n%s", tail(s.Logs()))
 		default:
 		}
-		if healthy(hc, s.client) {
-			s.mu.Lock()
-			s.cmd, s.done, s.stopped = cmd, done, false
-			s.mu.Unlock()
+		if healthy(s.hc, s.client) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -207,4 +225,19 @@ func tail(s string) string {
 		return s[len(s)-4000:]
 	}
 	return s
+}
+
+// Metrics returns etcd's own metrics (GET /metrics, the Prometheus text
+// format).
+func (s *Server) Metrics() (string, error) {
+	resp, err := s.hc.Get(s.client + "/metrics")
+	if err != nil {
+		return "", fmt.Errorf("etcdtest: metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("etcdtest: metrics: %s %v", resp.Status, err)
+	}
+	return string(body), nil
 }
