@@ -67,17 +67,35 @@ func (ca *CA) Leaf(t testing.TB, dir, cn string) (certFile, keyFile string) {
 // LeafFor is Leaf for the DNS names names (and 127.0.0.1, ::1).
 func (ca *CA) LeafFor(t testing.TB, dir, cn string, names ...string) (certFile, keyFile string) {
 	t.Helper()
+	return ca.sign(t, dir, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:    names,
+	})
+}
+
+// ClientLeaf makes a client certificate signed by ca with common name cn
+// (extended key usage clientAuth, which a server that asks for client
+// certificates wants: etcd refuses a server's), and writes it and its
+// key to dir/cn.crt and dir/cn.key, whose paths it returns.
+func (ca *CA) ClientLeaf(t testing.TB, dir, cn string) (certFile, keyFile string) {
+	t.Helper()
+	return ca.sign(t, dir, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// sign signs tmpl, valid for a day, with a new key, and writes the
+// certificate and the key to dir/CN.crt and dir/CN.key.
+func (ca *CA) sign(t testing.TB, dir string, tmpl *x509.Certificate) (certFile, keyFile string) {
+	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     names,
-	}
+	tmpl.SerialNumber = serial(t)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +104,7 @@ func (ca *CA) LeafFor(t testing.TB, dir, cn string, names ...string) (certFile, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	cn := tmpl.Subject.CommonName
 	certFile, keyFile = filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
 	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "PRIVATE KEY", kder)

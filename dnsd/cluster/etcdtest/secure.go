@@ -42,9 +42,9 @@ type Secure struct {
 type secure struct {
 	Secure
 	dir               string
-	clients           *clientCA
-	certFile, keyFile string // the server's
-	rootCert, rootKey string // root's client certificate
+	clients           *probetest.CA // signs the client certificates etcd trusts
+	certFile, keyFile string        // the server's
+	rootCert, rootKey string        // root's client certificate
 	rootPassword      string
 	password          string // User's
 	authOn            bool   // auth enable done: etcdctl says who it is
@@ -75,9 +75,9 @@ func StartSecure(t testing.TB, sec Secure) *Server {
 func newSecure(t testing.TB, sec Secure) *secure {
 	t.Helper()
 	c := &secure{Secure: sec, dir: t.TempDir(), rootPassword: password(t), password: password(t)}
-	c.clients = newClientCA(t, c.dir)
+	c.clients = probetest.NewCA(t, c.dir, "clients-ca")
 	c.certFile, c.keyFile = sec.CA.Leaf(t, c.dir, "etcd-server")
-	c.rootCert, c.rootKey = c.clients.leaf(t, c.dir, Root)
+	c.rootCert, c.rootKey = c.clients.ClientLeaf(t, c.dir, Root)
 	return c
 }
 
@@ -97,7 +97,7 @@ func (c *secure) flags() []string {
 		return nil
 	}
 	return []string{"--cert-file", c.certFile, "--key-file", c.keyFile,
-		"--client-cert-auth", "--trusted-ca-file", c.clients.file}
+		"--client-cert-auth", "--trusted-ca-file", c.clients.File}
 }
 
 // httpClient is the client of etcd's own endpoints (/health, /metrics):
@@ -168,5 +168,5 @@ func (s *Server) ClientCert(t testing.TB, cn string) (certFile, keyFile string) 
 	if s.sec == nil {
 		t.Fatal("etcdtest: ClientCert of a plain etcd")
 	}
-	return s.sec.clients.leaf(t, t.TempDir(), cn)
+	return s.sec.clients.ClientLeaf(t, t.TempDir(), cn)
 }
