@@ -8,7 +8,6 @@
 package backend
 
 import (
-	"container/heap"
 	"errors"
 	"time"
 
@@ -52,8 +51,7 @@ type Backend struct {
 	costs             Costs
 	maxObject         int64
 	cache             *site.LRUBytes[struct{}]
-	cpuFree, diskFree int64     // when the CPU and the disk are next free
-	inService         doneTimes // when the requests in service end
+	cpuFree, diskFree int64 // when the CPU and the disk are next free
 	served, hits      int64
 	bytes, hitBytes   int64
 	cpuBusy, diskBusy int64 // service time given, ns
@@ -96,8 +94,6 @@ func (b *Backend) Serve(at int64, key string, size int64) (done int64, hit bool)
 	c := int64(b.costs.PerRequest) + perKiB(b.costs.PerKiB, size)
 	b.cpuFree, b.cpuBusy = start+c, b.cpuBusy+c
 	b.account(size, hit)
-	b.InService(at) // what ended before at leaves the heap: it holds at most the requests in service
-	heap.Push(&b.inService, b.cpuFree)
 	return b.cpuFree, hit
 }
 
@@ -115,16 +111,6 @@ func (b *Backend) account(size int64, hit bool) {
 	}
 }
 
-// InService returns how many of the requests served are still being
-// served at at (arrived and not yet sent): the back end's load as the
-// front end sees it.
-func (b *Backend) InService(at int64) int {
-	for len(b.inService) > 0 && b.inService[0] <= at {
-		heap.Pop(&b.inService)
-	}
-	return len(b.inService)
-}
-
 // Stats are a back end's counts: requests served and those the cache
 // hit, their bytes, the bytes the cache holds, and the time its CPU and
 // its disk spent serving (nanoseconds).
@@ -138,18 +124,4 @@ type Stats struct {
 func (b *Backend) Stats() Stats {
 	return Stats{Requests: b.served, Hits: b.hits, Bytes: b.bytes, HitBytes: b.hitBytes, CachedBytes: b.cache.Bytes(),
 		CPUBusy: b.cpuBusy, DiskBusy: b.diskBusy}
-}
-
-// doneTimes is a min-heap of when requests end.
-type doneTimes []int64
-
-func (d doneTimes) Len() int           { return len(d) }
-func (d doneTimes) Less(i, j int) bool { return d[i] < d[j] }
-func (d doneTimes) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
-func (d *doneTimes) Push(x any)        { *d = append(*d, x.(int64)) }
-func (d *doneTimes) Pop() any {
-	old := *d
-	x := old[len(old)-1]
-	*d = old[:len(old)-1]
-	return x
 }

@@ -49,42 +49,6 @@ func TestServeSequence(t *testing.T) {
 	}
 }
 
-// TestInService: a request is in service from its arrival until its
-// response is sent.
-func TestInService(t *testing.T) {
-	b, err := New(Config{Costs: Costs{PerRequest: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		b.Serve(0, string(rune('a'+i)), 0) // no cache: each a miss of 0 bytes, 1 ms of CPU each
-	}
-	for _, c := range []struct {
-		at   time.Duration
-		want int
-	}{{0, 3}, {time.Millisecond, 2}, {2500 * time.Microsecond, 1}, {3 * time.Millisecond, 0}} {
-		if got := b.InService(int64(c.at)); got != c.want {
-			t.Errorf("in service at %v: %d, want %d", c.at, got, c.want)
-		}
-	}
-}
-
-// TestInServiceBounded: a back end that is never asked InService still
-// keeps only the requests in service, not one entry per request served
-// (a 10-million-request run's memory).
-func TestInServiceBounded(t *testing.T) {
-	b, err := New(Config{Costs: Costs{PerRequest: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10_000 {
-		b.Serve(int64(i)*int64(time.Millisecond), "k", 0) // each ends as the next arrives
-	}
-	if n := len(b.inService); n > 2 {
-		t.Errorf("%d requests kept in service after 10,000 served one after the other, want at most 2", n)
-	}
-}
-
 // TestConfig: the defaults and the refusals.
 func TestConfig(t *testing.T) {
 	b, err := New(Config{Memory: 1 << 20})

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -246,7 +247,7 @@ func (s *sim) resolve(r uint32, client netip.Addr) (int, error) {
 	}
 	ttl := max(time.Duration(ans.TTL)*time.Second, s.c.MinTTL)
 	s.cache[cacheKey{r, scopeOf(ecs, bits)}] = cached{mirror: m, expires: now + int64(ttl)}
-	if !containsInt(s.scopes[r], bits) {
+	if !slices.Contains(s.scopes[r], bits) {
 		s.scopes[r] = append(s.scopes[r], bits)
 	}
 	return m, nil
@@ -258,15 +259,6 @@ func scopeOf(ecs netip.Prefix, bits int) netip.Prefix {
 		return netip.Prefix{}
 	}
 	return netip.PrefixFrom(ecs.Addr(), bits).Masked()
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // start sets the clock to the first request's time, has every mirror
